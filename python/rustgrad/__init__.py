@@ -1,0 +1,109 @@
+"""rustgrad: reverse-mode autograd with PyTorch's semantics, a Rust engine and NumPy/CuPy
+kernels. `import rustgrad as torch` works for everything rustgrad supports."""
+
+from __future__ import annotations
+
+from . import _core
+from ._backends import device
+from ._dtype import (
+    bool_ as bool,  # noqa: A001  (torch.bool)
+    double,
+    dtype,
+    float,  # noqa: A004
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,  # noqa: A004
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from ._size import Size
+from ._tensor import Tensor
+from . import _methods  # noqa: F401  (binds ops to Tensor)
+from ._creation import (
+    Generator,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    initial_seed,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    seed,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._ops import arith as _arith
+from ._ops import linalg as _linalg
+from ._ops import reduce as _reduce
+from ._ops import select as _select
+from ._ops import shape as _shape
+from ._ops import unary as _unary
+from ._ops._util import can_require_grad as _can_require_grad
+from ._ops._util import describe as _describe
+from . import autograd
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from . import memory
+
+_core._register(Tensor, autograd._accumulate_grad, _describe, _can_require_grad)
+
+# the functional namespace, named as torch's
+add, sub, subtract, mul, multiply = _arith.add, _arith.sub, _arith.sub, _arith.mul, _arith.mul
+div, divide, true_divide, neg, negative = _arith.div, _arith.div, _arith.div, _arith.neg, _arith.neg
+pow, remainder = _arith.pow, _arith.remainder
+exp, log, sqrt, abs = _unary.exp, _unary.log, _unary.sqrt, _unary.abs
+relu, sigmoid, tanh, sign, reciprocal = _unary.relu, _unary.sigmoid, _unary.tanh, _unary.sign, _unary.reciprocal
+clamp = clip = _unary.clamp
+sum, mean, max, min = _reduce.sum, _reduce.mean, _reduce.max, _reduce.min
+matmul, mm = _linalg.matmul, _linalg.matmul
+reshape, flatten, transpose, t, permute = _shape.reshape, _shape.flatten, _shape.transpose, _shape.t, _shape.permute
+unsqueeze, squeeze, cat, concat, stack = _shape.unsqueeze, _shape.squeeze, _shape.cat, _shape.cat, _shape.stack
+clone = _shape.clone
+where, maximum, minimum = _select.where, _select.maximum, _select.minimum
+eq, ne, lt, le, gt, ge = _select.eq, _select.ne, _select.lt, _select.le, _select.gt, _select.ge
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def result_type(a: object, b: object) -> dtype:
+    from ._dtype import result_type as _rt
+
+    return _rt(a, b)
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,84 @@
+"""Device dispatch: a device maps to one array namespace (NumPy on the CPU, CuPy on CUDA).
+
+Ops never import numpy themselves; they ask for the namespace of their inputs' arrays
+(`namespace_of(array)`) or of a device (`namespace(device)`). CuPy is optional: importing
+rustgrad never requires it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from . import cpu
+
+_BY_ARRAY_TYPE: dict = {cpu.ndarray: cpu}
+
+
+class device:
+    """`rustgrad.device('cpu')`, `device('cuda:1')`, printed as torch prints it."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: Union[str, "device"], index: Union[int, None] = None) -> None:
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string, got {type.__class__.__name__}")
+        if ":" in type:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        if type not in ("cpu", "cuda", "fake"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}"
+            )
+        self.type = type
+        self.index = index
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+CPU = device("cpu")
+
+
+def namespace_of(array: Any) -> Any:
+    """The backend module for an array (cpu, cuda or a registered test backend)."""
+    try:
+        return _BY_ARRAY_TYPE[type(array)]
+    except KeyError:
+        raise TypeError(f"no rustgrad backend holds arrays of type {type(array).__name__}") from None
+
+
+def register(array_type: type, backend: Any) -> None:
+    """Registers a backend module for arrays of `array_type` (used by the CUDA and fake backends)."""
+    _BY_ARRAY_TYPE[array_type] = backend
+
+
+def namespace(dev: Any) -> Any:
+    d = dev if isinstance(dev, device) else device(dev) if dev is not None else CPU
+    if d.type == "cpu":
+        return cpu
+    for backend in _BY_ARRAY_TYPE.values():
+        if backend.DEVICE_TYPE == d.type:
+            return backend
+    if d.type == "cuda":
+        from . import cuda
+
+        return cuda
+    raise RuntimeError(f"no backend for device {d}")

@@ -1,0 +1,313 @@
+"""Tensor creation: tensor, as_tensor, from_numpy, factories, random numbers with manual_seed."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as _np
+
+from . import _core, _dtype
+from ._backends import CPU, device, namespace, namespace_of
+from ._tensor import Tensor
+
+_make = _core.make_leaf
+
+
+def _wrap(array: Any, requires_grad: bool = False) -> Tensor:
+    backend = namespace_of(array)
+    if requires_grad and array.dtype.kind not in "fc":
+        raise RuntimeError(
+            "Only Tensors of floating point and complex dtype can require gradients"
+        )
+    return _make(Tensor, array, requires_grad, backend.storage_slot(array))
+
+
+def _rebuild(array: Any, requires_grad: bool) -> Tensor:
+    return _wrap(array, requires_grad)
+
+
+def _target(dev: Any) -> Any:
+    return namespace(device(dev) if isinstance(dev, str) else dev)
+
+
+def _infer_np_dtype(data: Any) -> Any:
+    """torch's dtype inference for Python data: bools, ints -> int64, floats -> default."""
+    arr = _np.asarray(data)
+    kind = arr.dtype.kind
+    if kind == "b":
+        return arr.astype(_np.bool_)
+    if kind in "iu":
+        return arr.astype(_np.int64)
+    if kind == "f":
+        return arr.astype(_dtype.get_default_dtype().np)
+    if kind == "O":
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
+
+
+def _from_data(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return data._backend.to_numpy(data._data)
+    if isinstance(data, (list, tuple)):
+        flat = [(_from_data(x) if isinstance(x, (Tensor, list, tuple)) else x) for x in data]
+        if any(isinstance(x, _np.ndarray) for x in flat):
+            return _np.stack([_np.asarray(x) for x in flat]) if flat else _np.asarray(flat)
+        return _infer_np_dtype(flat)
+    if isinstance(data, _np.ndarray):
+        return data
+    if isinstance(data, _np.generic):
+        return _np.asarray(data)
+    if isinstance(data, (bool, int, float)):
+        return _infer_np_dtype(data)
+    if hasattr(data, "__array__") or hasattr(data, "__cuda_array_interface__"):
+        return data
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def tensor(
+    data: Any,
+    *,
+    dtype: Optional[_dtype.dtype] = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
+    """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
+    arr = _from_data(data)
+    if isinstance(arr, _np.ndarray):
+        _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
+        if arr.dtype.kind == "f" and arr.dtype == _np.float64 and not isinstance(data, _np.ndarray) \
+                and not isinstance(data, Tensor):
+            arr = arr.astype(_dtype.get_default_dtype().np)
+    np_dt = _dtype.to_np(dtype)
+    target = _target(device) if device is not None else (
+        data._backend if isinstance(data, Tensor) else namespace(CPU))
+    out = target.from_numpy(_np.array(arr, dtype=np_dt, copy=True), device) \
+        if isinstance(arr, _np.ndarray) else target.asarray(arr, dtype=np_dt).copy()
+    return _wrap(out, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None) -> Tensor:
+    """Like tensor(), but shares memory with a NumPy array or tensor when it can."""
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None:
+            out = out.to(dtype)
+        if device is not None:
+            out = out.to(device)
+        return out
+    if isinstance(data, _np.ndarray) and device is None:
+        arr = data if dtype is None else data.astype(dtype.np, copy=False)
+        _dtype.from_np(arr.dtype)
+        return _wrap(arr)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: Any) -> Tensor:
+    """A tensor sharing memory with `array` (writes through either show in the other)."""
+    if not isinstance(array, _np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    _dtype.from_np(array.dtype)
+    return _wrap(array)
+
+
+def _size(size: Sequence[Any]) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (int, _np.integer)):
+            raise TypeError(
+                f"empty(): argument 'size' must be tuple of ints, but found element of type "
+                f"{type(s).__name__}"
+            )
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _factory(fill: str, size: Sequence[Any], dtype: Any, device: Any, requires_grad: bool,
+             value: Any = None) -> Tensor:
+    xp = _target(device) if device is not None else namespace(CPU)
+    dt = _dtype.to_np(dtype) if dtype is not None else _dtype.get_default_dtype().np
+    shape = _size(size)
+    if fill == "zeros":
+        arr = xp.zeros(shape, dtype=dt)
+    elif fill == "ones":
+        arr = xp.ones(shape, dtype=dt)
+    elif fill == "empty":
+        arr = xp.empty(shape, dtype=dt)
+    else:
+        arr = xp.full(shape, value, dtype=dt)
+    return _wrap(arr, requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _factory("zeros", size, dtype, device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _factory("ones", size, dtype, device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _factory("empty", size, dtype, device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = _dtype.scalar_dtype(fill_value)
+    return _factory("full", (tuple(size),), dtype, device, requires_grad, fill_value)
+
+
+def _like(fn: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *args: Any) -> Tensor:
+    return fn(*args, t.shape, dtype=dtype or t.dtype, device=device or t.device,
+              requires_grad=requires_grad) if args else \
+        fn(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def full_like_scalar(t: Tensor, value: Any) -> Tensor:
+    """A 0-dim tensor holding a Python scalar, on t's device (torch's wrapped number)."""
+    xp = t._backend
+    return _wrap(xp.asarray(value, dtype=_dtype.scalar_dtype(value).np)
+                 if not isinstance(value, float) or t._data.dtype.kind != "f"
+                 else xp.asarray(value, dtype=t._data.dtype))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        is_float = any(isinstance(x, float) for x in (start, end, step))
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    xp = _target(device) if device is not None else namespace(CPU)
+    n = max(0, int(_np.ceil((end - start) / step)))
+    arr = (start + xp.arange(n, dtype=_np.float64) * step).astype(dtype.np) \
+        if dtype.is_floating_point else xp.arange(start, end, step, dtype=dtype.np)
+    return _wrap(arr, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    xp = _target(device) if device is not None else namespace(CPU)
+    dt = (dtype or _dtype.get_default_dtype()).np
+    return _wrap(xp.linspace(start, end, steps, dtype=_np.float64).astype(dt), requires_grad)
+
+
+def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    xp = _target(device) if device is not None else namespace(CPU)
+    dt = (dtype or _dtype.get_default_dtype()).np
+    return _wrap(xp.eye(n, m, dtype=dt), requires_grad)
+
+
+# ---- random numbers: one generator, seeded by manual_seed ---------------------------------
+class Generator:
+    def __init__(self) -> None:
+        self._rng = _np.random.default_rng(0)
+        self._seed = 0
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        self._rng = _np.random.default_rng(self._seed)
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    s = int(_np.random.SeedSequence().entropy % (2**63))
+    default_generator.manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def _random(kind: str, size: Sequence[Any], dtype: Any, device: Any, requires_grad: bool,
+            generator: Optional[Generator] = None, **kw: Any) -> Tensor:
+    rng = (generator or default_generator)._rng
+    shape = _size(size)
+    dt = (dtype or _dtype.get_default_dtype()).np
+    if kind == "rand":
+        arr = rng.random(shape, dtype=_np.float64).astype(dt)
+    elif kind == "randn":
+        arr = rng.standard_normal(shape, dtype=_np.float64).astype(dt)
+    else:
+        arr = rng.integers(kw["low"], kw["high"], size=shape, dtype=_np.int64).astype(dt)
+    if device is not None:
+        arr = _target(device).from_numpy(arr, device)
+    return _wrap(arr, requires_grad)
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Optional[Generator] = None) -> Tensor:
+    return _random("rand", size, dtype, device, requires_grad, generator)
+
+
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Optional[Generator] = None) -> Tensor:
+    return _random("randn", size, dtype, device, requires_grad, generator)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
+            device: Any = None, requires_grad: bool = False,
+            generator: Optional[Generator] = None) -> Tensor:
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    return _random("randint", (tuple(size),), dtype or _dtype.int64, device, requires_grad,
+                   generator, low=low, high=high)
+
+
+def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return rand(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return randn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(t: Tensor, low: int, high: Any = None, *, dtype: Any = None,
+                 device: Any = None, requires_grad: bool = False) -> Tensor:
+    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device,
+                   requires_grad=requires_grad)

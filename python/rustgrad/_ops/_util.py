@@ -1,0 +1,130 @@
+"""Helpers shared by the op families: promotion, device checks, broadcasting reduction."""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from .. import _core, _dtype
+from .._tensor import Tensor
+
+record = _core.record
+is_grad_enabled = _core.is_grad_enabled
+_SCALAR_TYPES = (int, float, bool)
+
+
+def as_scalar(x: Any) -> Any:
+    """A Python number for torch's "wrapped scalar" rules, or None if x is not a number."""
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return x
+    if isinstance(x, bool):
+        return bool(x)
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return float(x)
+    if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0 and not isinstance(x, Tensor):
+        return x.item()
+    return None
+
+
+def same_device(a: Any, b: Any) -> None:
+    if type(a) is not type(b):
+        from .._backends import namespace_of
+
+        da = namespace_of(a).device_of(a)
+        db = namespace_of(b).device_of(b)
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{da} and {db}!"
+        )
+
+
+def promote(a: Tensor, b: Tensor) -> Tuple[Any, Any]:
+    """a's and b's arrays cast to torch's result dtype of (a, b)."""
+    ad, bd = a._data, b._data
+    if ad.dtype != bd.dtype:
+        rt = _dtype.result_type(a, b).np
+        ad = ad.astype(rt, copy=False)
+        bd = bd.astype(rt, copy=False)
+    elif type(ad) is not type(bd):
+        same_device(ad, bd)
+    return ad, bd
+
+
+def scalar_operand(ad: Any, s: Any) -> Any:
+    """a's array cast so that `array (op) s` has torch's dtype (int tensor * 2.5 is float32)."""
+    kind = ad.dtype.kind
+    if kind == "f":
+        return ad
+    if type(s) is float:
+        return ad.astype(_dtype.get_default_dtype().np)
+    if kind == "b" and type(s) is int:
+        return ad.astype(_dtype.int64.np)
+    return ad
+
+
+def sum_to(g: Tensor, shape: Tuple[int, ...]) -> Tensor:
+    """Sums a broadcast gradient back to `shape` (in rustgrad ops, so it is differentiable)."""
+    gshape = g._data.shape
+    if gshape == tuple(shape):
+        return g
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        g = g.sum(tuple(dims), keepdim=True)
+    if lead:
+        g = g.reshape(tuple(shape))
+    return g
+
+
+def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
+    """Gradients flow back in the input's dtype."""
+    if g is None or g._data.dtype == np_dtype:
+        return g
+    return g.to(_dtype.from_np(np_dtype))
+
+
+def check_inplace(t: Tensor) -> None:
+    """torch's refusals for in-place ops on tensors that autograd needs unchanged."""
+    if is_grad_enabled() and t.requires_grad:
+        if t.is_leaf:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            )
+        base = t._base
+        if base is not None and base.requires_grad and base.is_leaf:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+
+
+def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
+    mine = t.dtype
+    if result._cat > mine._cat:
+        raise RuntimeError(
+            f"result type {_type_name(result)} can't be cast to the desired output type "
+            f"{_type_name(mine)}"
+        )
+
+
+def _type_name(d: _dtype.dtype) -> str:
+    return {
+        "float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
+        "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+    }[d.name]
+
+
+def describe(array: Any) -> str:
+    """torch's name of a tensor in errors: `torch.FloatTensor [3]`."""
+    d = _dtype.from_np(array.dtype)
+    shape = ", ".join(str(s) for s in array.shape)
+    return f"torch.{_dtype.LEGACY_NAMES[d.name]} [{shape}]"
+
+
+def can_require_grad(array: Any) -> bool:
+    return array.dtype.kind in "fc"

@@ -1,0 +1,382 @@
+"""add, sub, mul, div, neg, pow with broadcasting, Python scalars and torch's promotion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _core, _dtype
+from .._tensor import Tensor
+from ._util import (
+    as_scalar,
+    cast_grad,
+    check_inplace,
+    check_inplace_cast,
+    is_grad_enabled,
+    promote,
+    record,
+    scalar_operand,
+    sum_to,
+)
+
+
+def _meta(a: Tensor, b: Tensor, out: Any) -> Any:
+    """None when no gradient needs reshaping or casting (the common case), else the shapes."""
+    ad, bd = a._data, b._data
+    if ad.shape == bd.shape == out.shape and ad.dtype == bd.dtype == out.dtype:
+        return None
+    return (ad.shape, ad.dtype, bd.shape, bd.dtype)
+
+
+def _fix(g: Tensor, shape: Any, dtype: Any) -> Tensor:
+    return cast_grad(sum_to(g, shape), dtype)
+
+
+def _float_dtype_for_div(ad: Any, bd: Any = None) -> Any:
+    if ad.dtype.kind in "biu" and (bd is None or bd.dtype.kind in "biu"):
+        return _dtype.get_default_dtype().np
+    return None
+
+
+# ---- add / sub -------------------------------------------------------------------------
+def _add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    if ctx is None:
+        return g, g
+    ash, adt, bsh, bdt, alpha = ctx
+    gb = g if alpha == 1 else g * alpha
+    return _fix(g, ash, adt), _fix(gb, bsh, bdt)
+
+
+def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g if ctx is None else cast_grad(g, ctx)
+
+
+def add(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+        out = ad + bd if alpha == 1 else ad + bd * alpha
+        m = _meta(a, b, out)
+        if m is not None or alpha != 1:
+            m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
+        return record(out, (a, b), "AddBackward0", _add_bw, None, m)
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = scalar_operand(a._data, s)
+    out = ad + s * alpha
+    return record(out, (a,), "AddBackward0", _add_scalar_bw, None,
+                  None if out.dtype == a._data.dtype else a._data.dtype)
+
+
+def radd(a: Tensor, b: Any) -> Tensor:
+    return add(a, b)
+
+
+def _sub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    if ctx is None:
+        return g, -g
+    ash, adt, bsh, bdt, alpha = ctx
+    return _fix(g, ash, adt), _fix(-g if alpha == 1 else g * -alpha, bsh, bdt)
+
+
+def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
+    if isinstance(b, Tensor):
+        if a._data.dtype.kind == "b" and b._data.dtype.kind == "b":
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead."
+            )
+        ad, bd = promote(a, b)
+        out = ad - bd if alpha == 1 else ad - bd * alpha
+        m = _meta(a, b, out)
+        if m is not None or alpha != 1:
+            m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
+        return record(out, (a, b), "SubBackward0", _sub_bw, None, m)
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = scalar_operand(a._data, s)
+    out = ad - s * alpha
+    return record(out, (a,), "SubBackward0", _add_scalar_bw, None,
+                  None if out.dtype == a._data.dtype else a._data.dtype)
+
+
+def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return -g if ctx is None else cast_grad(-g, ctx)
+
+
+def rsub(a: Tensor, b: Any) -> Tensor:
+    """b - a for a Python scalar b (torch's RsubBackward1)."""
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = scalar_operand(a._data, s)
+    out = s - ad
+    return record(out, (a,), "RsubBackward1", _rsub_bw, None,
+                  None if out.dtype == a._data.dtype else a._data.dtype)
+
+
+def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return -g
+
+
+def neg(a: Tensor) -> Tensor:
+    if a._data.dtype.kind == "b":
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return record(-a._data, (a,), "NegBackward0", _neg_bw)
+
+
+def pos(a: Tensor) -> Tensor:
+    return a
+
+
+# ---- mul / div -------------------------------------------------------------------------
+def _mul_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    other, self_ = saved
+    ga = None if other is None else g * other
+    gb = None if self_ is None else g * self_
+    if ctx is None:
+        return ga, gb
+    ash, adt, bsh, bdt = ctx
+    return (None if ga is None else _fix(ga, ash, adt)), (None if gb is None else _fix(gb, bsh, bdt))
+
+
+def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g * ctx
+
+
+def mul(a: Tensor, b: Any) -> Tensor:
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+        out = ad * bd
+        saved = (b if a.requires_grad else None, a if b.requires_grad else None)
+        return record(out, (a, b), "MulBackward0", _mul_bw, saved, _meta(a, b, out))
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    return record(scalar_operand(a._data, s) * s, (a,), "MulBackward0", _mul_scalar_bw, None, s)
+
+
+def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    other, self_ = saved
+    ga = g / other
+    gb = None if self_ is None else -g * self_ / (other * other)
+    if ctx is None:
+        return ga, gb
+    ash, adt, bsh, bdt = ctx
+    return _fix(ga, ash, adt), (None if gb is None else _fix(gb, bsh, bdt))
+
+
+def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g / ctx
+
+
+def div(a: Tensor, b: Any, *, rounding_mode: Any = None) -> Tensor:
+    if rounding_mode is not None:
+        return _div_rounding(a, b, rounding_mode)
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+        ft = _float_dtype_for_div(ad, bd)
+        if ft is not None:
+            ad, bd = ad.astype(ft), bd.astype(ft)
+        out = ad / bd
+        saved = (b, a if b.requires_grad else None)
+        return record(out, (a, b), "DivBackward0", _div_bw, saved, _meta(a, b, out))
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = a._data
+    ft = _float_dtype_for_div(ad)
+    if ft is not None:
+        ad = ad.astype(ft)
+    return record(ad / s, (a,), "DivBackward0", _div_scalar_bw, None, s)
+
+
+def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
+    xp = a._backend
+    bd = b._data if isinstance(b, Tensor) else b
+    ad = a._data
+    if mode == "trunc":
+        out = xp.trunc(ad / bd) if ad.dtype.kind == "f" else xp.fix(ad / bd).astype(ad.dtype)
+    elif mode == "floor":
+        out = xp.floor_divide(ad, bd)
+    else:
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
+        )
+    return record(out, (), "DivBackward1", None)
+
+
+def rdiv(a: Tensor, b: Any) -> Tensor:
+    """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    from .unary import reciprocal
+
+    return mul(reciprocal(a), s)
+
+
+def floordiv(a: Tensor, b: Any) -> Tensor:
+    return _div_rounding(a, b, "floor")
+
+
+def rfloordiv(a: Tensor, b: Any) -> Tensor:
+    xp = a._backend
+    return record(xp.floor_divide(b, a._data), (), "", None)
+
+
+def remainder(a: Tensor, b: Any) -> Tensor:
+    xp = a._backend
+    bd = b._data if isinstance(b, Tensor) else b
+    return record(xp.remainder(a._data, bd), (), "", None)
+
+
+# ---- pow -------------------------------------------------------------------------------
+def _pow_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    e = ctx
+    if e == 0:
+        return g * 0
+    return g * (e * a ** (e - 1))
+
+
+def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b, out = saved
+    ga = gb = None
+    if a.requires_grad:
+        ga = g * (b * a ** (b - 1))
+    if b.requires_grad:
+        from .select import where
+
+        zero = (a == 0) & (b >= 0)
+        gb = g * where(zero, 0.0, out * a.log())
+    if ctx is None:
+        return ga, gb
+    ash, adt, bsh, bdt = ctx
+    return (None if ga is None else _fix(ga, ash, adt)), (None if gb is None else _fix(gb, bsh, bdt))
+
+
+def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    import math
+
+    if ctx == 0:
+        return g * 0
+    return g * (out * math.log(ctx))
+
+
+def pow(a: Tensor, b: Any) -> Tensor:
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+        out = ad**bd
+        return record(out, (a, b), "PowBackward1", _pow_tensor_bw, (a, b), _meta(a, b, out), True)
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = scalar_operand(a._data, s)
+    if ad.dtype.kind in "iu" and type(s) is int and s < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return record(ad**s, (a,), "PowBackward0", _pow_scalar_bw, (a,), s)
+
+
+def rpow(a: Tensor, b: Any) -> Tensor:
+    """b ** a for a Python scalar b (torch's PowBackward2)."""
+    s = as_scalar(b)
+    if s is None:
+        return NotImplemented
+    ad = a._data
+    if ad.dtype.kind in "biu" and type(s) is float:
+        ad = ad.astype(_dtype.get_default_dtype().np)
+    return record(s**ad, (a,), "PowBackward2", _rpow_bw, (), s, True)
+
+
+# ---- in-place --------------------------------------------------------------------------
+def _inplace(self: Tensor, other: Any, op: Any, out_of_place: Any, **kw: Any) -> Tensor:
+    """Runs an in-place op: refuses what torch refuses, writes into self's array, bumps the
+    version, and with grad gives self the out-of-place op's history (rebase)."""
+    if not isinstance(self, Tensor):
+        raise TypeError("in-place op on a non-tensor")
+    check_inplace(self)
+    other_t = isinstance(other, Tensor)
+    check_inplace_cast(self, _dtype.result_type(self, other))
+    if is_grad_enabled() and (self.requires_grad or (other_t and other.requires_grad)):
+        src = self
+        if out_of_place is mul or out_of_place is div:
+            src = _core.shallow_copy(self, self._data.copy())
+        out = out_of_place(src, other, **kw)
+        if other_t and other._data.shape != self._data.shape and out._data.shape != self._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(out.shape)}"
+            )
+        if out._data.dtype != self._data.dtype:
+            out = out.to(self.dtype)
+        self._data[...] = out._data
+        _core.rebase_history(self, out)
+        return self
+    od = other._data if other_t else other
+    sd = self._data
+    if other_t:
+        from .._backends import namespace_of
+
+        namespace_of(sd)
+        if type(od) is not type(sd):
+            from ._util import same_device
+
+            same_device(sd, od)
+        shape = _broadcast_shape(sd.shape, od.shape)
+        if shape != sd.shape:
+            raise RuntimeError(
+                f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(shape)}"
+            )
+    op(sd, od, out=sd, casting="unsafe")
+    self._bump_version()
+    return self
+
+
+def _broadcast_shape(a: Any, b: Any) -> Any:
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                "non-singleton dimension"
+            )
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(out)
+
+
+def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    xp = self._backend
+    if alpha != 1:
+        other = other * alpha
+    return _inplace(self, other, xp.add, add)
+
+
+def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    xp = self._backend
+    if alpha != 1:
+        other = other * alpha
+    return _inplace(self, other, xp.subtract, sub)
+
+
+def mul_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, other, self._backend.multiply, mul)
+
+
+def div_(self: Tensor, other: Any) -> Tensor:
+    if self._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {self.dtype.name.capitalize()}"
+        )
+    return _inplace(self, other, self._backend.true_divide, div)
+
+
+def pow_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, other, self._backend.power, pow)

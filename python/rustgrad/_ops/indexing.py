@@ -1,0 +1,214 @@
+"""Indexing: basic indexing returns views sharing storage and version counter; integer-array
+and boolean-mask indexing copy (gradients of repeated indices add up); index assignment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _core
+from .._tensor import Tensor
+from ._util import check_inplace, is_grad_enabled, record, sum_to
+
+
+def _normalize(idx: Any) -> tuple:
+    """The index as a tuple of array-level indices; tensors become their arrays."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    for i in idx:
+        if isinstance(i, Tensor):
+            d = i._data
+            if d.dtype.kind not in "biu":
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors"
+                )
+            out.append(d)
+        elif isinstance(i, list):
+            out.append(_list_index(i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def _list_index(i: list) -> Any:
+    import numpy as np  # lists of Python ints are host data; the backend converts them
+
+    arr = np.asarray([x.item() if isinstance(x, Tensor) else x for x in i])
+    if arr.dtype.kind not in "biu" and arr.size:
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return arr.astype(np.int64) if arr.size == 0 else arr
+
+
+def _is_basic(idx: tuple) -> bool:
+    for i in idx:
+        t = type(i)
+        if t is int or t is slice or i is None or i is Ellipsis:
+            continue
+        if t is bool or hasattr(i, "shape") and getattr(i, "ndim", 1) != 0:
+            return False
+        if hasattr(i, "dtype") and i.dtype.kind == "b":
+            return False
+        if not hasattr(i, "__index__"):
+            return False
+    return True
+
+
+def _basic_name(idx: tuple, shape: tuple) -> str:
+    """torch's grad_fn name: the last indexing step that did something."""
+    name = "AliasBackward0"
+    dim = 0
+    for i in idx:
+        if i is None:
+            name = "UnsqueezeBackward0"
+        elif i is Ellipsis:
+            dim = len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis) + dim
+            continue
+        elif type(i) is slice:
+            n = shape[dim] if dim < len(shape) else 0
+            if i.indices(n) != (0, n, 1):
+                name = "SliceBackward0"
+            dim += 1
+        else:
+            name = "SelectBackward0"
+            dim += 1
+    return name
+
+
+def _rephrase(e: IndexError, shape: tuple) -> IndexError:
+    msg = str(e).replace(" axis ", " dimension ")
+    return IndexError(msg)
+
+
+def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, dtype, idx, basic = ctx
+    return index_into_zeros(g, shape, idx, not basic)
+
+
+def getitem(a: Tensor, idx: Any) -> Tensor:
+    d = a._data
+    nidx = _normalize(idx)
+    basic = _is_basic(nidx)
+    if basic and d.ndim == 0 and any(i is not None and i is not Ellipsis for i in nidx):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    try:
+        out = d[nidx]
+    except IndexError as e:
+        raise _rephrase(e, d.shape) from None
+    if basic:
+        if not hasattr(out, "shape") or out.shape == () and not isinstance(out, type(d)):
+            out = d[nidx + (Ellipsis,)] if Ellipsis not in nidx else a._backend.asarray(out)
+        return record(out, (a,), _basic_name(nidx, d.shape), _getitem_bw, None,
+                      (d.shape, d.dtype, nidx, True), False, a)
+    return record(out, (a,), "IndexBackward0", _getitem_bw, None, (d.shape, d.dtype, nidx, False))
+
+
+def _index_into_zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, idx, accumulate = ctx
+    return g[idx]
+
+
+def index_into_zeros(g: Tensor, shape: tuple, idx: tuple, accumulate: bool) -> Tensor:
+    """zeros(shape) with g written (accumulate: added) at idx; differentiable in g."""
+    xp = g._backend
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    if accumulate:
+        xp.add_at(z, idx, g._data) if hasattr(xp, "add_at") else xp.add.at(z, idx, g._data)
+    else:
+        z[idx] = g._data
+    return record(z, (g,), "IndexPutBackward0", _index_into_zeros_bw, None, (shape, idx, accumulate))
+
+
+def _scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, idx = ctx
+    xp = g._backend
+    return record(xp.take_along_axis(g._data, idx, axis=dim), (g,), "GatherBackward0",
+                  _gather_bw, None, (g._data.shape, dim, idx))
+
+
+def _gather_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, dim, idx = ctx
+    return scatter_into_zeros(g, shape, dim, idx)
+
+
+def scatter_into_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
+    """zeros(shape) with g put along `dim` at idx (take_along_dim's layout)."""
+    xp = g._backend
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    if not shape:
+        z[...] = g._data.reshape(())
+    else:
+        xp.put_along_axis(z, idx, g._data, axis=dim)
+    return record(z, (g,), "ScatterBackward0", _scatter_bw, None, (dim, idx))
+
+
+def _index_put_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    idx, vshape, vdtype, has_value_tensor = ctx
+    xp = g._backend
+    keep = g._data.copy()
+    keep[idx] = 0
+    ga = record(keep, (g,), "IndexPutBackward0", _mask_bw, None, idx)
+    gv = None
+    if has_value_tensor:
+        gv = sum_to(g[idx], vshape)
+        if gv._data.dtype != vdtype:
+            from .. import _dtype
+
+            gv = gv.to(_dtype.from_np(vdtype))
+    _ = xp
+    return ga, gv
+
+
+def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    keep = g._data.copy()
+    keep[ctx] = 0
+    return record(keep, (g,), "IndexPutBackward0", _mask_bw, None, ctx)
+
+
+def index_put(a: Tensor, idx: Any, value: Any) -> Tensor:
+    """Out-of-place `a[idx] = value`, differentiable in a and value."""
+    nidx = _normalize(idx)
+    out = a._data.copy()
+    vt = isinstance(value, Tensor)
+    try:
+        out[nidx] = value._data if vt else value
+    except IndexError as e:
+        raise _rephrase(e, out.shape) from None
+    except ValueError as e:
+        raise RuntimeError(f"shape mismatch: {e}") from None
+    inputs = (a, value) if vt else (a,)
+    ctx = (nidx, value._data.shape if vt else (), value._data.dtype if vt else None, vt)
+    bw = _index_put_bw if vt else _index_put_self_bw
+    return record(out, inputs, "IndexPutBackward0", bw, None, ctx)
+
+
+def _index_put_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return _index_put_bw(g, saved, ctx)[0]
+
+
+def setitem(a: Tensor, idx: Any, value: Any) -> None:
+    check_inplace(a)
+    vt = isinstance(value, Tensor)
+    if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
+        if a._base is not None:
+            raise RuntimeError(
+                "rustgrad: index assignment into a view of a tensor that requires grad is not "
+                "supported yet (torch rewrites the base's history); assign into the base, or "
+                "clone() the view first"
+            )
+        out = index_put(a, idx, value)
+        a._data[...] = out._data
+        _core.rebase_history(a, out)
+        return
+    nidx = _normalize(idx)
+    if vt and type(value._data) is not type(a._data):
+        from ._util import same_device
+
+        same_device(a._data, value._data)
+    try:
+        a._data[nidx] = value._data if vt else value
+    except IndexError as e:
+        raise _rephrase(e, a._data.shape) from None
+    except ValueError as e:
+        raise RuntimeError(f"shape mismatch: {e}") from None
+    a._bump_version()

@@ -1,0 +1,93 @@
+"""matmul and `@`: 1-D, 2-D and batched, with torch's grad_fn names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor import Tensor
+from ._util import cast_grad, promote, record, sum_to
+
+
+def _mm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    ga = None if b is None else g @ b.transpose(-1, -2)
+    gb = None if a is None else a.transpose(-1, -2) @ g
+    return ga, gb
+
+
+def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    ash, bsh, adt, bdt = ctx
+    a2 = a.unsqueeze(0) if len(ash) == 1 else a
+    b2 = b.unsqueeze(-1) if len(bsh) == 1 else b
+    g2 = g
+    if len(ash) == 1:
+        g2 = g2.unsqueeze(-2)
+    if len(bsh) == 1:
+        g2 = g2.unsqueeze(-1)
+    ga = gb = None
+    if a.requires_grad:
+        ga = g2 @ b2.transpose(-1, -2)
+        if len(ash) == 1:
+            ga = ga.squeeze(-2)
+        ga = cast_grad(sum_to(ga, ash), adt)
+    if b.requires_grad:
+        gb = a2.transpose(-1, -2) @ g2
+        if len(bsh) == 1:
+            gb = gb.squeeze(-1)
+        gb = cast_grad(sum_to(gb, bsh), bdt)
+    return ga, gb
+
+
+def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    return (None if b is None else g * b), (None if a is None else g * a)
+
+
+def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    ga = None if b is None else g.unsqueeze(1) * b.unsqueeze(0)
+    gb = None if a is None else a.t() @ g
+    return ga, gb
+
+
+def matmul(a: Tensor, b: Any) -> Any:
+    if not isinstance(b, Tensor):
+        return NotImplemented
+    ad, bd = promote(a, b)
+    na, nb = ad.ndim, bd.ndim
+    if na == 0 or nb == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
+        )
+    ka = ad.shape[-1]
+    kb = bd.shape[0] if nb == 1 else bd.shape[-2]
+    if ka != kb:
+        if na == 1 and nb == 1:
+            raise RuntimeError(
+                "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same "
+                "number of elements, but got %d and %d elements respectively" % (ka, kb, ka, kb)
+            )
+        left = f"{ad.shape[0]}x{ka}" if na == 2 else "x".join(str(s) for s in ad.shape)
+        right = f"{kb}x{bd.shape[-1]}" if nb >= 2 else f"{kb}"
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({left} and {right})"
+        )
+    out = a._backend.matmul(ad, bd)
+    saved = (a if b.requires_grad else None, b if a.requires_grad else None)
+    if na == 2 and nb == 2:
+        return record(out, (a, b), "MmBackward0", _mm_bw, saved)
+    if na == 1 and nb == 1:
+        return record(out, (a, b), "DotBackward0", _dot_bw, saved)
+    if na == 2 and nb == 1:
+        return record(out, (a, b), "MvBackward0", _mv_bw, saved)
+    ctx = (ad.shape, bd.shape, a._data.dtype, b._data.dtype)
+    name = "BmmBackward0" if na == nb == 3 and ad.shape[0] == bd.shape[0] else \
+        ("SqueezeBackward4" if na == 1 and nb == 2 else "UnsafeViewBackward0")
+    return record(out, (a, b), name, _batched_bw, (a, b), ctx)
+
+
+def rmatmul(a: Tensor, b: Any) -> Any:
+    if not isinstance(b, Tensor):
+        return NotImplemented
+    return matmul(b, a)

@@ -1,0 +1,176 @@
+"""where, maximum/minimum, comparisons and logical ops (the last two return bool tensors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._util import as_scalar, cast_grad, promote, record, same_device, scalar_operand, sum_to
+
+
+def _operand(x: Any, like: Tensor) -> Any:
+    if isinstance(x, Tensor):
+        return x._data
+    s = as_scalar(x)
+    if s is None:
+        raise TypeError(f"expected Tensor or number, got {type(x).__name__}")
+    return s
+
+
+def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    cond, shapes = ctx
+    zero = g * 0
+    c = record(cond, (), "", None)
+    ga = where(c, g, zero)
+    gb = where(c, zero, g)
+    return tuple(
+        None if s is None else cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes)
+    )
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    if input is None and other is None:
+        from .indexing import _core  # noqa: F401
+
+        return tuple(
+            record(i.astype(_dtype.int64.np), (), "", None) for i in condition._data.nonzero()
+        )
+    cd = condition._data
+    if cd.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {_dtype.from_np(cd.dtype).name.capitalize()}")
+    tensors = [x for x in (input, other) if isinstance(x, Tensor)]
+    ref = tensors[0] if tensors else condition
+    xp = ref._backend
+    rt = _dtype.result_type(*(x for x in (input, other)))
+    if not tensors:
+        rt = _dtype.get_default_dtype() if any(type(x) is float for x in (input, other)) \
+            else _dtype.result_type(input, other)
+    a = _operand(input, ref)
+    b = _operand(other, ref)
+    for x in (a, b):
+        if hasattr(x, "dtype"):
+            same_device(cd, x)
+    a = a.astype(rt.np, copy=False) if hasattr(a, "astype") else a
+    b = b.astype(rt.np, copy=False) if hasattr(b, "astype") else b
+    out = xp.where(cd, a, b)
+    if out.dtype != rt.np:
+        out = out.astype(rt.np)
+    shapes = tuple(
+        (x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None for x in (input, other)
+    )
+    return record(out, tuple(tensors), "WhereBackward0", _where_tensors_bw(input, other), None,
+                  (cd, shapes))
+
+
+def _where_tensors_bw(input: Any, other: Any) -> Any:
+    both = isinstance(input, Tensor) and isinstance(other, Tensor)
+    if both:
+        return _where_bw
+    first = isinstance(input, Tensor)
+
+    def bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+        ga, gb = _where_bw(g, saved, ctx)
+        return ga if first else gb
+
+    return bw
+
+
+def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    is_max, shapes = ctx
+    # torch: ties split the gradient in half between the two inputs
+    ga_mask = (a > b) if is_max else (a < b)
+    tie = a == b
+    w_a = ga_mask + tie * 0.5
+    w_b = (~ga_mask & ~tie) + tie * 0.5
+    ga, gb = g * w_a, g * w_b
+    return tuple(cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes))
+
+
+def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
+    if not isinstance(b, Tensor):
+        from .. import _creation
+
+        b = _creation.full_like_scalar(a, b)
+    ad, bd = promote(a, b)
+    xp = a._backend
+    out = xp.maximum(ad, bd) if is_max else xp.minimum(ad, bd)
+    name = "MaximumBackward0" if is_max else "MinimumBackward0"
+    shapes = ((a._data.shape, a._data.dtype), (b._data.shape, b._data.dtype))
+    return record(out, (a, b), name, _maxmin_bw, (a, b), (is_max, shapes))
+
+
+def maximum(a: Tensor, b: Any) -> Tensor:
+    return _binary_max(a, b, True)
+
+
+def minimum(a: Tensor, b: Any) -> Tensor:
+    return _binary_max(a, b, False)
+
+
+def _compare(a: Tensor, b: Any, op: str) -> Any:
+    xp = a._backend
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+    else:
+        s = as_scalar(b)
+        if s is None:
+            return NotImplemented
+        ad, bd = scalar_operand(a._data, s), s
+    return record(getattr(xp, op)(ad, bd), (), "", None)
+
+
+def eq(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "equal")
+
+
+def ne(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "not_equal")
+
+
+def lt(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "less")
+
+
+def le(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "less_equal")
+
+
+def gt(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "greater")
+
+
+def ge(a: Tensor, b: Any) -> Any:
+    return _compare(a, b, "greater_equal")
+
+
+def _logical(a: Tensor, b: Any, op: str) -> Any:
+    xp = a._backend
+    ad = a._data
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+    else:
+        bd = b
+    if ad.dtype.kind == "f" or getattr(bd, "dtype", None) is not None and bd.dtype.kind == "f":
+        raise RuntimeError(f'"{op}_cpu" not implemented for \'Float\'')
+    return record(getattr(xp, op)(ad, bd), (), "", None)
+
+
+def and_(a: Tensor, b: Any) -> Any:
+    return _logical(a, b, "bitwise_and")
+
+
+def or_(a: Tensor, b: Any) -> Any:
+    return _logical(a, b, "bitwise_or")
+
+
+def xor(a: Tensor, b: Any) -> Any:
+    return _logical(a, b, "bitwise_xor")
+
+
+def invert(a: Tensor) -> Any:
+    if a._data.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return record(a._backend.invert(a._data), (), "", None)

@@ -1,0 +1,263 @@
+"""class Tensor: torch's tensor API over a backend array and the Rust autograd meta.
+
+Graph bookkeeping (grad_fn, version counter, storage, hooks) is in `_core.TensorBase`; the ops
+are in `_ops/` and bound as methods by `_methods.py`.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any, Callable, Optional, Sequence, Union
+
+from . import _core, _dtype
+from ._backends import namespace_of
+from ._size import Size
+
+
+class Tensor(_core.TensorBase):
+    """A tensor: an array on a device plus its autograd state (`requires_grad`, `grad_fn`...)."""
+
+    # ---- data and metadata -------------------------------------------------------------
+    @property
+    def _backend(self) -> Any:
+        return namespace_of(self._data)
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: Optional[int] = None) -> Union[Size, int]:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype.from_np(self._data.dtype)
+
+    @property
+    def device(self) -> Any:
+        return self._backend.device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return int(self._data.itemsize)
+
+    def stride(self, dim: Optional[int] = None) -> Any:
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def data_ptr(self) -> int:
+        return int(self._backend.data_ptr(self._data)) if hasattr(self._backend, "data_ptr") \
+            else int(self._data.__array_interface__["data"][0])
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._backend.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._backend.to_numpy(self._data).tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
+            )
+        if self.device.type != "cpu" and not force:
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. "
+                "Use Tensor.cpu() to copy the tensor to host memory first."
+            )
+        return self._backend.to_numpy(self._data)
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
+        arr = self.numpy()
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        if copy:
+            arr = arr.copy()
+        return arr
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        from ._tensor_str import tensor_repr
+
+        return tensor_repr(self)
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "biu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self) -> Any:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        from ._creation import _rebuild
+
+        return (_rebuild, (self.detach().numpy().copy(), self.requires_grad))
+
+    # ---- autograd ----------------------------------------------------------------------
+    @property
+    def grad(self) -> Optional["Tensor"]:
+        if not self.is_leaf and not self.retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more informations. (Triggered "
+                "internally at rustgrad/_tensor.py.)",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Optional["Tensor"]) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor "
+                    f"with dtype '{self.dtype}'. Please ensure that the gradient and the tensor "
+                    "have the same dtype"
+                )
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: grad {list(value.shape)}, "
+                    f"tensor {list(self.shape)}"
+                )
+            if value.device != self.device:
+                raise RuntimeError(
+                    "assigned grad has data located on a different device"
+                )
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self) -> None:
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self.retains_grad:
+            return
+        ref = weakref.ref(self)
+
+        def retain(grad: "Tensor") -> None:
+            t = ref()
+            if t is None:
+                return
+            old = t._grad
+            if old is None:
+                t._grad = grad.clone() if not grad.requires_grad else grad
+            else:
+                t._grad = old + grad
+
+        self._set_retains_grad(retain)
+
+    def register_hook(self, hook: Callable[["Tensor"], Optional["Tensor"]]) -> Any:
+        """Registers `hook(grad)`; it may return a replacement gradient. Returns a handle."""
+        return self._register_hook(hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
+        return self._register_post_accumulate_grad_hook(hook)
+
+    def backward(
+        self,
+        gradient: Optional["Tensor"] = None,
+        retain_graph: Optional[bool] = None,
+        create_graph: bool = False,
+        inputs: Optional[Sequence["Tensor"]] = None,
+    ) -> None:
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        return _core.detach(self)
+
+    def detach_(self) -> "Tensor":
+        _core.detach_(self)
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        return _core.detach(self, False)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._set_data(value._data, int(value._data.nbytes))
+
+    @property
+    def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
+        return self.is_leaf
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,196 @@
+"""rustgrad.autograd: backward, grad, grad modes and gradcheck, as torch.autograd."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple, Union
+
+from .. import _core
+from .._tensor import Tensor
+from . import graph  # noqa: F401
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .gradcheck import gradcheck
+
+_TensorOrTensors = Union[Tensor, Sequence[Tensor]]
+
+__all__ = [
+    "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+    "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
+]
+
+
+def _as_tuple(x: Any) -> Tuple[Any, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: Tuple[Tensor, ...], grads: Tuple[Any, ...]) -> Tuple[Tensor, ...]:
+    """torch's _make_grads: implicit ones for scalar outputs, shape checks otherwise."""
+    from .._creation import ones_like
+
+    out = []
+    for i, (o, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if o.requires_grad:
+                if o.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not o.is_floating_point():
+                    raise RuntimeError(
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{o.dtype}"
+                    )
+                out.append(ones_like(o))
+            else:
+                out.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(g).__name__}"
+            )
+        if g.shape != o.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
+                f"has a shape of {o.shape}."
+            )
+        if g.dtype.is_floating_point != o.dtype.is_floating_point:
+            raise TypeError(
+                "For complex Tensors, both grad_output and output are required to have the "
+                f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
+                f"output[{i}] has a dtype of {o.dtype}."
+            )
+        out.append(g)
+    return tuple(out)
+
+
+def backward(
+    tensors: _TensorOrTensors,
+    grad_tensors: Optional[_TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    grad_variables: Any = None,
+    inputs: Optional[_TensorOrTensors] = None,
+) -> None:
+    """Accumulates into `.grad` of the leaves (or of `inputs`) the gradient of `tensors`."""
+    roots = _as_tuple(tensors)
+    if grad_tensors is None:
+        grads: Tuple[Any, ...] = (None,) * len(roots)
+    else:
+        grads = _as_tuple(grad_tensors) if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
+    if len(grads) != len(roots):
+        raise RuntimeError(
+            f"got {len(grads)} tensors and {len(roots)} gradients"
+        )
+    if inputs is not None and len(_as_tuple(inputs)) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    ins = _as_tuple(inputs)
+    for t in ins:
+        if t.requires_grad and not t.is_leaf:
+            t.retain_grad()
+    keep = create_graph if retain_graph is None else retain_graph
+    kept = [(r, g) for r, g in zip(roots, _make_grads(roots, grads))]
+    for i, (r, _) in enumerate(kept):
+        if not r.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+    _core.run_backward(
+        tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
+    )
+
+
+def grad(
+    outputs: _TensorOrTensors,
+    inputs: _TensorOrTensors,
+    grad_outputs: Optional[_TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: Optional[bool] = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> Tuple[Optional[Tensor], ...]:
+    """The gradients of `outputs` with respect to `inputs`; never touches `.grad`."""
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
+    if len(gos) != len(outs):
+        raise RuntimeError(f"grad requires one grad_output per output; got {len(gos)} and {len(outs)}")
+    for i, o in enumerate(outs):
+        if not o.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+    keep = create_graph if retain_graph is None else retain_graph
+    result = _core.run_backward(outs, _make_grads(outs, gos), keep, create_graph, ins, False)
+    out = []
+    for t, g in zip(ins, result):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                from .._creation import zeros_like
+
+                g = zeros_like(t)
+        out.append(g)
+    return tuple(out)
+
+
+def _accumulate_grad(leaf: Tensor, new: Tensor) -> None:
+    """torch's AccumulateGrad: the first gradient is stored (copied unless the engine holds the
+    only reference to a fresh array), later ones are added in place; under create_graph the sum
+    is out of place so it records a graph."""
+    import sys
+
+    old = leaf._grad
+    if new._data.dtype != leaf._data.dtype:
+        new = new.to(leaf.dtype)
+    if new._data.shape != leaf._data.shape:
+        from .._ops._util import sum_to
+
+        if len(new._data.shape) >= len(leaf._data.shape):
+            new = sum_to(new, leaf._data.shape)
+        if new._data.shape != leaf._data.shape:
+            raise RuntimeError(
+                f"Function AccumulateGrad returned an invalid gradient - got {list(new.shape)} "
+                f"but expected shape compatible with {list(leaf.shape)}"
+            )
+    if old is None:
+        if new.requires_grad:
+            leaf._grad = new  # create_graph: keep the gradient's own graph
+            return
+        d = new._data
+        # Steal only a fresh, writable array that nothing else can see (the engine's reference,
+        # this frame's and the argument's); otherwise later in-place accumulation would write
+        # into someone else's tensor.
+        if sys.getrefcount(new) <= 4 and sys.getrefcount(d) <= 3 and d.base is None \
+                and d.flags.writeable and d.flags.c_contiguous and not new.requires_grad:
+            leaf._grad = new.detach()
+        else:
+            leaf._grad = new.detach().clone()
+        return
+    if is_grad_enabled() or old.requires_grad:
+        leaf._grad = old + new
+        return
+    od = old._data
+    od += new._data
+    old._bump_version()
+

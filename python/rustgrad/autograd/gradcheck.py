@@ -1,0 +1,112 @@
+"""gradcheck: compares analytical gradients with central finite differences (float64)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, Tuple, Union
+
+import numpy as _np
+
+from .._tensor import Tensor
+
+
+class GradcheckError(RuntimeError):
+    pass
+
+
+def _as_tuple(x: Any) -> Tuple[Any, ...]:
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, eps: float) -> list:
+    """d out[out_index] / d input, per differentiable input, by central differences."""
+    from .grad_mode import no_grad
+
+    jacs = []
+    for inp in inputs:
+        if not (isinstance(inp, Tensor) and inp.requires_grad):
+            jacs.append(None)
+            continue
+        data = inp._backend.to_numpy(inp._data)
+        flat = data.reshape(-1)
+        with no_grad():
+            out0 = _as_tuple(fn(*inputs))[out_index]
+        jac = _np.zeros((flat.size, out0.numel()))
+        for i in range(flat.size):
+            orig = flat[i]
+            flat[i] = orig + eps
+            with no_grad():
+                plus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            flat[i] = orig - eps
+            with no_grad():
+                minus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            flat[i] = orig
+            jac[i] = ((plus - minus) / (2 * eps)).reshape(-1)
+        jacs.append(jac)
+    return jacs
+
+
+def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) -> list:
+    from . import grad
+    from .._creation import zeros_like
+
+    out = _as_tuple(fn(*inputs))[out_index]
+    diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    jacs = [_np.zeros((x.numel(), out.numel())) for x in diff]
+    if not out.requires_grad:
+        return [None if not (isinstance(x, Tensor) and x.requires_grad) else j
+                for x, j in zip(inputs, _fill(inputs, jacs))]
+    for j in range(out.numel()):
+        go = zeros_like(out)
+        go._data.reshape(-1)[j] = 1
+        gs = grad(out, diff, go, retain_graph=True, allow_unused=True)
+        for k, g in enumerate(gs):
+            if g is not None:
+                jacs[k][:, j] = g.detach().numpy().reshape(-1)
+    return _fill(inputs, jacs)
+
+
+def _fill(inputs: Tuple[Any, ...], jacs: list) -> list:
+    it = iter(jacs)
+    return [next(it) if isinstance(x, Tensor) and x.requires_grad else None for x in inputs]
+
+
+def gradcheck(
+    func: Callable[..., Union[Tensor, Sequence[Tensor]]],
+    inputs: Union[Tensor, Sequence[Any]],
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    **_ignored: Any,
+) -> bool:
+    """True if the analytical gradients of `func` at `inputs` match finite differences."""
+    ins = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
+    for x in ins:
+        if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
+            import warnings
+
+            warnings.warn(
+                f"Input #{ins.index(x)} requires gradient and is not a double precision "
+                "floating point. This check will likely fail if all the inputs are not of "
+                "double precision floating point. ",
+                UserWarning,
+                stacklevel=2,
+            )
+    outs = _as_tuple(func(*ins))
+    for oi in range(len(outs)):
+        if not isinstance(outs[oi], Tensor) or not outs[oi].is_floating_point():
+            continue
+        num = _numerical_jacobian(func, ins, oi, eps)
+        ana = _analytical_jacobian(func, ins, oi)
+        for ii, (n, a) in enumerate(zip(num, ana)):
+            if n is None:
+                continue
+            if not _np.allclose(a, n, rtol=rtol, atol=atol):
+                if not raise_exception:
+                    return False
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {oi} with respect to input {ii},\n"
+                    f"numerical:{n}\nanalytical:{a}\n"
+                )
+    return True

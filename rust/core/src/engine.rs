@@ -1,0 +1,305 @@
+//! The backward engine: Engine::execute runs one GraphTask.
+//!
+//! 1. A GraphRoot node feeds the root gradients to the root edges.
+//! 2. One iterative walk from the root counts, for every reachable node, how many edges point at
+//!    it (its dependencies), and marks which nodes are needed: with `inputs=` only the nodes
+//!    on a path to an input are run; `autograd.grad` captures the gradient arriving at each input
+//!    edge instead of running its node.
+//! 3. A ready queue ordered by sequence number (later nodes first, AccumulateGrad first of all)
+//!    runs each node once all its dependencies have delivered; the gradients arriving at one
+//!    input slot are summed in its InputBuffer first.
+//!
+//! Nothing here recurses over the graph, so a chain of a million nodes runs in constant stack.
+
+use std::any::Any;
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::hash_map::Entry;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::graph::{node_id, Edge, Node, NodeBase, NodeRef};
+use crate::input_buffer::InputBuffer;
+use crate::value::GradValue;
+
+/// How one backward runs. An options struct, not a row of bools.
+pub struct ExecuteOptions<V: GradValue> {
+    /// Keep saved values for another backward (`retain_graph=True`).
+    pub keep_graph: bool,
+    /// `backward()` (true): leaves accumulate into `.grad`. `autograd.grad` (false): the
+    /// gradients at `inputs` are returned and nothing is accumulated.
+    pub accumulate_grad: bool,
+    /// The input edges (`inputs=`); empty means every reachable leaf (backward only).
+    pub inputs: Vec<Edge<V>>,
+}
+
+impl<V: GradValue> Default for ExecuteOptions<V> {
+    fn default() -> Self {
+        ExecuteOptions {
+            keep_graph: false,
+            accumulate_grad: true,
+            inputs: Vec::new(),
+        }
+    }
+}
+
+/// The node that starts every backward: it hands the root gradients to the roots.
+struct GraphRoot<V: GradValue> {
+    base: NodeBase<V>,
+    grads: Mutex<Option<Vec<Option<V>>>>,
+}
+
+impl<V: GradValue> Node<V> for GraphRoot<V> {
+    fn base(&self) -> &NodeBase<V> {
+        &self.base
+    }
+    fn name(&self) -> String {
+        "GraphRoot".to_string()
+    }
+    fn apply(&self, _grads: Vec<Option<V>>) -> Result<Vec<Option<V>>> {
+        Ok(self
+            .grads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What one GraphTask knows about one node.
+struct NodeTask<V: GradValue> {
+    node: NodeRef<V>,
+    dependencies: usize,
+    needed: bool,
+    /// (input slot, index into the returned gradients)
+    captures: Vec<(usize, usize)>,
+    buffer: Option<InputBuffer<V>>,
+}
+
+struct Ready<V: GradValue> {
+    sequence_nr: u64,
+    order: u64,
+    id: usize,
+    node: NodeRef<V>,
+}
+
+impl<V: GradValue> PartialEq for Ready<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+impl<V: GradValue> Eq for Ready<V> {}
+impl<V: GradValue> PartialOrd for Ready<V> {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl<V: GradValue> Ord for Ready<V> {
+    // Max-heap: larger sequence numbers first; among equals, first pushed first.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        self.sequence_nr
+            .cmp(&other.sequence_nr)
+            .then_with(|| other.order.cmp(&self.order))
+    }
+}
+
+pub struct Engine;
+
+impl Engine {
+    /// Runs backward from `roots` with `grads` (one per root). Returns the gradients captured at
+    /// `options.inputs` (None where nothing arrived); with `accumulate_grad` they are all None.
+    pub fn execute<V: GradValue>(
+        roots: Vec<Edge<V>>,
+        grads: Vec<V>,
+        options: ExecuteOptions<V>,
+    ) -> Result<Vec<Option<V>>> {
+        if roots.len() != grads.len() {
+            return Err(Error::runtime(format!(
+                "got {} roots but {} gradients",
+                roots.len(),
+                grads.len()
+            )));
+        }
+        let n_roots = roots.len();
+        let root: NodeRef<V> = Arc::new(GraphRoot {
+            base: NodeBase::with_sequence_nr(u64::MAX, 0, roots.into_iter().map(Some).collect()),
+            grads: Mutex::new(Some(grads.into_iter().map(Some).collect())),
+        });
+        debug_assert_eq!(root.base().next_edges().len(), n_roots);
+        let mut task = GraphTask::discover(&root, &options);
+        task.run(root, &options)
+    }
+}
+
+struct GraphTask<V: GradValue> {
+    nodes: HashMap<usize, NodeTask<V>>,
+    n_captures: usize,
+}
+
+impl<V: GradValue> GraphTask<V> {
+    /// Step 2: dependencies, needed nodes and captures, by one iterative depth-first walk.
+    fn discover(root: &NodeRef<V>, options: &ExecuteOptions<V>) -> Self {
+        let mut nodes: HashMap<usize, NodeTask<V>> = HashMap::new();
+        let filtered = !options.inputs.is_empty();
+        let mut targets: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+        for (i, edge) in options.inputs.iter().enumerate() {
+            targets
+                .entry(node_id(&edge.node))
+                .or_default()
+                .push((edge.input_nr, i));
+        }
+        let new_task = |node: &NodeRef<V>, targets: &HashMap<usize, Vec<(usize, usize)>>| {
+            let id = node_id(node);
+            let (needed, captures) = match targets.get(&id) {
+                Some(_) if options.accumulate_grad => (true, Vec::new()),
+                Some(t) => (false, t.clone()),
+                None => (!filtered, Vec::new()),
+            };
+            NodeTask {
+                node: node.clone(),
+                dependencies: 0,
+                needed,
+                captures,
+                buffer: None,
+            }
+        };
+        nodes.insert(node_id(root), new_task(root, &targets));
+        // Post-order walk: a node's `needed` is settled after all its children's.
+        let mut stack: Vec<(NodeRef<V>, Vec<NodeRef<V>>, usize)> =
+            vec![(root.clone(), children(root), 0)];
+        while let Some(top) = stack.last_mut() {
+            if top.2 < top.1.len() {
+                let child = top.1[top.2].clone();
+                top.2 += 1;
+                match nodes.entry(node_id(&child)) {
+                    Entry::Occupied(mut o) => o.get_mut().dependencies += 1,
+                    Entry::Vacant(v) => {
+                        let mut t = new_task(&child, &targets);
+                        t.dependencies = 1;
+                        v.insert(t);
+                        let kids = children(&child);
+                        stack.push((child, kids, 0));
+                    }
+                }
+            } else {
+                let (node, kids, _) = stack.pop().expect("stack is not empty");
+                if filtered {
+                    let active = kids.iter().any(|k| {
+                        nodes
+                            .get(&node_id(k))
+                            .is_some_and(|t| t.needed || !t.captures.is_empty())
+                    });
+                    if active {
+                        if let Some(t) = nodes.get_mut(&node_id(&node)) {
+                            t.needed = true;
+                        }
+                    }
+                }
+            }
+        }
+        GraphTask {
+            nodes,
+            n_captures: options.inputs.len(),
+        }
+    }
+
+    /// Step 3: the ready queue.
+    fn run(&mut self, root: NodeRef<V>, options: &ExecuteOptions<V>) -> Result<Vec<Option<V>>> {
+        let mut captured: Vec<Option<V>> = vec![None; self.n_captures];
+        let mut heap = BinaryHeap::new();
+        let mut order = 0u64;
+        heap.push(Ready {
+            sequence_nr: u64::MAX,
+            order,
+            id: node_id(&root),
+            node: root,
+        });
+        while let Some(Ready { id, node, .. }) = heap.pop() {
+            let (needed, captures, buffer) = {
+                let t = self.nodes.get_mut(&id).expect("ready node was discovered");
+                (t.needed, std::mem::take(&mut t.captures), t.buffer.take())
+            };
+            let base = node.base();
+            let mut grads = match buffer {
+                Some(b) => b.into_inner(),
+                None => vec![None; base.num_inputs()],
+            };
+            // Note [Hook order], steps 1-3.
+            if !base.hooks.is_empty() {
+                for (slot, g) in grads.iter_mut().enumerate() {
+                    if let Some(grad) = g.take() {
+                        *g = Some(base.hooks.run(slot, grad)?);
+                    }
+                }
+            }
+            for (slot, index) in captures {
+                if let Some(g) = grads.get(slot) {
+                    captured[index] = g.clone();
+                }
+            }
+            if !needed {
+                continue;
+            }
+            let edges: Vec<Option<Edge<V>>> = base.next_edges().clone();
+            // A node that received no gradient at all passes None on without running. A node
+            // with no inputs (GraphRoot) has nothing to receive and must always run.
+            let outputs =
+                if !grads.is_empty() && grads.iter().all(Option::is_none) && !edges.is_empty() {
+                    vec![None; edges.len()]
+                } else {
+                    node.apply(grads)?
+                };
+            if !options.keep_graph {
+                node.release_variables();
+            }
+            if outputs.len() != edges.len() {
+                return Err(Error::runtime(format!(
+                    "function {} returned an incorrect number of gradients (expected {}, got {})",
+                    node.name(),
+                    edges.len(),
+                    outputs.len()
+                )));
+            }
+            for (edge, grad) in edges.into_iter().zip(outputs) {
+                let Some(edge) = edge else { continue };
+                let next_id = node_id(&edge.node);
+                let Some(t) = self.nodes.get_mut(&next_id) else {
+                    continue;
+                };
+                if !t.needed && t.captures.is_empty() {
+                    continue;
+                }
+                if let Some(grad) = grad {
+                    let size = t.node.base().num_inputs();
+                    t.buffer
+                        .get_or_insert_with(|| InputBuffer::new(size))
+                        .add(edge.input_nr, grad)?;
+                }
+                t.dependencies -= 1;
+                if t.dependencies == 0 {
+                    order += 1;
+                    heap.push(Ready {
+                        sequence_nr: t.node.base().sequence_nr(),
+                        order,
+                        id: next_id,
+                        node: edge.node,
+                    });
+                }
+            }
+        }
+        Ok(captured)
+    }
+}
+
+/// The nodes a node's present edges point at.
+fn children<V: GradValue>(node: &NodeRef<V>) -> Vec<NodeRef<V>> {
+    node.base()
+        .next_edges()
+        .iter()
+        .flatten()
+        .map(|e| e.node.clone())
+        .collect()
+}

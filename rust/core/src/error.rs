@@ -1,0 +1,66 @@
+//! One error type for the engine. torch's phrases are defined here once, so the binding and the
+//! cargo tests see the same text.
+
+use std::any::Any;
+use std::fmt;
+
+/// Phrase of the error raised when saved values are unpacked after release.
+pub const SECOND_BACKWARD: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+
+/// Key phrase of the error raised when a saved tensor was modified in place before backward.
+pub const MODIFIED_INPLACE: &str =
+    "one of the variables needed for gradient computation has been modified by an inplace operation";
+
+pub enum Error {
+    /// Saved values were released by an earlier backward without `retain_graph`.
+    SecondBackward,
+    /// A saved tensor's version moved on between the forward and the backward.
+    ModifiedInplace {
+        /// torch's description of the tensor, e.g. `torch.FloatTensor [3]`.
+        tensor: String,
+        output_nr: usize,
+        node: String,
+        version: u32,
+        expected: u32,
+    },
+    /// Any other engine error, raised as RuntimeError with this message.
+    Runtime(String),
+    /// An error raised by the value type or a hook (e.g. a Python exception), passed through as is.
+    Foreign(Box<dyn Any + Send>),
+}
+
+impl Error {
+    pub fn runtime(msg: impl Into<String>) -> Self {
+        Error::Runtime(msg.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::SecondBackward => f.write_str(SECOND_BACKWARD),
+            Error::ModifiedInplace {
+                tensor,
+                output_nr,
+                node,
+                version,
+                expected,
+            } => write!(
+                f,
+                "{MODIFIED_INPLACE}: [{tensor}], which is output {output_nr} of {node}, is at version {version}; expected version {expected} instead. Hint: the backtrace further above can point at the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
+            ),
+            Error::Runtime(msg) => f.write_str(msg),
+            Error::Foreign(_) => f.write_str("error raised by a foreign callback"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

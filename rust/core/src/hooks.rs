@@ -1,0 +1,216 @@
+//! Hooks: tensor pre-hooks, retains-grad hooks and post-accumulate-grad hooks.
+//!
+//! Note [Hook order]
+//! When a node is about to run, for each of its input slots that received a gradient:
+//!   1. the tensor pre-hooks registered on the tensor that is that slot's forward output
+//!      (`tensor.register_hook`), in registration order; each may return a replacement;
+//!   2. then the retains-grad hook of that tensor (`retain_grad()`), which therefore sees the
+//!      gradient after every tensor hook, whenever it was registered;
+//!   3. then gradients captured for `autograd.grad` / `backward(inputs=...)` are taken.
+//! Then the node runs. For a leaf the node is its AccumulateGrad: the gradient is accumulated
+//! into `.grad`, then the post-accumulate-grad hooks run, in registration order.
+//! Handles are ids from one global counter; removing an id twice is harmless.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+use crate::value::GradValue;
+
+pub type HookId = u64;
+
+static HOOK_ID: AtomicU64 = AtomicU64::new(1);
+
+pub fn next_hook_id() -> HookId {
+    HOOK_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A hook on a tensor's gradient: observes it, or returns a replacement.
+pub trait TensorHook<V>: Send + Sync {
+    fn call(&self, grad: &V) -> Result<Option<V>>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A hook run after a leaf's `.grad` was updated.
+pub trait PostAccumulateHook: Send + Sync {
+    fn call(&self) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// One ordered list of hooks of one kind, shared by the tensor that owns it and its node.
+pub struct HookList<H: ?Sized> {
+    hooks: Mutex<Vec<(HookId, Arc<H>)>>,
+}
+
+impl<H: ?Sized> Default for HookList<H> {
+    fn default() -> Self {
+        HookList {
+            hooks: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<H: ?Sized> HookList<H> {
+    pub fn push(&self, hook: Arc<H>) -> HookId {
+        let id = next_hook_id();
+        self.lock().push((id, hook));
+        id
+    }
+
+    /// Removes the hook with this id; false if there was none.
+    pub fn remove(&self, id: HookId) -> bool {
+        let mut hooks = self.lock();
+        let before = hooks.len();
+        hooks.retain(|(i, _)| *i != id);
+        hooks.len() != before
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    pub fn clear(&self) {
+        let hooks = std::mem::take(&mut *self.lock());
+        drop(hooks);
+    }
+
+    /// The hooks as they are now. Hooks run from a snapshot, so a hook may add or remove hooks.
+    pub fn snapshot(&self) -> Vec<Arc<H>> {
+        self.lock().iter().map(|(_, h)| h.clone()).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(HookId, Arc<H>)>> {
+        self.hooks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<V> HookList<dyn TensorHook<V>> {
+    /// Runs every hook in order, each seeing the previous one's replacement.
+    pub fn run(&self, grad: V) -> Result<V> {
+        let mut grad = grad;
+        for hook in self.snapshot() {
+            if let Some(new) = hook.call(&grad)? {
+                grad = new;
+            }
+        }
+        Ok(grad)
+    }
+}
+
+impl HookList<dyn PostAccumulateHook> {
+    pub fn run(&self) -> Result<()> {
+        for hook in self.snapshot() {
+            hook.call()?;
+        }
+        Ok(())
+    }
+}
+
+/// The hooks a node runs for its input slots. See Note [Hook order].
+pub struct NodeHooks<V> {
+    tensor_pre: Mutex<Vec<(usize, Arc<HookList<dyn TensorHook<V>>>)>>,
+    retains_grad: Mutex<Vec<(usize, Arc<dyn TensorHook<V>>)>>,
+}
+
+impl<V> Default for NodeHooks<V> {
+    fn default() -> Self {
+        NodeHooks {
+            tensor_pre: Mutex::new(Vec::new()),
+            retains_grad: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<V: GradValue> NodeHooks<V> {
+    /// Attaches a tensor's hook list to input slot `slot` (once per list).
+    pub fn add_tensor_pre_hooks(&self, slot: usize, list: Arc<HookList<dyn TensorHook<V>>>) {
+        let mut lists = self.tensor_pre.lock().unwrap_or_else(|e| e.into_inner());
+        if !lists
+            .iter()
+            .any(|(s, l)| *s == slot && Arc::ptr_eq(l, &list))
+        {
+            lists.push((slot, list));
+        }
+    }
+
+    /// Sets the retains-grad hook of input slot `slot`, replacing an earlier one.
+    pub fn set_retains_grad(&self, slot: usize, hook: Arc<dyn TensorHook<V>>) {
+        let mut hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
+        hooks.retain(|(s, _)| *s != slot);
+        hooks.push((slot, hook));
+    }
+
+    pub fn has_retains_grad(&self, slot: usize) -> bool {
+        let hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
+        hooks.iter().any(|(s, _)| *s == slot)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensor_pre
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+            && self
+                .retains_grad
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty()
+    }
+
+    /// Runs steps 1 and 2 of Note [Hook order] for one slot.
+    pub fn run(&self, slot: usize, grad: V) -> Result<V> {
+        let lists: Vec<_> = {
+            let lists = self.tensor_pre.lock().unwrap_or_else(|e| e.into_inner());
+            lists
+                .iter()
+                .filter(|(s, _)| *s == slot)
+                .map(|(_, l)| l.clone())
+                .collect()
+        };
+        let mut grad = grad;
+        for list in lists {
+            grad = list.run(grad)?;
+        }
+        let retain: Vec<_> = {
+            let hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
+            hooks
+                .iter()
+                .filter(|(s, _)| *s == slot)
+                .map(|(_, h)| h.clone())
+                .collect()
+        };
+        for hook in retain {
+            if let Some(new) = hook.call(&grad)? {
+                grad = new;
+            }
+        }
+        Ok(grad)
+    }
+
+    /// Every hook object held here, for the binding's garbage-collector traversal.
+    pub fn for_each_hook(&self, mut f: impl FnMut(&dyn Any)) {
+        for (_, list) in self
+            .tensor_pre
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            for h in list.snapshot() {
+                f(h.as_any());
+            }
+        }
+        for (_, h) in self
+            .retains_grad
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            f(h.as_any());
+        }
+    }
+}

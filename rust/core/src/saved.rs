@@ -1,0 +1,124 @@
+//! SavedTensor: a value a backward formula needs, with the version it had when saved.
+//!
+//! Unpacking checks the version: if an in-place op moved the tensor's version counter on, the
+//! gradient would be computed from the wrong numbers, so unpacking fails with torch's
+//! "modified by an inplace operation" error, naming the node and both versions. After a backward
+//! without `retain_graph` the node releases its saved values; unpacking then fails with torch's
+//! "backward through the graph a second time" error.
+//!
+//! A saved value never owns the node that saved it (the binding saves a node's own outputs as
+//! data plus a weak reference), so a graph never keeps itself alive.
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::version::VersionCounter;
+
+pub struct SavedTensor<T> {
+    value: T,
+    version: Arc<VersionCounter>,
+    saved_version: u32,
+    output_nr: usize,
+}
+
+impl<T: Clone> SavedTensor<T> {
+    pub fn new(value: T, version: Arc<VersionCounter>, output_nr: usize) -> Self {
+        let saved_version = version.current();
+        SavedTensor {
+            value,
+            version,
+            saved_version,
+            output_nr,
+        }
+    }
+
+    pub fn saved_version(&self) -> u32 {
+        self.saved_version
+    }
+
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The value, if its version is still the saved one. `describe` names the tensor in the
+    /// error, torch style (`torch.FloatTensor [3]`), and is only called on failure.
+    pub fn unpack(&self, node: &str, describe: impl FnOnce(&T) -> String) -> Result<T> {
+        let version = self.version.current();
+        if version != self.saved_version {
+            return Err(Error::ModifiedInplace {
+                tensor: describe(&self.value),
+                output_nr: self.output_nr,
+                node: node.to_string(),
+                version,
+                expected: self.saved_version,
+            });
+        }
+        Ok(self.value.clone())
+    }
+}
+
+/// The saved values of one node; released as a whole after backward.
+pub struct SavedVariables<T: 'static> {
+    inner: Mutex<Option<Vec<SavedTensor<T>>>>,
+}
+
+impl<T: Clone + 'static> SavedVariables<T> {
+    pub fn new(saved: Vec<SavedTensor<T>>) -> Self {
+        SavedVariables {
+            inner: Mutex::new(Some(saved)),
+        }
+    }
+
+    /// Unpacks every saved value; errors as `SavedTensor::unpack`, or SecondBackward once released.
+    pub fn unpack_all(&self, node: &str, describe: impl Fn(&T) -> String) -> Result<Vec<T>> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match inner.as_ref() {
+            None => Err(Error::SecondBackward),
+            Some(saved) => saved.iter().map(|s| s.unpack(node, &describe)).collect(),
+        }
+    }
+
+    pub fn is_released(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// Frees the saved values (dropped through `drop_deferred`, see Note [Iterative drop]).
+    pub fn release(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(saved) = taken {
+            crate::graph::drop_deferred(saved);
+        }
+    }
+
+    /// Visits every saved value still held (for garbage-collector traversal).
+    pub fn for_each(&self, mut f: impl FnMut(&T)) {
+        if let Some(saved) = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            for s in saved {
+                f(&s.value);
+            }
+        }
+    }
+}
+
+impl<T: 'static> Drop for SavedVariables<T> {
+    fn drop(&mut self) {
+        let taken = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(saved) = taken {
+            if !saved.is_empty() {
+                crate::graph::drop_deferred(saved);
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! All the engine knows about arrays.
+//!
+//! The engine never looks inside a gradient: it only needs to sum two gradients arriving at the
+//! same input slot. The binding implements this for Python tensors; the cargo tests use `f64`
+//! and small vectors.
+
+use crate::error::Result;
+
+pub trait GradValue: Clone + Send + Sync + 'static {
+    /// `self + other`, for gradients that arrive at the same input of one node.
+    fn add(&self, other: &Self) -> Result<Self>;
+}
+
+impl GradValue for f64 {
+    fn add(&self, other: &Self) -> Result<Self> {
+        Ok(self + other)
+    }
+}
+
+impl GradValue for Vec<f64> {
+    fn add(&self, other: &Self) -> Result<Self> {
+        if self.len() != other.len() {
+            return Err(crate::error::Error::runtime(format!(
+                "gradient shapes differ: [{}] and [{}]",
+                self.len(),
+                other.len()
+            )));
+        }
+        Ok(self.iter().zip(other).map(|(a, b)| a + b).collect())
+    }
+}

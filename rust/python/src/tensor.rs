@@ -1,0 +1,436 @@
+//! TensorBase: the data handle and autograd meta of a tensor, with fast attribute access.
+//!
+//! Python's `rustgrad.Tensor` subclasses it and adds operators and methods; everything that is
+//! graph bookkeeping (grad_fn, version counter, storage, hooks, the leaf's AccumulateGrad) lives
+//! here, in Rust.
+
+use std::sync::{Arc, Weak};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyWeakrefReference;
+use pyo3::{PyTraverseError, PyVisit};
+use rustgrad_core::{
+    AccumulateGrad, Edge, HookId, HookList, Node, NodeRef, PostAccumulateHook, Storage, TensorHook,
+    VersionCounter,
+};
+
+use crate::py_value::{PyGrad, PyNode, PyPostAccumulateHook, PyTensorHook, TensorSink};
+
+pub type TensorHooks = HookList<dyn TensorHook<PyGrad>>;
+pub type PostHooks = HookList<dyn PostAccumulateHook>;
+
+/// What a tensor shares with its views and detach()es.
+#[derive(Clone, Debug)]
+pub struct TensorMeta {
+    pub version: Arc<VersionCounter>,
+    pub storage: Option<Arc<Storage>>,
+    pub requires_grad: bool,
+}
+
+#[pyclass(subclass, weakref, name = "TensorBase", module = "rustgrad._core")]
+pub struct PyTensor {
+    pub data: Py<PyAny>,
+    pub requires_grad: bool,
+    pub grad_fn: Option<NodeRef<PyGrad>>,
+    pub output_nr: usize,
+    pub grad: Option<Py<PyAny>>,
+    pub version: Arc<VersionCounter>,
+    pub storage: Option<Arc<Storage>>,
+    pub base: Option<Py<PyAny>>,
+    pub accumulator: Weak<AccumulateGrad<PyGrad>>,
+    pub hooks: Option<Arc<TensorHooks>>,
+    pub post_hooks: Option<Arc<PostHooks>>,
+    pub retains_grad: bool,
+}
+
+impl PyTensor {
+    fn placeholder(py: Python<'_>) -> Self {
+        PyTensor {
+            data: py.None(),
+            requires_grad: false,
+            grad_fn: None,
+            output_nr: 0,
+            grad: None,
+            version: VersionCounter::new(),
+            storage: None,
+            base: None,
+            accumulator: Weak::new(),
+            hooks: None,
+            post_hooks: None,
+            retains_grad: false,
+        }
+    }
+
+    pub fn meta(&self) -> TensorMeta {
+        TensorMeta {
+            version: self.version.clone(),
+            storage: self.storage.clone(),
+            requires_grad: self.requires_grad,
+        }
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn.is_none()
+    }
+
+    fn tensor_hooks(&mut self) -> Arc<TensorHooks> {
+        self.hooks.get_or_insert_with(Default::default).clone()
+    }
+}
+
+/// A new `rustgrad.Tensor` (or the class registered at import) around `data`.
+pub fn new_tensor<'py>(
+    py: Python<'py>,
+    data: Py<PyAny>,
+    meta: TensorMeta,
+    grad_fn: Option<NodeRef<PyGrad>>,
+    output_nr: usize,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let cls = crate::callbacks(py).tensor_cls.bind(py);
+    new_tensor_of(cls, data, meta, grad_fn, output_nr)
+}
+
+pub fn new_tensor_of<'py>(
+    cls: &Bound<'py, PyAny>,
+    data: Py<PyAny>,
+    meta: TensorMeta,
+    grad_fn: Option<NodeRef<PyGrad>>,
+    output_nr: usize,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let obj = cls.call0()?;
+    let t = obj.downcast_into::<PyTensor>()?;
+    {
+        let mut b = t.borrow_mut();
+        b.data = data;
+        b.requires_grad = meta.requires_grad;
+        b.version = meta.version;
+        b.storage = meta.storage;
+        b.grad_fn = grad_fn;
+        b.output_nr = output_nr;
+    }
+    Ok(t)
+}
+
+/// The edge a gradient for this tensor travels along: its grad_fn, or its leaf accumulator.
+pub fn gradient_edge(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
+    let mut b = t.borrow_mut();
+    if !b.requires_grad {
+        return None;
+    }
+    if let Some(f) = &b.grad_fn {
+        return Some(Edge::new(f.clone(), b.output_nr));
+    }
+    Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0))
+}
+
+/// The leaf's AccumulateGrad, made anew when no graph holds the old one.
+fn grad_accumulator(obj: &Bound<'_, PyAny>, b: &mut PyTensor) -> NodeRef<PyGrad> {
+    if let Some(acc) = b.accumulator.upgrade() {
+        return acc;
+    }
+    let hooks = b.tensor_hooks();
+    let post = b.post_hooks.get_or_insert_with(Default::default).clone();
+    let sink = Arc::new(TensorSink {
+        tensor: obj.clone().unbind(),
+    });
+    let acc = Arc::new(AccumulateGrad::new(sink, hooks, post));
+    b.accumulator = Arc::downgrade(&acc);
+    acc
+}
+
+/// `remove()`-able handle of a registered hook.
+#[pyclass(name = "RemovableHandle", module = "rustgrad._core")]
+pub struct PyHookHandle {
+    list: HandleList,
+    #[pyo3(get)]
+    id: HookId,
+}
+
+enum HandleList {
+    Tensor(Arc<TensorHooks>),
+    Post(Arc<PostHooks>),
+}
+
+#[pymethods]
+impl PyHookHandle {
+    fn remove(&self) {
+        match &self.list {
+            HandleList::Tensor(l) => l.remove(self.id),
+            HandleList::Post(l) => l.remove(self.id),
+        };
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&self, _a: PyObject, _b: PyObject, _c: PyObject) {
+        self.remove();
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn py_new(
+        py: Python<'_>,
+        _args: &Bound<'_, pyo3::types::PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> Self {
+        PyTensor::placeholder(py)
+    }
+
+    #[getter]
+    fn _data(&self, py: Python<'_>) -> Py<PyAny> {
+        self.data.clone_ref(py)
+    }
+
+    /// Replaces the array (`x.data = y`); keeps grad_fn and version counter, as torch's set_data.
+    fn _set_data(&mut self, data: Py<PyAny>, nbytes: usize) {
+        let device = self.storage.as_ref().map_or(0, |s| s.device());
+        self.storage = Some(Storage::new(device, nbytes));
+        self.data = data;
+    }
+
+    #[getter]
+    fn get_requires_grad(&self) -> bool {
+        self.requires_grad
+    }
+
+    #[setter]
+    fn set_requires_grad(slf: &Bound<'_, Self>, value: bool) -> PyResult<()> {
+        let mut b = slf.borrow_mut();
+        if !b.is_leaf() {
+            let hint = if value {
+                ""
+            } else {
+                " If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            };
+            return Err(PyRuntimeError::new_err(format!(
+                "you can only change requires_grad flags of leaf variables.{hint}"
+            )));
+        }
+        if value {
+            let py = slf.py();
+            let ok = crate::callbacks(py)
+                .can_require_grad
+                .bind(py)
+                .call1((b.data.bind(py),))?
+                .is_truthy()?;
+            if !ok {
+                return Err(PyRuntimeError::new_err(
+                    "only Tensors of floating point and complex dtype can require gradients",
+                ));
+            }
+        }
+        b.requires_grad = value;
+        Ok(())
+    }
+
+    #[getter(is_leaf)]
+    fn get_is_leaf(&self) -> bool {
+        self.grad_fn.is_none()
+    }
+
+    #[getter]
+    fn grad_fn(&self) -> Option<crate::node::PyNodeHandle> {
+        self.grad_fn
+            .as_ref()
+            .map(|f| crate::node::PyNodeHandle { node: f.clone() })
+    }
+
+    #[getter(_grad)]
+    fn get_raw_grad(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.grad.as_ref().map(|g| g.clone_ref(py))
+    }
+
+    #[setter(_grad)]
+    fn set_raw_grad(&mut self, value: Option<Py<PyAny>>) {
+        self.grad = value;
+    }
+
+    #[getter]
+    fn _version(&self) -> u32 {
+        self.version.current()
+    }
+
+    fn _bump_version(&self) -> u32 {
+        self.version.bump()
+    }
+
+    #[getter]
+    fn output_nr(&self) -> usize {
+        self.output_nr
+    }
+
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.retains_grad
+    }
+
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.base.as_ref().map(|b| b.clone_ref(py))
+    }
+
+    fn _is_view(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// Storage identity, for `untyped_storage().data_ptr()`-style sharing checks in tests.
+    fn _storage_id(&self) -> usize {
+        self.storage.as_ref().map_or(0, |s| Arc::as_ptr(s) as usize)
+    }
+
+    fn _version_id(&self) -> usize {
+        Arc::as_ptr(&self.version) as usize
+    }
+
+    fn _device_index(&self) -> usize {
+        self.storage.as_ref().map_or(0, |s| s.device())
+    }
+
+    fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let mut b = slf.borrow_mut();
+        if !b.requires_grad {
+            return Err(PyRuntimeError::new_err(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        let list = b.tensor_hooks();
+        let id = list.push(Arc::new(PyTensorHook(hook)));
+        match &b.grad_fn {
+            Some(f) => f
+                .base()
+                .hooks
+                .add_tensor_pre_hooks(b.output_nr, list.clone()),
+            None => {
+                if let Some(acc) = b.accumulator.upgrade() {
+                    acc.base().hooks.add_tensor_pre_hooks(0, list.clone());
+                }
+            }
+        }
+        Ok(PyHookHandle {
+            list: HandleList::Tensor(list),
+            id,
+        })
+    }
+
+    fn _register_post_accumulate_grad_hook(
+        slf: &Bound<'_, Self>,
+        hook: Py<PyAny>,
+    ) -> PyResult<PyHookHandle> {
+        let weak = PyWeakrefReference::new(slf)?.unbind();
+        let mut b = slf.borrow_mut();
+        if !b.requires_grad {
+            return Err(PyRuntimeError::new_err(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        if !b.is_leaf() {
+            return Err(PyRuntimeError::new_err(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            ));
+        }
+        let list = b.post_hooks.get_or_insert_with(Default::default).clone();
+        let id = list.push(Arc::new(PyPostAccumulateHook {
+            func: hook,
+            tensor: weak,
+        }));
+        Ok(PyHookHandle {
+            list: HandleList::Post(list),
+            id,
+        })
+    }
+
+    /// Installs `hook` (which stores the gradient into `.grad`) as this non-leaf's
+    /// retains-grad hook. See Note [Hook order].
+    fn _set_retains_grad(&mut self, hook: Py<PyAny>) -> PyResult<()> {
+        let Some(f) = &self.grad_fn else {
+            return Err(PyRuntimeError::new_err("retain_grad on a leaf is a no-op"));
+        };
+        f.base()
+            .hooks
+            .set_retains_grad(self.output_nr, Arc::new(PyTensorHook(hook)));
+        self.retains_grad = true;
+        Ok(())
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.data)?;
+        if let Some(g) = &self.grad {
+            visit.call(g)?;
+        }
+        if let Some(b) = &self.base {
+            visit.call(b)?;
+        }
+        // Only what this tensor owns alone may be reported, or the collector would count a
+        // reference held elsewhere (by a live graph) as collectable.
+        let owns_grad_fn = self
+            .grad_fn
+            .as_ref()
+            .is_some_and(|f| Arc::strong_count(f) == 1);
+        if let Some(list) = &self.hooks {
+            let holders = Arc::strong_count(list);
+            if holders == 1 || (owns_grad_fn && holders == 2) {
+                for h in list.snapshot() {
+                    if let Some(h) = h.as_any().downcast_ref::<PyTensorHook>() {
+                        visit.call(&h.0)?;
+                    }
+                }
+            }
+        }
+        if let Some(list) = &self.post_hooks {
+            if Arc::strong_count(list) == 1 {
+                for h in list.snapshot() {
+                    if let Some(h) = h.as_any().downcast_ref::<PyPostAccumulateHook>() {
+                        visit.call(&h.func)?;
+                    }
+                }
+            }
+        }
+        if owns_grad_fn {
+            if let Some(f) = &self.grad_fn {
+                let mut result = Ok(());
+                f.base().hooks.for_each_hook(|h| {
+                    if let Some(h) = h.downcast_ref::<PyTensorHook>() {
+                        if result.is_ok() {
+                            result = visit.call(&h.0);
+                        }
+                    }
+                });
+                result?;
+                if let Some(node) = f.as_any().downcast_ref::<PyNode>() {
+                    let mut result = Ok(());
+                    node.for_each_object(|o| {
+                        if result.is_ok() {
+                            result = visit.call(o);
+                        }
+                    });
+                    result?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.grad = None;
+        self.base = None;
+        if let Some(list) = self.hooks.take() {
+            if Arc::strong_count(&list) == 1 {
+                list.clear();
+            }
+        }
+        if let Some(list) = self.post_hooks.take() {
+            if Arc::strong_count(&list) == 1 {
+                list.clear();
+            }
+        }
+        if let Some(f) = self.grad_fn.take() {
+            rustgrad_core::drop_deferred(f);
+        }
+    }
+}
