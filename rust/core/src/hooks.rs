@@ -7,6 +7,7 @@
 //!   2. then the retains-grad hook of that tensor (`retain_grad()`), which therefore sees the
 //!      gradient after every tensor hook, whenever it was registered;
 //!   3. then gradients captured for `autograd.grad` / `backward(inputs=...)` are taken.
+//!
 //! Then the node runs. For a leaf the node is its AccumulateGrad: the gradient is accumulated
 //! into `.grad`, then the post-accumulate-grad hooks run, in registration order.
 //! Handles are ids from one global counter; removing an id twice is harmless.
@@ -111,10 +112,18 @@ impl HookList<dyn PostAccumulateHook> {
     }
 }
 
+/// A tensor's own hook list, shared with the node whose input slot the tensor is.
+pub type TensorHooks<V> = HookList<dyn TensorHook<V>>;
+
+/// Per input slot: which tensor hook lists run for it.
+type SlotLists<V> = Mutex<Vec<(usize, Arc<TensorHooks<V>>)>>;
+/// Per input slot: the retains-grad hook.
+type SlotHooks<V> = Mutex<Vec<(usize, Arc<dyn TensorHook<V>>)>>;
+
 /// The hooks a node runs for its input slots. See Note [Hook order].
 pub struct NodeHooks<V> {
-    tensor_pre: Mutex<Vec<(usize, Arc<HookList<dyn TensorHook<V>>>)>>,
-    retains_grad: Mutex<Vec<(usize, Arc<dyn TensorHook<V>>)>>,
+    tensor_pre: SlotLists<V>,
+    retains_grad: SlotHooks<V>,
 }
 
 impl<V> Default for NodeHooks<V> {

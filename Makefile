@@ -1,0 +1,43 @@
+# make demo | make test | make bench — each bootstraps .venv by itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+TORCH_VERSION := 2.9.1
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: demo test bench build lint clean
+
+$(VENV)/.base:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=2" "tqdm>=4"
+	touch $@
+
+# torch is the parity oracle only (rustgrad never imports it); it is large, so it is
+# installed once and skipped when already there.
+$(VENV)/.test: $(VENV)/.base
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2"
+	touch $@
+
+build: $(VENV)/.base
+	$(VENV)/bin/maturin develop --release -q
+
+demo: build
+	$(PY) examples/demo.py
+
+test: $(VENV)/.test build
+	cargo test -p rustgrad-core
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.test build
+	$(PY) benches/bench_overhead.py
+
+lint: $(VENV)/.test
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests benches examples
+
+clean:
+	rm -rf $(VENV) target

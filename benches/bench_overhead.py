@@ -1,0 +1,73 @@
+"""Per-op overhead: a chain of N `y = y * 1.0001 + 0.001`, forward and backward, rustgrad and
+torch side by side in one run. Prints µs per recorded op and rustgrad/torch ratios.
+
+    python benches/bench_overhead.py [--n 5000] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from typing import Any, Callable, Dict, Tuple
+
+SHAPES = [(1,), (16,), (256, 256)]
+
+
+def _chain(lib: Any, shape: Tuple[int, ...], n: int) -> Tuple[float, float]:
+    x = lib.ones(*shape, requires_grad=True)
+    gc.collect()
+    t0 = time.perf_counter()
+    y = x
+    for _ in range(n):
+        y = y * 1.0001 + 0.001
+    t1 = time.perf_counter()
+    y.sum().backward()
+    t2 = time.perf_counter()
+    ops = 2 * n
+    return (t1 - t0) / ops * 1e6, (t2 - t1) / ops * 1e6
+
+
+def _best(fn: Callable[[], Tuple[float, float]], repeat: int) -> Tuple[float, float]:
+    runs = [fn() for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def run(n: int, repeat: int) -> Dict[str, Any]:
+    import rustgrad
+
+    libs: Dict[str, Any] = {"rustgrad": rustgrad}
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        libs["torch"] = torch
+    except ImportError:
+        print("torch is not installed: printing rustgrad alone")
+    results: Dict[str, Any] = {}
+    for shape in SHAPES:
+        for name, lib in libs.items():
+            k = n if shape != (256, 256) else max(n // 10, 50)
+            _chain(lib, shape, 50)  # warm up
+            results[(name, shape)] = _best(lambda: _chain(lib, shape, k), repeat)
+    print(f"chain of y = y * 1.0001 + 0.001, n={n}, best of {repeat}; µs per recorded op")
+    print(f"{'shape':>12} {'rustgrad fwd':>13} {'torch fwd':>10} {'ratio':>7}"
+          f" {'rustgrad bwd':>13} {'torch bwd':>10} {'ratio':>7}")
+    for shape in SHAPES:
+        rf, rb = results[("rustgrad", shape)]
+        if "torch" in libs:
+            tf, tb = results[("torch", shape)]
+            print(f"{str(shape):>12} {rf:13.2f} {tf:10.2f} {rf / tf:7.2f} {rb:13.2f} {tb:10.2f}"
+                  f" {rb / tb:7.2f}")
+        else:
+            print(f"{str(shape):>12} {rf:13.2f} {'-':>10} {'-':>7} {rb:13.2f}")
+    return results
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--n", type=int, default=5000)
+    p.add_argument("--repeat", type=int, default=7)
+    a = p.parse_args()
+    run(a.n, a.repeat)
