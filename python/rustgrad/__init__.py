@@ -3,7 +3,7 @@ kernels. `import rustgrad as torch` works for everything rustgrad supports."""
 
 from __future__ import annotations
 
-from . import _core
+from . import _backends, _core
 from ._backends import device
 from ._dtype import (
     bool_ as bool,  # noqa: A001  (torch.bool)
@@ -74,7 +74,14 @@ from .autograd import (
 )
 from . import memory
 
-_core._register(Tensor, autograd._accumulate_grad, _describe, _can_require_grad)
+_core._register(
+    Tensor,
+    autograd._accumulate_grad,
+    _describe,
+    _can_require_grad,
+    _backends.cpu.ndarray,
+    _backends.as_array,
+)
 
 # the functional namespace, named as torch's
 add, sub, subtract, mul, multiply = _arith.add, _arith.sub, _arith.sub, _arith.mul, _arith.mul

@@ -65,6 +65,18 @@ def namespace_of(array: Any) -> Any:
         raise TypeError(f"no rustgrad backend holds arrays of type {type(array).__name__}") from None
 
 
+def as_array(x: Any) -> Any:
+    """A backend array for an op's result: NumPy turns 0-d results into scalars."""
+    if type(x) in _BY_ARRAY_TYPE:
+        return x
+    if isinstance(x, cpu.generic):
+        return cpu.asarray(x)
+    for t in _BY_ARRAY_TYPE:
+        if isinstance(x, t):
+            return x
+    raise TypeError(f"no rustgrad backend holds arrays of type {type(x).__name__}")
+
+
 def register(array_type: type, backend: Any) -> None:
     """Registers a backend module for arrays of `array_type` (used by the CUDA and fake backends)."""
     _BY_ARRAY_TYPE[array_type] = backend

@@ -30,6 +30,20 @@ pub struct Callbacks {
     pub accumulate: Py<PyAny>,
     pub describe: Py<PyAny>,
     pub can_require_grad: Py<PyAny>,
+    /// The CPU array type; anything else (a NumPy scalar from an op on 0-d arrays) goes
+    /// through `as_array` first.
+    pub array_type: Py<PyAny>,
+    pub as_array: Py<PyAny>,
+}
+
+/// `data` as an array of a backend: NumPy ops on 0-d arrays return NumPy scalars.
+fn as_array<'py>(data: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = data.py();
+    let cb = callbacks(py);
+    if data.get_type().is(cb.array_type.bind(py)) {
+        return Ok(data);
+    }
+    cb.as_array.bind(py).call1((data,))
 }
 
 static CALLBACKS: GILOnceCell<Callbacks> = GILOnceCell::new();
@@ -47,6 +61,8 @@ fn _register(
     accumulate: Py<PyAny>,
     describe: Py<PyAny>,
     can_require_grad: Py<PyAny>,
+    array_type: Py<PyAny>,
+    as_array: Py<PyAny>,
 ) -> PyResult<()> {
     let _ = CALLBACKS.set(
         py,
@@ -55,6 +71,8 @@ fn _register(
             accumulate,
             describe,
             can_require_grad,
+            array_type,
+            as_array,
         },
     );
     Ok(())
@@ -95,6 +113,7 @@ fn record<'py>(
     save_output: bool,
     view_of: Option<&Bound<'py, PyTensor>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
+    let data = as_array(data)?;
     let mut needs_grad = false;
     if grad_mode::is_grad_enabled() {
         for t in inputs.iter() {
@@ -182,6 +201,7 @@ fn make_leaf<'py>(
     requires_grad: bool,
     device: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
+    let data = as_array(data)?;
     let meta = TensorMeta {
         version: VersionCounter::new(),
         storage: Some(Storage::new(device, nbytes(&data)?)),
