@@ -78,13 +78,27 @@ def _sub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _fix(g, ash, adt), _fix(-g if alpha == 1 else g * -alpha, bsh, bdt)
 
 
+def _check_sub_bool(a: Any, b: Any) -> None:
+    """torch refuses subtraction with a bool operand (tensor or Python bool)."""
+    def is_bool(x: Any) -> bool:
+        return x._data.dtype.kind == "b" if isinstance(x, Tensor) else type(x) is bool
+
+    ba, bb = is_bool(a), is_bool(b)
+    if ba and bb and isinstance(a, Tensor) and isinstance(b, Tensor):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
+    if ba or bb:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
 def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
+    _check_sub_bool(a, b)
     if isinstance(b, Tensor):
-        if a._data.dtype.kind == "b" and b._data.dtype.kind == "b":
-            raise RuntimeError(
-                "Subtraction, the `-` operator, with two bool tensors is not supported. "
-                "Use the `^` or `logical_xor()` operator instead."
-            )
         ad, bd = promote(a, b)
         out = ad - bd if alpha == 1 else ad - bd * alpha
         m = _meta(a, b, out)
@@ -106,6 +120,7 @@ def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def rsub(a: Tensor, b: Any) -> Tensor:
     """b - a for a Python scalar b (torch's RsubBackward1)."""
+    _check_sub_bool(a, b)
     s = as_scalar(b)
     if s is None:
         return NotImplemented
@@ -360,6 +375,7 @@ def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    _check_sub_bool(self, other)
     xp = self._backend
     if alpha != 1:
         other = other * alpha
