@@ -72,7 +72,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
-from . import memory
+from . import cuda, memory
 
 _core._register(
     Tensor,

@@ -92,5 +92,7 @@ def namespace(dev: Any) -> Any:
     if d.type == "cuda":
         from . import cuda
 
+        if not cuda.is_available():
+            raise RuntimeError("Torch not compiled with CUDA enabled: CuPy sees no GPU here")
         return cuda
     raise RuntimeError(f"no backend for device {d}")

@@ -43,12 +43,12 @@ def same_device(a: Any, b: Any) -> None:
 def promote(a: Tensor, b: Tensor) -> Tuple[Any, Any]:
     """a's and b's arrays cast to torch's result dtype of (a, b)."""
     ad, bd = a._data, b._data
+    if type(ad) is not type(bd):
+        same_device(ad, bd)
     if ad.dtype != bd.dtype:
         rt = _dtype.result_type(a, b).np
         ad = ad.astype(rt, copy=False)
         bd = bd.astype(rt, copy=False)
-    elif type(ad) is not type(bd):
-        same_device(ad, bd)
     return ad, bd
 
 
