@@ -55,7 +55,8 @@ T.__hash__ = Tensor.__hash__  # __eq__ above would otherwise unset it
 T.add, T.add_, T.sub, T.sub_ = arith.add, arith.add_, arith.sub, arith.sub_
 T.mul, T.mul_, T.div, T.div_ = arith.mul, arith.mul_, arith.div, arith.div_
 T.multiply, T.divide, T.subtract = arith.mul, arith.div, arith.sub
-T.true_divide, T.neg, T.negative, T.pow, T.pow_ = arith.div, arith.neg, arith.neg, arith.pow, arith.pow_
+T.true_divide, T.neg, T.negative = arith.div, arith.neg, arith.neg
+T.pow, T.pow_ = arith.pow, arith.pow_
 T.remainder = arith.remainder
 T.exp, T.log, T.sqrt, T.abs = unary.exp, unary.log, unary.sqrt, unary.abs
 T.relu, T.sigmoid, T.tanh = unary.relu, unary.sigmoid, unary.tanh
@@ -63,12 +64,14 @@ T.clamp, T.clip, T.clamp_, T.clip_ = unary.clamp, unary.clamp, unary.clamp_, una
 T.sign, T.reciprocal = unary.sign, unary.reciprocal
 T.sum, T.mean, T.max, T.min = reduce.sum, reduce.mean, reduce.max, reduce.min
 T.matmul, T.mm = linalg.matmul, linalg.matmul
-T.reshape, T.view, T.flatten, T.unflatten = shape.reshape, shape.view, shape.flatten, shape.unflatten
+T.reshape, T.view = shape.reshape, shape.view
+T.flatten, T.unflatten = shape.flatten, shape.unflatten
 T.transpose, T.t, T.permute = shape.transpose, shape.t, shape.permute
 T.unsqueeze, T.squeeze = shape.unsqueeze, shape.squeeze
 T.expand, T.expand_as = shape.expand, shape.expand_as
 T.clone, T.contiguous = shape.clone, shape.contiguous
-T.eq, T.ne, T.lt, T.le, T.gt, T.ge = select.eq, select.ne, select.lt, select.le, select.gt, select.ge
+T.eq, T.ne, T.lt = select.eq, select.ne, select.lt
+T.le, T.gt, T.ge = select.le, select.gt, select.ge
 T.maximum, T.minimum = select.maximum, select.minimum
 T.where = lambda self, condition, other: select.where(condition, self, other)
 
@@ -136,39 +139,76 @@ T.cpu = lambda self: _to(self, "cpu")
 T.cuda = lambda self, device=None: _to(self, "cuda" if device is None else device)
 
 
-def _zero_(self: Tensor) -> Tensor:
-    return _fill_(self, 0)
+# ---- zero_, fill_, copy_: torch's ZeroBackward0, FillBackward2/3, CopyBackwards ----------------
+def _zeros_for(g: Tensor) -> Tensor:
+    from ._creation import zeros_like
+
+    return zeros_like(g)
 
 
-def _fill_(self: Tensor, value: Any) -> Tensor:
+def _overwrite_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    """The old value is overwritten: its history gets zeros (torch sends zeros, not None)."""
+    return _zeros_for(g)
+
+
+def _fill_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from ._ops._util import cast_grad
+
+    return _zeros_for(g), cast_grad(g.sum(), ctx)
+
+
+def _copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from ._ops._util import cast_grad, sum_to
+
+    src_shape, src_dtype = ctx
+    return _zeros_for(g), cast_grad(sum_to(g, src_shape), src_dtype)
+
+
+def _overwrite(self: Tensor, data: Any, inputs: tuple, name: str, bw: Any, ctx: Any) -> Tensor:
+    """Writes `data` (self's new values) into self with the history of node `name`; on a view,
+    the base's history becomes CopySlices and the view's AsStridedBackward0, as torch's."""
     from . import _core
+    from ._ops._util import record
+
+    out = record(data, inputs, name, bw, None, ctx)
+    if self._base is not None:
+        from ._ops.copyslices import commit
+
+        commit(self, out)
+    else:
+        self._data[...] = data
+        _core.rebase_history(self, out)
+    return self
+
+
+def _zero_(self: Tensor) -> Tensor:
+    return _fill_(self, 0, _name="ZeroBackward0")
+
+
+def _fill_(self: Tensor, value: Any, *, _name: str = "FillBackward2") -> Tensor:
     from ._ops._util import check_inplace, is_grad_enabled
 
     check_inplace(self)
-    if isinstance(value, Tensor):
-        if value._data.ndim != 0:
-            raise RuntimeError(
-                "fill_ only supports 0-dimension value tensor but got tensor with "
-                f"{value._data.ndim} dimensions."
-            )
-        if is_grad_enabled() and (self.requires_grad or value.requires_grad):
-            out = shape.expand(value.to(self.dtype), self._data.shape).clone()
-            self._data[...] = out._data
-            _core.rebase_history(self, out)
-            return self
-        value = value._data
-    if is_grad_enabled() and self.requires_grad:
-        out = arith.mul(self, 0) + value  # grad 0 to the old history, as torch's FillBackward
-        self._data[...] = out._data
-        _core.rebase_history(self, out)
-        return self
-    self._data[...] = value
+    value_t = isinstance(value, Tensor)
+    if value_t and value._data.ndim != 0:
+        raise RuntimeError(
+            "fill_ only supports 0-dimension value tensor but got tensor with "
+            f"{value._data.ndim} dimensions."
+        )
+    if is_grad_enabled() and (self.requires_grad or (value_t and value.requires_grad)):
+        data = self._data.copy()
+        if value_t:
+            data[...] = value._data
+            return _overwrite(self, data, (self, value), "FillBackward3", _fill_tensor_bw,
+                              value._data.dtype)
+        data[...] = value
+        return _overwrite(self, data, (self,), _name, _overwrite_bw, None)
+    self._data[...] = value._data if value_t else value
     self._bump_version()
     return self
 
 
 def _copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    from . import _core
     from ._ops._util import check_inplace, is_grad_enabled
 
     check_inplace(self)
@@ -189,11 +229,10 @@ def _copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
             "non-singleton dimension"
         )
     if is_grad_enabled() and (self.requires_grad or src.requires_grad):
-        out = shape.expand(src, self._data.shape)
-        out = out.to(self.dtype) if out.dtype != self.dtype else out.clone()
-        self._data[...] = out._data
-        _core.rebase_history(self, out)
-        return self
+        data = self._data.copy()
+        data[...] = src._data
+        return _overwrite(self, data, (self, src), "torch::autograd::CopyBackwards", _copy_bw,
+                          (src._data.shape, src._data.dtype))
     self._data[...] = src._data
     self._bump_version()
     return self

@@ -117,7 +117,7 @@ class Tensor(_core.TensorBase):
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
+                "Boolean value of Tensor with more than one value is ambiguous"
             )
         return bool(self.item())
 
@@ -147,7 +147,7 @@ class Tensor(_core.TensorBase):
 
     # ---- autograd ----------------------------------------------------------------------
     @property
-    def grad(self) -> Optional["Tensor"]:
+    def grad(self) -> Optional[Tensor]:
         if not self.is_leaf and not self.retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -163,7 +163,7 @@ class Tensor(_core.TensorBase):
         return self._grad
 
     @grad.setter
-    def grad(self, value: Optional["Tensor"]) -> None:
+    def grad(self, value: Optional[Tensor]) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(
@@ -172,18 +172,28 @@ class Tensor(_core.TensorBase):
                 )
             if value.dtype != self.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor "
-                    f"with dtype '{self.dtype}'. Please ensure that the gradient and the tensor "
-                    "have the same dtype"
+                    f"attempting to assign a gradient with dtype '{_cpp_name(value.dtype)}' to a "
+                    f"tensor with dtype '{_cpp_name(self.dtype)}'. Please ensure that the "
+                    "gradient and the tensor have the same dtype"
                 )
-            if value.shape != self.shape:
+            gdev, sdev = value.device, self.device
+            if gdev.type != sdev.type:
                 raise RuntimeError(
-                    f"assigned grad has data of a different size: grad {list(value.shape)}, "
-                    f"tensor {list(self.shape)}"
+                    f"attempting to assign a gradient with device type '{gdev.type}' to a tensor "
+                    f"with device type '{sdev.type}'. Please ensure that the gradient and the "
+                    "tensor are on the same device"
                 )
-            if value.device != self.device:
+            if gdev != sdev:
                 raise RuntimeError(
-                    "assigned grad has data located on a different device"
+                    f"attempting to assign a gradient located on device with index "
+                    f"'{gdev.index}' to a tensor located on device with index '{sdev.index}'. "
+                    "Please ensure that the gradient and the tensor are on the same device"
+                )
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size"
                 )
         self._grad = value
 
@@ -191,7 +201,15 @@ class Tensor(_core.TensorBase):
     def grad(self) -> None:
         self._grad = None
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        # torch: a non-leaf may be told requires_grad_(True) (it already does); the dtype
+        # refusal has its own wording here.
+        if not self.is_leaf:
+            if not requires_grad:
+                self.requires_grad = False  # raises torch's leaf-only error, with its hint
+            return self
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 
@@ -202,7 +220,7 @@ class Tensor(_core.TensorBase):
             return
         ref = weakref.ref(self)
 
-        def retain(grad: "Tensor") -> None:
+        def retain(grad: Tensor) -> None:
             t = ref()
             if t is None:
                 return
@@ -214,37 +232,39 @@ class Tensor(_core.TensorBase):
 
         self._set_retains_grad(retain)
 
-    def register_hook(self, hook: Callable[["Tensor"], Optional["Tensor"]]) -> Any:
+    def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> Any:
         """Registers `hook(grad)`; it may return a replacement gradient. Returns a handle."""
-        return self._register_hook(hook)
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return self._register_hook(_checked_hook(hook))
 
-    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
         return self._register_post_accumulate_grad_hook(hook)
 
     def backward(
         self,
-        gradient: Optional["Tensor"] = None,
+        gradient: Optional[Tensor] = None,
         retain_graph: Optional[bool] = None,
         create_graph: bool = False,
-        inputs: Optional[Sequence["Tensor"]] = None,
+        inputs: Optional[Sequence[Tensor]] = None,
     ) -> None:
         from .autograd import backward
 
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         return _core.detach(self)
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         _core.detach_(self)
         return self
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         return _core.detach(self, False)
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         self._set_data(value._data, int(value._data.nbytes))
@@ -252,6 +272,46 @@ class Tensor(_core.TensorBase):
     @property
     def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
         return self.is_leaf
+
+
+_CPP_NAMES = {
+    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+    "uint8": "unsigned char", "bool": "bool",
+}
+
+
+def _cpp_name(d: _dtype.dtype) -> str:
+    """The C++ name torch prints for a dtype in its TypeMeta messages ('float', 'double')."""
+    return _CPP_NAMES.get(d.name, d.name)
+
+
+def _type_string(t: Tensor) -> str:
+    prefix = "torch.cuda." if t.is_cuda else "torch."
+    return prefix + _dtype.LEGACY_NAMES.get(t.dtype.name, t.dtype.name)
+
+
+def _checked_hook(hook: Callable[[Tensor], Optional[Tensor]]) -> Callable[..., Any]:
+    """`hook` with torch's checks on its replacement gradient (check_variable_result)."""
+
+    def checked(grad: Tensor) -> Optional[Tensor]:
+        new = hook(grad)
+        if new is None:
+            return None
+        if not isinstance(new, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+        name = getattr(hook, "__name__", type(hook).__name__)
+        if new._data.dtype != grad._data.dtype or new.is_cuda != grad.is_cuda:
+            raise RuntimeError(
+                f"hook '{name}' has changed the type of value (was {_type_string(grad)} got "
+                f"{_type_string(new)})"
+            )
+        if new._data.shape != grad._data.shape:
+            raise RuntimeError(f"hook '{name}' has changed the size of value")
+        return new
+
+    return checked
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

@@ -9,7 +9,8 @@ gradients (None-ness included).
 type and a key phrase, then checks the inputs were left unchanged.
 
 An input spec is a shape tuple (random values uniform in [low, high)) or a NumPy array (used as
-given; float arrays are cast to the dtype under test). Float inputs require grad.
+given; float arrays are cast to the dtype under test, unless that dtype is None: then arrays keep
+their dtypes and random inputs are float64). Float inputs require grad.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
-import torch
-
 import rustgrad
+import torch
 
 FLOATS = (np.float64, np.float32)
 _TOL = {
@@ -34,9 +34,9 @@ def _arrays(specs: Sequence[Any], dtype: Any, low: float, high: float, seed: int
     out = []
     for s in specs:
         if isinstance(s, np.ndarray):
-            out.append(s.astype(dtype) if s.dtype.kind == "f" else s.copy())
+            out.append(s.astype(dtype) if s.dtype.kind == "f" and dtype is not None else s.copy())
         else:
-            out.append(rng.uniform(low, high, size=tuple(s)).astype(dtype))
+            out.append(rng.uniform(low, high, size=tuple(s)).astype(dtype or np.float64))
     return out
 
 
@@ -63,14 +63,18 @@ def _grad_fn_name(t: Any) -> Optional[str]:
     return None if t.grad_fn is None else t.grad_fn.name()
 
 
-def assert_same_tensor(t: Any, r: Any, what: str, rtol: float, atol: float) -> None:
-    """torch tensor `t` and rustgrad tensor `r` hold the same dtype, shape and values."""
+def assert_same_tensor(
+    t: Any, r: Any, what: str, rtol: Optional[float] = None, atol: Optional[float] = None
+) -> None:
+    """torch tensor `t` and rustgrad tensor `r` hold the same dtype, shape and values (the
+    tolerance defaults to one for the dtype)."""
     assert isinstance(r, rustgrad.Tensor), f"{what}: rustgrad gave {type(r).__name__}"
     assert str(r.dtype) == str(t.dtype), f"{what}: dtype {r.dtype} != torch's {t.dtype}"
     assert tuple(r.shape) == tuple(t.shape), f"{what}: shape {tuple(r.shape)} != {tuple(t.shape)}"
     tv, rv = _np_of(t), _np_of(r)
     if tv.dtype.kind == "f":
-        np.testing.assert_allclose(rv, tv, rtol=rtol, atol=atol, err_msg=what)
+        drtol, datol = _TOL[tv.dtype]
+        np.testing.assert_allclose(rv, tv, rtol=rtol or drtol, atol=atol or datol, err_msg=what)
     else:
         np.testing.assert_array_equal(rv, tv, err_msg=what)
 
@@ -84,24 +88,26 @@ def check(
     requires_grad: bool = True,
     backward: bool = True,
     versions: bool = True,
+    grad_fn: bool = True,
     seed: int = 0,
     rtol: Optional[float] = None,
     atol: Optional[float] = None,
 ) -> None:
-    """Runs `fn(lib, *inputs)` under torch and rustgrad for each dtype and compares them."""
+    """Runs `fn(lib, *inputs)` under torch and rustgrad for each dtype and compares them
+    (`grad_fn=False` skips comparing grad_fn names, `versions=False` the version counters)."""
+    rt_, at_ = rtol, atol
     for dt in dtypes:
-        dt = np.dtype(dt)
-        drtol, datol = _TOL.get(dt, (1e-7, 1e-9))
-        rt_, at_ = (rtol or drtol), (atol or datol)
+        dt = None if dt is None else np.dtype(dt)
+        name = "as given" if dt is None else dt.name
         arrays = _arrays(specs, dt, low, high, seed)
         tin, rin = _make_inputs(arrays, requires_grad)
         touts = _as_outputs(fn(torch, *tin))
         routs = _as_outputs(fn(rustgrad, *rin))
         assert len(routs) == len(touts), f"{len(routs)} outputs, torch gave {len(touts)}"
         for k, (t, r) in enumerate(zip(touts, routs)):
-            what = f"[{dt.name}] output {k}"
+            what = f"[{name}] output {k}"
             assert_same_tensor(t, r, what, rt_, at_)
-            assert _grad_fn_name(r) == _grad_fn_name(t), (
+            assert not grad_fn or _grad_fn_name(r) == _grad_fn_name(t), (
                 f"{what}: grad_fn {_grad_fn_name(r)} != torch's {_grad_fn_name(t)}"
             )
             assert r.requires_grad == t.requires_grad, f"{what}: requires_grad differs"
@@ -110,7 +116,7 @@ def check(
                     f"{what}: _version {r._version} != torch's {t._version}"
                 )
         for k, (t, r) in enumerate(zip(tin, rin)):
-            assert_same_tensor(t, r, f"[{dt.name}] input {k} after forward", rt_, at_)
+            assert_same_tensor(t, r, f"[{name}] input {k} after forward", rt_, at_)
             if versions:
                 assert r._version == t._version, f"input {k}: _version {r._version} != {t._version}"
         if not backward:
@@ -130,7 +136,7 @@ def check(
         torch.autograd.backward(tb, tg)
         rustgrad.autograd.backward(rb, rg_)
         for k, (t, r) in enumerate(zip(tin, rin)):
-            what = f"[{dt.name}] grad of input {k}"
+            what = f"[{name}] grad of input {k}"
             if t.grad is None or r.grad is None:
                 assert (t.grad is None) == (r.grad is None), (
                     f"{what}: rustgrad {'None' if r.grad is None else 'a tensor'}, torch "
@@ -171,3 +177,48 @@ def check_error(
         assert r._version == t._version == 0, f"input {k}: version {r._version}, {t._version}"
         assert r.grad is None and t.grad is None
     return et, er
+
+
+def check_double_backward(
+    fn: Callable[..., Any],
+    *specs: Any,
+    low: float = -2.0,
+    high: float = 2.0,
+    seed: int = 0,
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+) -> None:
+    """Second-order parity in float64: the gradients of `fn` taken with create_graph=True,
+    then the gradient of a random projection of them, compared with torch's."""
+    arrays = _arrays(specs, np.dtype(np.float64), low, high, seed)
+    tin, rin = _make_inputs(arrays, True)
+    results = []
+    for lib, ins in ((torch, tin), (rustgrad, rin)):
+        out = fn(lib, *ins)
+        rng = np.random.default_rng(seed + 1)  # the same upstream gradient for both
+        go = lib.tensor(rng.uniform(-1, 1, size=tuple(out.shape)))
+        grads = lib.autograd.grad(out, ins, go, create_graph=True, allow_unused=True)
+        results.append(grads)
+    rng = np.random.default_rng(seed + 2)
+    projections = []
+    for k, (gt, gr) in enumerate(zip(*results)):
+        assert (gt is None) == (gr is None), f"first-order grad {k} None-ness differs"
+        if gt is None:
+            continue
+        assert_same_tensor(gt, gr, f"first-order grad {k}", rtol, atol)
+        assert gr.requires_grad == gt.requires_grad, f"first-order grad {k}: requires_grad"
+        if gt.requires_grad:
+            projections.append((gt, gr, rng.uniform(-1, 1, size=tuple(gt.shape))))
+    if not projections:
+        return
+    loss_t = sum((gt * torch.tensor(w)).sum() for gt, _, w in projections)
+    loss_r = sum((gr * rustgrad.tensor(w)).sum() for _, gr, w in projections)
+    second_t = torch.autograd.grad(loss_t, tin, allow_unused=True)
+    second_r = rustgrad.autograd.grad(loss_r, rin, allow_unused=True)
+    for k, (t, r) in enumerate(zip(second_t, second_r)):
+        if t is None or r is None:
+            # torch may drop an input whose second derivative is identically zero
+            zero = t if r is None else r
+            assert zero is None or not np.any(_np_of(zero)), f"second-order grad {k}"
+            continue
+        assert_same_tensor(t, r, f"second-order grad {k}", rtol, atol)

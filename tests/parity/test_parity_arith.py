@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 import pytest
 
 from .helpers import check, check_error
@@ -93,3 +94,22 @@ def test_pow_scalar_base_matches_torch(base, shape):
 
 def test_pow_negative_base_integer_exponent_matches_torch():
     check(lambda lib, a: a**3 + a**2, (4, 3), low=-2.0, high=-0.5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_pow_tensor_exponent_zero_base_and_exponent_match_torch():
+    # torch: d(a**b)/da is 0 where b == 0 (not 0 * 0**-1); d/db is 0 where a == 0 and b >= 0
+    base = np.array([0.0, 1.0, 2.0, 0.0, 0.0])
+    exponent = np.array([2.0, 0.0, 1.0, 0.0, 0.5])  # NumPy warns on 0 ** -1, torch does not
+    check(lambda lib, a, b: a**b, base, exponent)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_pow_scalar_base_zero_matches_torch():
+    check(lambda lib, a: 0**a, np.array([0.0, 1.0, 2.0, -1.0]))
+    check(lambda lib, a: 0.0**a, np.array([0.5, 3.0]))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_pow_scalar_exponent_at_zero_base_matches_torch():
+    check(lambda lib, a: (a**0, a**1, a**2, a**3, a**0.5, a**-1), np.array([0.0, 1.0, 4.0]))

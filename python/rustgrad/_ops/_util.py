@@ -52,6 +52,24 @@ def promote(a: Tensor, b: Tensor) -> Tuple[Any, Any]:
     return ad, bd
 
 
+def broadcast_error(err: Exception, *shapes: Tuple[int, ...]) -> Exception:
+    """torch's error for shapes that do not broadcast (as infer_size: folded left to right,
+    each pair compared from the last dimension), or `err` itself if they do broadcast."""
+    acc: Tuple[int, ...] = ()
+    for shape in shapes:
+        n = max(len(acc), len(shape))
+        a = (1,) * (n - len(acc)) + tuple(acc)
+        b = (1,) * (n - len(shape)) + tuple(shape)
+        for i in range(n - 1, -1, -1):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                return RuntimeError(
+                    f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                    f"non-singleton dimension {i}"
+                )
+        acc = tuple(y if x == 1 else x for x, y in zip(a, b))
+    return err
+
+
 def scalar_operand(ad: Any, s: Any) -> Any:
     """a's array cast so that `array (op) s` has torch's dtype (int tensor * 2.5 is float32)."""
     kind = ad.dtype.kind

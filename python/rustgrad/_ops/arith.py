@@ -8,6 +8,7 @@ from .. import _core, _dtype
 from .._tensor import Tensor
 from ._util import (
     as_scalar,
+    broadcast_error,
     cast_grad,
     check_inplace,
     check_inplace_cast,
@@ -53,7 +54,10 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def add(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
-        out = ad + bd if alpha == 1 else ad + bd * alpha
+        try:
+            out = ad + bd if alpha == 1 else ad + bd * alpha
+        except ValueError as e:
+            raise broadcast_error(e, ad.shape, bd.shape) from None
         m = _meta(a, b, out)
         if m is not None or alpha != 1:
             m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
@@ -100,7 +104,10 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     _check_sub_bool(a, b)
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
-        out = ad - bd if alpha == 1 else ad - bd * alpha
+        try:
+            out = ad - bd if alpha == 1 else ad - bd * alpha
+        except ValueError as e:
+            raise broadcast_error(e, ad.shape, bd.shape) from None
         m = _meta(a, b, out)
         if m is not None or alpha != 1:
             m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
@@ -165,7 +172,10 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def mul(a: Tensor, b: Any) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
-        out = ad * bd
+        try:
+            out = ad * bd
+        except ValueError as e:
+            raise broadcast_error(e, ad.shape, bd.shape) from None
         saved = (b if a.requires_grad else None, a if b.requires_grad else None)
         return record(out, (a, b), "MulBackward0", _mul_bw, saved, _meta(a, b, out))
     s = as_scalar(b)
@@ -177,7 +187,8 @@ def mul(a: Tensor, b: Any) -> Tensor:
 def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     other, self_ = saved
     ga = g / other
-    gb = None if self_ is None else -g * self_ / (other * other)
+    # torch's div_tensor_other_backward: -grad * ((self / other) / other)
+    gb = None if self_ is None else -g * ((self_ / other) / other)
     if ctx is None:
         return ga, gb
     ash, adt, bsh, bdt = ctx
@@ -196,7 +207,10 @@ def div(a: Tensor, b: Any, *, rounding_mode: Any = None) -> Tensor:
         ft = _float_dtype_for_div(ad, bd)
         if ft is not None:
             ad, bd = ad.astype(ft), bd.astype(ft)
-        out = ad / bd
+        try:
+            out = ad / bd
+        except ValueError as e:
+            raise broadcast_error(e, ad.shape, bd.shape) from None
         saved = (b, a if b.requires_grad else None)
         return record(out, (a, b), "DivBackward0", _div_bw, saved, _meta(a, b, out))
     s = as_scalar(b)
@@ -262,7 +276,10 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b, out = saved
     ga = gb = None
     if a.requires_grad:
-        ga = g * (b * a ** (b - 1))
+        from .select import where
+
+        # torch's pow_backward_self: zero where the exponent is 0 (not 0 * 0 ** -1 = nan)
+        ga = where(b == 0, 0.0, g * (b * a ** (b - 1)))
     if b.requires_grad:
         from .select import where
 
@@ -275,18 +292,24 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
     import math
 
-    if ctx == 0:
-        return g * 0
+    if ctx == 0:  # torch's pow_backward_exponent: 0 where exponent >= 0, else result * log(0)
+        from .select import where
+
+        a, out = saved
+        return g * where(a >= 0, 0.0, out * -math.inf)
+    (out,) = saved
     return g * (out * math.log(ctx))
 
 
 def pow(a: Tensor, b: Any) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
-        out = ad**bd
+        try:
+            out = ad**bd
+        except ValueError as e:
+            raise broadcast_error(e, ad.shape, bd.shape) from None
         return record(out, (a, b), "PowBackward1", _pow_tensor_bw, (a, b), _meta(a, b, out), True)
     s = as_scalar(b)
     if s is None:
@@ -305,7 +328,7 @@ def rpow(a: Tensor, b: Any) -> Tensor:
     ad = a._data
     if ad.dtype.kind in "biu" and type(s) is float:
         ad = ad.astype(_dtype.get_default_dtype().np)
-    return record(s**ad, (a,), "PowBackward2", _rpow_bw, (), s, True)
+    return record(s**ad, (a,), "PowBackward2", _rpow_bw, (a,) if s == 0 else (), s, True)
 
 
 # ---- in-place --------------------------------------------------------------------------

@@ -3,6 +3,7 @@ and boolean-mask indexing copy (gradients of repeated indices add up); index ass
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .. import _core
@@ -74,9 +75,60 @@ def _basic_name(idx: tuple, shape: tuple) -> str:
     return name
 
 
-def _rephrase(e: IndexError, shape: tuple) -> IndexError:
-    msg = str(e).replace(" axis ", " dimension ")
-    return IndexError(msg)
+_TOO_MANY = re.compile(r"too many indices for array: array is (\d+)-dimensional")
+_MASK = re.compile(r"boolean index did not match indexed array along (?:axis|dimension) (\d+)")
+
+
+def _rephrase(e: IndexError, shape: tuple, nidx: tuple = ()) -> IndexError:
+    """NumPy's indexing errors in torch's words."""
+    msg = str(e)
+    m = _TOO_MANY.match(msg)
+    if m:
+        return IndexError(f"too many indices for tensor of dimension {m.group(1)}")
+    m = _MASK.match(msg)
+    if m:
+        # torch names the mask's shape and the mismatching dim in both the mask and the tensor
+        bad_dim = int(m.group(1))
+        dim = 0
+        for i in nidx:
+            if i is None:
+                continue
+            if i is Ellipsis:
+                dim = len(shape) - sum(
+                    (getattr(j, "ndim", 1) if getattr(j, "dtype", None) is not None
+                     and j.dtype.kind == "b" else 1)
+                    for j in nidx if j is not None and j is not Ellipsis
+                ) + dim
+                continue
+            nd = getattr(i, "ndim", 1) if getattr(i, "dtype", None) is not None \
+                and i.dtype.kind == "b" else 1
+            if nd and dim <= bad_dim < dim + nd:
+                mshape = ", ".join(str(x) for x in i.shape)
+                tshape = ", ".join(str(x) for x in shape)
+                return IndexError(
+                    f"The shape of the mask [{mshape}] at index {bad_dim - dim} does not match "
+                    f"the shape of the indexed tensor [{tshape}] at index {bad_dim}"
+                )
+            dim += nd
+    return IndexError(msg.replace(" axis ", " dimension "))
+
+
+def _zero_dim_error(idx: Any, nidx: tuple) -> Any:
+    """torch's refusal of an index into a 0-dim tensor, or None if it is allowed."""
+    if type(idx) is slice:
+        return IndexError("slice() cannot be applied to a 0-dim tensor.")
+    for i in nidx:
+        if i is None or i is Ellipsis or type(i) is bool:
+            continue
+        if getattr(i, "dtype", None) is not None and i.dtype.kind == "b":
+            continue
+        if not isinstance(idx, (tuple, Tensor, list)):
+            return IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
+        return IndexError("too many indices for tensor of dimension 0")
+    return None
 
 
 def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -88,17 +140,20 @@ def getitem(a: Tensor, idx: Any) -> Tensor:
     d = a._data
     nidx = _normalize(idx)
     basic = _is_basic(nidx)
-    if basic and d.ndim == 0 and any(i is not None and i is not Ellipsis for i in nidx):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if d.ndim == 0:
+        err = _zero_dim_error(idx, nidx)
+        if err is not None:
+            raise err
     try:
         out = d[nidx]
     except IndexError as e:
-        raise _rephrase(e, d.shape) from None
+        raise _rephrase(e, d.shape, nidx) from None
     if basic:
         if not hasattr(out, "shape") or out.shape == () and not isinstance(out, type(d)):
             out = d[nidx + (Ellipsis,)] if Ellipsis not in nidx else a._backend.asarray(out)
-        return record(out, (a,), _basic_name(nidx, d.shape), _getitem_bw, None,
+        # torch's single-slice fast path always records a slice, even a full one
+        name = "SliceBackward0" if type(idx) is slice else _basic_name(nidx, d.shape)
+        return record(out, (a,), name, _getitem_bw, None,
                       (d.shape, d.dtype, nidx, True), False, a)
     return record(out, (a,), "IndexBackward0", _getitem_bw, None, (d.shape, d.dtype, nidx, False))
 
@@ -173,7 +228,7 @@ def index_put(a: Tensor, idx: Any, value: Any) -> Tensor:
     try:
         out[nidx] = value._data if vt else value
     except IndexError as e:
-        raise _rephrase(e, out.shape) from None
+        raise _rephrase(e, out.shape, nidx) from None
     except ValueError as e:
         raise RuntimeError(f"shape mismatch: {e}") from None
     inputs = (a, value) if vt else (a,)
@@ -208,7 +263,7 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     try:
         a._data[nidx] = value._data if vt else value
     except IndexError as e:
-        raise _rephrase(e, a._data.shape) from None
+        raise _rephrase(e, a._data.shape, nidx) from None
     except ValueError as e:
         raise RuntimeError(f"shape mismatch: {e}") from None
     a._bump_version()

@@ -82,9 +82,28 @@ def matmul(a: Tensor, b: Any) -> Any:
     if na == 2 and nb == 1:
         return record(out, (a, b), "MvBackward0", _mv_bw, saved)
     ctx = (ad.shape, bd.shape, a._data.dtype, b._data.dtype)
-    name = "BmmBackward0" if na == nb == 3 and ad.shape[0] == bd.shape[0] else \
-        ("SqueezeBackward4" if na == 1 and nb == 2 else "UnsafeViewBackward0")
-    return record(out, (a, b), name, _batched_bw, (a, b), ctx)
+    out_t = record(out, (a, b), _batched_name(a, b), _batched_bw, (a, b), ctx)
+    if na == 1 and nb == 2:
+        out_t._bump_version()  # torch: mm(a.unsqueeze(0), b).squeeze_(0)
+    return out_t
+
+
+def _batched_name(a: Tensor, b: Tensor) -> str:
+    """The grad_fn name torch's _matmul_impl ends on for 1-D @ 2-D and batched operands."""
+    ash, bsh = a._data.shape, b._data.shape
+    na, nb = len(ash), len(bsh)
+    if na == 1 and nb == 2:
+        return "SqueezeBackward4"  # mm(a.unsqueeze(0), b).squeeze_(0)
+    if na == 3 and nb == 3 and ash[0] != bsh[0] and ash[0] == 1 and a.requires_grad:
+        na, ash = 2, ash[1:]  # torch squeezes a broadcast batch of 1 that requires grad
+    if na == 2 and nb >= 3 and a.requires_grad:
+        # folded as (b.mT @ a.t()).mT().contiguous(): a copy unless already contiguous
+        n, p = ash[0], bsh[-1]
+        numel = n * p
+        for s in bsh[:-2]:
+            numel *= s
+        return "TransposeBackward0" if n == 1 or p == 1 or numel == 0 else "CloneBackward0"
+    return "UnsafeViewBackward0"
 
 
 def rmatmul(a: Tensor, b: Any) -> Any:

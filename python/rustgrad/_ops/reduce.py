@@ -9,6 +9,8 @@ from .._tensor import Tensor, _wrap_dim
 from ._util import record
 
 Dims = Union[int, Sequence[int], None]
+_F16 = _dtype.float16.np
+_F32 = _dtype.float32.np
 
 
 def _dims(dim: Dims, ndim: int) -> Optional[tuple]:
@@ -24,8 +26,10 @@ def _dims(dim: Dims, ndim: int) -> Optional[tuple]:
 
 def _expand_back(g: Tensor, shape: tuple, dims: Optional[tuple], keepdim: bool) -> Tensor:
     """The gradient of a reduction, broadcast back to the input's shape."""
+    if not shape:
+        return g.reshape(())
     if dims is None:
-        return g.reshape((1,) * len(shape)).expand(shape) if shape else g.reshape(())
+        return g.reshape((1,) * len(shape)).expand(shape)
     if not keepdim:
         for d in sorted(dims):
             g = g.unsqueeze(d)
@@ -43,8 +47,12 @@ def sum(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None
     np_dtype = _dtype.to_np(dtype)
     if np_dtype is None and d.dtype.kind in "bu" or (d.dtype.kind == "i" and np_dtype is None):
         np_dtype = _dtype.int64.np
-    out = d.sum(axis=dims, keepdims=keepdim, dtype=np_dtype)
-    if dims is None and not keepdim:
+    if np_dtype is None and d.dtype == _F16:
+        # torch accumulates half in float32 and rounds once; NumPy would round every step
+        out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=_F32).astype(_F16)
+    else:
+        out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=np_dtype)
+    if (dims is None or not d.ndim) and not keepdim:
         out = a._backend.asarray(out)
     name = "SumBackward0" if dim is None else "SumBackward1"
     return record(out, (a,), name, _sum_bw, None, (d.shape, dims, keepdim))
@@ -65,11 +73,22 @@ def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = Non
     dims = _dims(dim, d.ndim)
     if dtype is not None:
         d = d.astype(_dtype.to_np(dtype))
-    out = d.mean(axis=dims, keepdims=keepdim)
-    if dims is None and not keepdim:
+    axis = dims if d.ndim else None
+    acc = _F32 if d.dtype == _F16 else None
+    if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
+        import warnings
+
+        import numpy as np
+
+        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
+    else:
+        out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
+    if (dims is None or not d.ndim) and not keepdim:
         out = a._backend.asarray(out, dtype=d.dtype)
-    n = d.size if dims is None else 1
-    if dims is not None:
+    n = d.size if dims is None or not d.ndim else 1
+    if dims is not None and d.ndim:
         for i in dims:
             n *= d.shape[i]
     name = "MeanBackward0" if dim is None else "MeanBackward1"
@@ -90,6 +109,8 @@ def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's evenly_distribute_backward: ties share the gradient equally.
     a, out = saved
     mask = a == out
+    if a._data.dtype.kind == "f" and out._data != out._data:  # the result is nan: nans share
+        mask = a != a
     return mask * (g / mask.sum())
 
 

@@ -6,7 +6,16 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
-from ._util import as_scalar, cast_grad, promote, record, same_device, scalar_operand, sum_to
+from ._util import (
+    as_scalar,
+    broadcast_error,
+    cast_grad,
+    promote,
+    record,
+    same_device,
+    scalar_operand,
+    sum_to,
+)
 
 
 def _operand(x: Any, like: Tensor) -> Any:
@@ -54,7 +63,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
             same_device(cd, x)
     a = a.astype(rt.np, copy=False) if hasattr(a, "astype") else a
     b = b.astype(rt.np, copy=False) if hasattr(b, "astype") else b
-    out = xp.where(cd, a, b)
+    try:
+        out = xp.where(cd, a, b)
+    except ValueError as e:
+        raise broadcast_error(e, cd.shape, *(x.shape for x in (a, b) if hasattr(x, "shape"))) \
+            from None
     if out.dtype != rt.np:
         out = out.astype(rt.np)
     shapes = tuple(
@@ -78,14 +91,13 @@ def _where_tensors_bw(input: Any, other: Any) -> Any:
 
 
 def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's max/min backward: where(a == b, grad / 2, grad), zeroed where the input lost, so
+    # ties split the gradient and a nan (no order) passes it to both inputs
     a, b = saved
     is_max, shapes = ctx
-    # torch: ties split the gradient in half between the two inputs
-    ga_mask = (a > b) if is_max else (a < b)
-    tie = a == b
-    w_a = ga_mask + tie * 0.5
-    w_b = (~ga_mask & ~tie) + tie * 0.5
-    ga, gb = g * w_a, g * w_b
+    half = where(a == b, g * 0.5, g)
+    a_lost, b_lost = (a < b, a > b) if is_max else (a > b, a < b)
+    ga, gb = where(a_lost, 0.0, half), where(b_lost, 0.0, half)
     return tuple(cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes))
 
 
@@ -96,7 +108,10 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
         b = _creation.full_like_scalar(a, b)
     ad, bd = promote(a, b)
     xp = a._backend
-    out = xp.maximum(ad, bd) if is_max else xp.minimum(ad, bd)
+    try:
+        out = xp.maximum(ad, bd) if is_max else xp.minimum(ad, bd)
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, bd.shape) from None
     name = "MaximumBackward0" if is_max else "MinimumBackward0"
     shapes = ((a._data.shape, a._data.dtype), (b._data.shape, b._data.dtype))
     return record(out, (a, b), name, _maxmin_bw, (a, b), (is_max, shapes))
@@ -119,7 +134,11 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
         if s is None:
             return NotImplemented
         ad, bd = scalar_operand(a._data, s), s
-    return record(getattr(xp, op)(ad, bd), (), "", None)
+    try:
+        out = getattr(xp, op)(ad, bd)
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, getattr(bd, "shape", ())) from None
+    return record(out, (), "", None)
 
 
 def eq(a: Tensor, b: Any) -> Any:

@@ -237,8 +237,9 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     start = 0
     lead = (slice(None),) * dim
     for n, dt in zip(sizes, dtypes):
-        if n is None:
-            out.append(None)
+        if n is None:  # a skipped legacy empty 1-D input: torch gives it zeros({0})
+            piece = g[lead + (slice(0, 0),)].reshape(0)
+            out.append(piece if piece._data.dtype == dt else piece.to(_dtype.from_np(dt)))
             continue
         piece = g[lead + (slice(start, start + n),)]
         out.append(piece if piece._data.dtype == dt else piece.to(_dtype.from_np(dt)))
@@ -249,7 +250,7 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(

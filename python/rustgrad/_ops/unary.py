@@ -54,7 +54,14 @@ def abs(a: Tensor) -> Tensor:
 
 
 def sign(a: Tensor) -> Tensor:
-    return record(a._backend.sign(a._data), (a,), "SignBackward0", _zero_bw)
+    d = a._data
+    if d.dtype.kind == "b":
+        out = d.copy()
+    else:
+        out = a._backend.sign(d)
+        if d.dtype.kind == "f":  # torch's sign(nan) is 0, NumPy's nan
+            out = a._backend.nan_to_num(out, nan=0.0)
+    return record(out, (a,), "SignBackward0", _zero_bw)
 
 
 def _zero_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -62,8 +69,9 @@ def _zero_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's threshold_backward: zero where result <= 0, so a nan passes its gradient
     (out,) = saved
-    return g * (out > 0)
+    return g * ~(out <= 0)
 
 
 def relu(a: Tensor) -> Tensor:
@@ -122,15 +130,21 @@ def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
     d = a._data
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if d.dtype.kind != "f" and (type(lo) is float or type(hi) is float):
+        d = d.astype(_dtype.get_default_dtype().np)  # int tensor, float bound: default float
     out = d
     if lo is not None:
         out = xp.maximum(out, lo)
     if hi is not None:
         out = xp.minimum(out, hi)
-    if out is d:
-        out = d.copy()
-    return out.astype(d.dtype, copy=False) if type(lo) is not float and type(hi) is not float \
-        or d.dtype.kind == "f" else out
+    if out is a._data:
+        out = out.copy()
+    return out.astype(d.dtype, copy=False)
+
+
+# torch names the C type in clamp_'s scalar-bound cast error ("... output type long int")
+_C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool"}
 
 
 def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
@@ -142,28 +156,96 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return record(out, (a,), "ClampBackward1", _clamp_bw, (a,), (lo, hi))
 
 
-def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
-    from .select import maximum, minimum
+def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's clamp_backward and clamp_backward_min_max
+    from .select import where
+    from ._util import cast_grad, sum_to
 
-    out = a
-    if lo is not None:
-        out = maximum(out, lo)
-    if hi is not None:
-        out = minimum(out, hi)
-    return out
+    a, lo, hi = saved
+    zero = g * 0
+    if lo is not None and hi is not None:
+        ga = where((a >= lo) & (a <= hi), g, zero)
+        glo = where((a < lo) & (lo < hi), g, zero)
+        ghi = where((a > hi) | (hi < lo), g, zero)
+    elif lo is not None:
+        ga, glo, ghi = where(a >= lo, g, zero), where(a < lo, g, zero), None
+    else:
+        ga, glo, ghi = where(a <= hi, g, zero), None, where(a > hi, g, zero)
+    out = []
+    for grad, (shape, dt) in zip((ga, glo, ghi), ctx):
+        if shape is not None:
+            out.append(cast_grad(sum_to(grad, shape), dt))
+    return tuple(out)
+
+
+def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
+    for x in (lo, hi):
+        if x is not None and not isinstance(x, Tensor):
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got (Tensor, "
+                f"{type(lo).__name__ if lo is not None else 'NoneType'}, "
+                f"{type(hi).__name__ if hi is not None else 'NoneType'}), but expected one of:\n"
+                " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+                " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)"
+            )
+    from .. import _dtype as dt
+    from ._util import broadcast_error, same_device
+
+    present = [x for x in (a, lo, hi) if x is not None]
+    rt = dt.result_type(*present).np
+    xp = a._backend
+    out = a._data.astype(rt, copy=False)
+    try:
+        if lo is not None:
+            same_device(a._data, lo._data)
+            out = xp.maximum(out, lo._data.astype(rt, copy=False))
+        if hi is not None:
+            same_device(a._data, hi._data)
+            out = xp.minimum(out, hi._data.astype(rt, copy=False))
+    except ValueError as e:
+        raise broadcast_error(e, *(x._data.shape for x in present)) from None
+    if out is a._data:
+        out = out.copy()
+    ctx = tuple((x._data.shape, x._data.dtype) if x is not None else (None, None)
+                for x in (a, lo, hi))
+    return record(out, tuple(present), "ClampBackward0", _clamp_tensor_bw, (a, lo, hi), ctx)
 
 
 def clamp_(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
     check_inplace(a)
-    if is_grad_enabled() and a.requires_grad:
+    if a._data.dtype.kind != "f":
+        bounds = [x for x in (min, max) if x is not None]
+        if any(type(x) is float for x in bounds):
+            raise RuntimeError(
+                "result type Float can't be cast to the desired output type "
+                f"{_C_TYPE_NAMES.get(a.dtype.name, a.dtype.name)}"
+            )
+        if bounds and any(isinstance(x, Tensor) for x in bounds):
+            from .. import _dtype as dt
+            from ._util import check_inplace_cast
+
+            check_inplace_cast(a, dt.result_type(a, *bounds))
+    tensor_bound = isinstance(min, Tensor) and min.requires_grad or \
+        isinstance(max, Tensor) and max.requires_grad
+    if is_grad_enabled() and (a.requires_grad or tensor_bound):
         from .. import _core
 
-        out = clamp(a, min, max)
+        # the backward needs self as it was before the write: save a copy with its history
+        out = clamp(_core.shallow_copy(a, a._data.copy()), min, max)
         a._data[...] = out._data
         _core.rebase_history(a, out)
         return a
-    lo = None if min is None else as_scalar(min)
-    hi = None if max is None else as_scalar(max)
-    a._data[...] = _clamp_array(a, lo, hi)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        res = _clamp_tensor(a, min, max)._data
+        if res.shape != a._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(a._data.shape)} doesn't match the broadcast shape "
+                f"{list(res.shape)}"
+            )
+    else:
+        lo = None if min is None else as_scalar(min)
+        hi = None if max is None else as_scalar(max)
+        res = _clamp_array(a, lo, hi)
+    a._data[...] = res
     a._bump_version()
     return a

@@ -96,6 +96,8 @@ def backward(
         if t.requires_grad and not t.is_leaf:
             t.retain_grad()
     keep = create_graph if retain_graph is None else retain_graph
+    if create_graph:
+        _warn_create_graph_once()
     kept = [(r, g) for r, g in zip(roots, _make_grads(roots, grads))]
     for i, (r, _) in enumerate(kept):
         if not r.requires_grad:
@@ -104,6 +106,28 @@ def backward(
             )
     _core.run_backward(
         tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
+    )
+
+
+_create_graph_warned = False
+
+
+def _warn_create_graph_once() -> None:
+    """torch's TORCH_WARN_ONCE for backward(create_graph=True)."""
+    global _create_graph_warned
+    if _create_graph_warned:
+        return
+    _create_graph_warned = True
+    import warnings
+
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the "
+        "parameter and its gradient which can cause a memory leak. We recommend using "
+        "autograd.grad when creating the graph to avoid this. If you have to use this "
+        "function, make sure to reset the .grad fields of your parameters to None after use "
+        "to break the cycle and avoid the leak.",
+        UserWarning,
+        stacklevel=3,
     )
 
 
@@ -130,7 +154,9 @@ def grad(
         )
     gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
     if len(gos) != len(outs):
-        raise RuntimeError(f"grad requires one grad_output per output; got {len(gos)} and {len(outs)}")
+        raise RuntimeError(
+            f"grad requires one grad_output per output; got {len(gos)} and {len(outs)}"
+        )
     for i, o in enumerate(outs):
         if not o.requires_grad:
             raise RuntimeError(
@@ -149,7 +175,7 @@ def grad(
             if materialize_grads:
                 from .._creation import zeros_like
 
-                g = zeros_like(t)
+                g = zeros_like(t, requires_grad=True)  # as torch
         out.append(g)
     return tuple(out)
 

@@ -54,7 +54,7 @@ class _DecoratorContextManager:
 
         return wrapper  # type: ignore[return-value]
 
-    def clone(self) -> "_DecoratorContextManager":
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__()
 
     def __enter__(self) -> None:
@@ -103,7 +103,7 @@ class set_grad_enabled(_DecoratorContextManager):
     def __exit__(self, *exc: Any) -> None:
         _core.set_grad_enabled(self.prev)
 
-    def clone(self) -> "set_grad_enabled":
+    def clone(self) -> set_grad_enabled:
         return self.__class__(self.mode)
 
     def __call__(self, func: F) -> F:
@@ -131,7 +131,7 @@ class inference_mode(_DecoratorContextManager):
         _core.set_grad_enabled(self.prev)
         _core.set_inference_mode(self.prev_inf)
 
-    def clone(self) -> "inference_mode":
+    def clone(self) -> inference_mode:
         return self.__class__(self.mode)
 
 

@@ -46,8 +46,8 @@ def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, e
 
 
 def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) -> list:
-    from . import grad
     from .._creation import zeros_like
+    from . import grad
 
     out = _as_tuple(fn(*inputs))[out_index]
     diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]

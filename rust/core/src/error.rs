@@ -19,6 +19,8 @@ pub enum Error {
         /// torch's description of the tensor, e.g. `torch.FloatTensor [3]`.
         tensor: String,
         output_nr: usize,
+        /// The node whose output the tensor is (its grad_fn); empty for a leaf, whose message
+        /// then names no node, as torch's.
         node: String,
         version: u32,
         expected: u32,
@@ -45,10 +47,16 @@ impl fmt::Display for Error {
                 node,
                 version,
                 expected,
-            } => write!(
-                f,
-                "{MODIFIED_INPLACE}: [{tensor}], which is output {output_nr} of {node}, is at version {version}; expected version {expected} instead. Hint: the backtrace further above can point at the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
-            ),
+            } => {
+                write!(f, "{MODIFIED_INPLACE}: [{tensor}]")?;
+                if !node.is_empty() {
+                    write!(f, ", which is output {output_nr} of {node},")?;
+                }
+                write!(
+                    f,
+                    " is at version {version}; expected version {expected} instead. Hint: the backtrace further above can point at the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
+                )
+            }
             Error::Runtime(msg) => f.write_str(msg),
             Error::Foreign(_) => f.write_str("error raised by a foreign callback"),
         }
@@ -64,3 +72,33 @@ impl fmt::Debug for Error {
 impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modified(node: &str) -> String {
+        Error::ModifiedInplace {
+            tensor: "torch.FloatTensor [3]".to_string(),
+            output_nr: 0,
+            node: node.to_string(),
+            version: 1,
+            expected: 0,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn modified_inplace_of_non_leaf_names_its_node() {
+        assert!(modified("MulBackward0").starts_with(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]], which is output 0 of MulBackward0, is at version 1; expected version 0 instead."
+        ));
+    }
+
+    #[test]
+    fn modified_inplace_of_leaf_names_no_node() {
+        assert!(modified("").starts_with(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]] is at version 1; expected version 0 instead."
+        ));
+    }
+}

@@ -80,6 +80,14 @@ impl<H: ?Sized> HookList<H> {
         drop(hooks);
     }
 
+    /// Visits every hook in place (no clone, so `Arc::strong_count` of each is what others hold
+    /// plus one), for the binding's garbage-collector traversal.
+    pub fn for_each(&self, mut f: impl FnMut(&Arc<H>)) {
+        for (_, h) in self.lock().iter() {
+            f(h);
+        }
+    }
+
     /// The hooks as they are now. Hooks run from a snapshot, so a hook may add or remove hooks.
     pub fn snapshot(&self) -> Vec<Arc<H>> {
         self.lock().iter().map(|(_, h)| h.clone()).collect()
@@ -154,6 +162,14 @@ impl<V: GradValue> NodeHooks<V> {
         hooks.push((slot, hook));
     }
 
+    /// Removes and returns the retains-grad hook of input slot `slot` (an in-place op moves it
+    /// to the tensor's new grad_fn).
+    pub fn take_retains_grad(&self, slot: usize) -> Option<Arc<dyn TensorHook<V>>> {
+        let mut hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
+        let i = hooks.iter().position(|(s, _)| *s == slot)?;
+        Some(hooks.remove(i).1)
+    }
+
     pub fn has_retains_grad(&self, slot: usize) -> bool {
         let hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
         hooks.iter().any(|(s, _)| *s == slot)
@@ -201,6 +217,32 @@ impl<V: GradValue> NodeHooks<V> {
         Ok(grad)
     }
 
+    /// Every tensor hook list attached here (with its slot) and every retains-grad hook, in
+    /// place, for the binding's garbage-collector traversal: the binding reports a Python object
+    /// only when each `Arc` on the way to it is held by no one else.
+    pub fn for_each_shared(
+        &self,
+        mut list: impl FnMut(&Arc<TensorHooks<V>>),
+        mut retains: impl FnMut(&Arc<dyn TensorHook<V>>),
+    ) {
+        for (_, l) in self
+            .tensor_pre
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            list(l);
+        }
+        for (_, h) in self
+            .retains_grad
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            retains(h);
+        }
+    }
+
     /// Every hook object held here, for the binding's garbage-collector traversal.
     pub fn for_each_hook(&self, mut f: impl FnMut(&dyn Any)) {
         for (_, list) in self
@@ -221,5 +263,67 @@ impl<V: GradValue> NodeHooks<V> {
         {
             f(h.as_any());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Scale(f64);
+
+    impl TensorHook<f64> for Scale {
+        fn call(&self, grad: &f64) -> Result<Option<f64>> {
+            Ok(Some(grad * self.0))
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn take_retains_grad_moves_the_hook_out_of_its_slot() {
+        let hooks = NodeHooks::<f64>::default();
+        hooks.set_retains_grad(1, Arc::new(Scale(2.0)));
+
+        assert!(hooks.take_retains_grad(0).is_none());
+        let taken = hooks
+            .take_retains_grad(1)
+            .expect("slot 1 had a retains-grad hook");
+
+        assert!(!hooks.has_retains_grad(1));
+        assert!(hooks.is_empty());
+        assert_eq!(taken.call(&3.0).unwrap(), Some(6.0));
+    }
+
+    #[test]
+    fn for_each_visits_in_place_without_cloning() {
+        let list = TensorHooks::<f64>::default();
+        list.push(Arc::new(Scale(2.0)));
+        list.push(Arc::new(Scale(3.0)));
+
+        let mut counts = Vec::new();
+        list.for_each(|h| counts.push(Arc::strong_count(h)));
+
+        assert_eq!(counts, [1, 1]);
+    }
+
+    #[test]
+    fn for_each_shared_visits_lists_and_retains_grad_hooks() {
+        let hooks = NodeHooks::<f64>::default();
+        let list = Arc::new(TensorHooks::<f64>::default());
+        hooks.add_tensor_pre_hooks(0, list.clone());
+        hooks.set_retains_grad(0, Arc::new(Scale(1.0)));
+
+        let (mut lists, mut retains) = (0, 0);
+        hooks.for_each_shared(
+            |l| {
+                assert!(Arc::ptr_eq(l, &list));
+                lists += 1;
+            },
+            |_| retains += 1,
+        );
+
+        assert_eq!((lists, retains), (1, 1));
     }
 }

@@ -249,26 +249,40 @@ fn detach_(t: &Bound<'_, PyTensor>) -> PyResult<()> {
     Ok(())
 }
 
-/// After an in-place op computed `out` from `t`: bumps `t`'s version and gives it `out`'s
-/// history (grad_fn, requires_grad). The caller has written `out`'s values into `t`'s array.
+/// After an in-place op computed `out` from `t`: bumps `t`'s version (unless `bump_version` is
+/// false, e.g. for a view whose shared counter its base's rebase already bumped) and gives it
+/// `out`'s history (grad_fn, requires_grad). The caller has written `out`'s values into `t`'s
+/// array.
 #[pyfunction]
-fn rebase_history(t: &Bound<'_, PyTensor>, out: &Bound<'_, PyTensor>) -> PyResult<()> {
+#[pyo3(signature = (t, out, bump_version=true))]
+fn rebase_history(
+    t: &Bound<'_, PyTensor>,
+    out: &Bound<'_, PyTensor>,
+    bump_version: bool,
+) -> PyResult<()> {
     let (grad_fn, requires_grad) = {
         let o = out.borrow();
         (o.grad_fn.clone(), o.requires_grad)
     };
     let mut b = t.borrow_mut();
-    b.version.bump();
+    if bump_version {
+        b.version.bump();
+    }
     if let Some(f) = grad_fn {
-        if let Some(old) = b.hooks.clone() {
-            if !old.is_empty() {
-                f.base().hooks.add_tensor_pre_hooks(0, old);
-            }
+        // As torch: hooks registered before the in-place op stay with the old grad_fn (they see
+        // the gradient of the old value); later ones go to a fresh list on the new grad_fn. The
+        // retains-grad hook moves, so `.grad` is the gradient of the new value.
+        b.hooks = None;
+        let moved = b
+            .grad_fn
+            .as_ref()
+            .and_then(|old| old.base().hooks.take_retains_grad(b.output_nr));
+        if let Some(hook) = moved {
+            f.base().hooks.set_retains_grad(0, hook);
         }
         b.grad_fn = Some(f);
         b.output_nr = 0;
         b.requires_grad = requires_grad;
-        b.retains_grad = false;
     }
     Ok(())
 }
@@ -372,8 +386,12 @@ fn run_backward<'py>(
 
 /// Edge of a tensor as (grad_fn node, input_nr), for tests of graph wiring.
 #[pyfunction]
-fn _gradient_edge(t: &Bound<'_, PyTensor>) -> Option<(node::PyNodeHandle, usize)> {
-    gradient_edge(t).map(|Edge { node, input_nr }| (node::PyNodeHandle { node }, input_nr))
+fn _gradient_edge<'py>(
+    t: &Bound<'py, PyTensor>,
+) -> PyResult<Option<(Bound<'py, node::PyNodeHandle>, usize)>> {
+    gradient_edge(t)
+        .map(|Edge { node, input_nr }| Ok((node::handle_for(t.py(), node)?, input_nr)))
+        .transpose()
 }
 
 #[pyfunction]

@@ -1,15 +1,138 @@
 //! grad_fn objects as Python sees them: `name()`, `next_functions`, `variable` for
 //! AccumulateGrad, equality by identity of the underlying node.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyTuple, PyWeakrefReference};
+use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{node_id, AccumulateGrad, NodeRef};
 
-use crate::py_value::{PyGrad, PyNode, TensorSink};
+use crate::py_value::{PyGrad, PyNode, PyTensorHook, TensorSink};
+use crate::tensor::TensorHooks;
 
-#[pyclass(name = "Node", module = "rustgrad._core", frozen)]
+/// Note [GC traversal]
+/// The graph lives in Rust, out of the collector's sight. A Python object (a tensor, a grad_fn
+/// handle) may report to the collector a Python object that Rust holds for it only when that
+/// Python object is the sole owner of every `Arc` on the way: otherwise some other owner, which
+/// the collector cannot see, still reaches it, and reporting it could let the collector clear an
+/// object that is still in use. Each Python reference is reported at most once.
+///
+/// `node` is held by the caller alone; `own` is the caller's own hook list (a tensor's), which
+/// may be attached to the node as well, and then counts as held by the caller alone when the
+/// tensor and the node are its only holders.
+pub fn traverse_exclusive_node(
+    node: &NodeRef<PyGrad>,
+    own: Option<&Arc<TensorHooks>>,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
+    let result = std::cell::RefCell::new(Ok(()));
+    let report = |o: &Py<PyAny>| {
+        let mut r = result.borrow_mut();
+        if r.is_ok() {
+            *r = visit.call(o);
+        }
+    };
+    node.base().hooks.for_each_shared(
+        |list| {
+            let holders = Arc::strong_count(list);
+            let exclusive =
+                holders == 1 || (holders == 2 && own.is_some_and(|o| Arc::ptr_eq(o, list)));
+            if exclusive {
+                visit_hook_list(list, &report);
+            }
+        },
+        |hook| {
+            if Arc::strong_count(hook) == 1 {
+                if let Some(h) = hook.as_any().downcast_ref::<PyTensorHook>() {
+                    report(&h.0);
+                }
+            }
+        },
+    );
+    if let Some(node) = node.as_any().downcast_ref::<PyNode>() {
+        node.for_each_object(report);
+    } else if let Some(acc) = node.as_any().downcast_ref::<AccumulateGrad<PyGrad>>() {
+        if Arc::strong_count(&acc.sink) == 1 {
+            if let Some(sink) = acc.sink.as_any().downcast_ref::<TensorSink>() {
+                report(&sink.tensor);
+            }
+        }
+    }
+    result.into_inner()
+}
+
+/// Reports the Python function of each hook of `list` held by the list alone.
+pub fn visit_hook_list(list: &TensorHooks, report: &impl Fn(&Py<PyAny>)) {
+    list.for_each(|hook| {
+        if Arc::strong_count(hook) == 1 {
+            if let Some(h) = hook.as_any().downcast_ref::<PyTensorHook>() {
+                report(&h.0);
+            }
+        }
+    });
+}
+
+#[pyclass(name = "Node", module = "rustgrad._core", frozen, weakref)]
 pub struct PyNodeHandle {
     pub node: NodeRef<PyGrad>,
+}
+
+/// One Python object per node while any is alive, as torch: `y.grad_fn is y.grad_fn`, and
+/// `id(fn)` names a node (graph walkers key on it). Maps node address to a weak reference of its
+/// handle; a live handle keeps its node alive, so a live entry's address cannot be reused.
+struct HandleCache {
+    map: HashMap<usize, Py<PyWeakrefReference>>,
+    purge_at: usize,
+}
+
+static HANDLES: Mutex<Option<HandleCache>> = Mutex::new(None);
+
+fn cached_handle<'py>(py: Python<'py>, id: usize) -> Option<Bound<'py, PyNodeHandle>> {
+    let cache = HANDLES.lock().unwrap_or_else(|e| e.into_inner());
+    let weak = cache.as_ref()?.map.get(&id)?.clone_ref(py);
+    drop(cache);
+    let handle = weak
+        .bind(py)
+        .upgrade()?
+        .downcast_into::<PyNodeHandle>()
+        .ok()?;
+    (node_id(&handle.get().node) == id).then_some(handle)
+}
+
+/// The Python object of `node`: the live one if there is one, else a new one.
+pub fn handle_for(py: Python<'_>, node: NodeRef<PyGrad>) -> PyResult<Bound<'_, PyNodeHandle>> {
+    let id = node_id(&node);
+    if let Some(h) = cached_handle(py, id) {
+        return Ok(h);
+    }
+    let handle = Bound::new(py, PyNodeHandle { node })?;
+    let weak = PyWeakrefReference::new(&handle)?.unbind();
+    let stale = {
+        let mut guard = HANDLES.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = guard.get_or_insert_with(|| HandleCache {
+            map: HashMap::new(),
+            purge_at: 1024,
+        });
+        let mut stale = Vec::new();
+        if cache.map.len() >= cache.purge_at {
+            let dead: Vec<usize> = cache
+                .map
+                .iter()
+                .filter(|(_, w)| w.bind(py).upgrade().is_none())
+                .map(|(k, _)| *k)
+                .collect();
+            for k in dead {
+                stale.extend(cache.map.remove(&k));
+            }
+            cache.purge_at = (2 * cache.map.len()).max(1024);
+        }
+        stale.extend(cache.map.insert(id, weak));
+        stale
+    };
+    drop(stale); // released outside the lock
+    Ok(handle)
 }
 
 #[pymethods]
@@ -25,7 +148,7 @@ impl PyNodeHandle {
             .into_iter()
             .map(|e| match e {
                 Some(e) => {
-                    let h = Py::new(py, PyNodeHandle { node: e.node })?;
+                    let h = handle_for(py, e.node)?;
                     Ok((h, e.input_nr).into_pyobject(py)?.into_any().unbind())
                 }
                 None => Ok((py.None(), 0usize).into_pyobject(py)?.into_any().unbind()),
@@ -74,6 +197,15 @@ impl PyNodeHandle {
             .as_any()
             .downcast_ref::<PyNode>()
             .is_some_and(|n| n.saved.is_released())
+    }
+
+    /// See Note [GC traversal]: a handle that alone holds its node (the graph's tensors are
+    /// gone) reports what the node holds, so `leaf.attr = leaf.grad_fn...` cycles are collected.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if Arc::strong_count(&self.node) == 1 {
+            traverse_exclusive_node(&self.node, None, &visit)?;
+        }
+        Ok(())
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -145,7 +145,31 @@ pub struct PyNode {
 
 impl PyNode {
     fn unpack<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyTuple>> {
-        let values = self.saved.unpack_all(&self.name, |s| describe(py, s))?;
+        // torch names the modified tensor's own grad_fn (now, not at save time), or no node
+        // at all for a leaf; a saved output names the node that saved it.
+        let culprit = std::cell::RefCell::new(None);
+        let values = self
+            .saved
+            .unpack_all(&self.name, |s| {
+                *culprit.borrow_mut() = Some(self.grad_fn_name(py, s));
+                describe(py, s)
+            })
+            .map_err(|e| match e {
+                Error::ModifiedInplace {
+                    tensor,
+                    output_nr,
+                    node,
+                    version,
+                    expected,
+                } => Error::ModifiedInplace {
+                    tensor,
+                    output_nr,
+                    node: culprit.take().unwrap_or(node),
+                    version,
+                    expected,
+                },
+                other => other,
+            })?;
         let mut out = Vec::with_capacity(values.len());
         for v in values {
             out.push(match v {
@@ -163,6 +187,25 @@ impl PyNode {
             });
         }
         PyTuple::new(py, out).map_err(from_py)
+    }
+}
+
+impl PyNode {
+    /// The name of the node a saved value is an output of ("" for a leaf).
+    fn grad_fn_name(&self, py: Python<'_>, saved: &Saved) -> String {
+        match saved {
+            Saved::Input(t) => t
+                .bind(py)
+                .downcast::<PyTensor>()
+                .ok()
+                .and_then(|t| {
+                    t.try_borrow()
+                        .ok()
+                        .map(|b| b.grad_fn.as_ref().map(|f| f.name()))
+                })
+                .map_or_else(|| self.name.clone(), Option::unwrap_or_default),
+            Saved::Output { .. } | Saved::NoneValue => self.name.clone(),
+        }
     }
 }
 

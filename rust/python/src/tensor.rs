@@ -15,7 +15,7 @@ use rustgrad_core::{
     VersionCounter,
 };
 
-use crate::py_value::{PyGrad, PyNode, PyPostAccumulateHook, PyTensorHook, TensorSink};
+use crate::py_value::{PyGrad, PyPostAccumulateHook, PyTensorHook, TensorSink};
 
 pub type TensorHooks = HookList<dyn TensorHook<PyGrad>>;
 pub type PostHooks = HookList<dyn PostAccumulateHook>;
@@ -147,17 +147,18 @@ pub struct PyHookHandle {
     id: HookId,
 }
 
+/// Weak, as torch's RemovableHandle: a handle neither keeps hooks alive nor joins a cycle.
 enum HandleList {
-    Tensor(Arc<TensorHooks>),
-    Post(Arc<PostHooks>),
+    Tensor(Weak<TensorHooks>),
+    Post(Weak<PostHooks>),
 }
 
 #[pymethods]
 impl PyHookHandle {
     fn remove(&self) {
         match &self.list {
-            HandleList::Tensor(l) => l.remove(self.id),
-            HandleList::Post(l) => l.remove(self.id),
+            HandleList::Tensor(l) => l.upgrade().map(|l| l.remove(self.id)),
+            HandleList::Post(l) => l.upgrade().map(|l| l.remove(self.id)),
         };
     }
 
@@ -235,10 +236,14 @@ impl PyTensor {
     }
 
     #[getter]
-    fn grad_fn(&self) -> Option<crate::node::PyNodeHandle> {
+    fn grad_fn<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<Bound<'py, crate::node::PyNodeHandle>>> {
         self.grad_fn
             .as_ref()
-            .map(|f| crate::node::PyNodeHandle { node: f.clone() })
+            .map(|f| crate::node::handle_for(py, f.clone()))
+            .transpose()
     }
 
     #[getter(_grad)]
@@ -313,7 +318,7 @@ impl PyTensor {
             }
         }
         Ok(PyHookHandle {
-            list: HandleList::Tensor(list),
+            list: HandleList::Tensor(Arc::downgrade(&list)),
             id,
         })
     }
@@ -340,7 +345,7 @@ impl PyTensor {
             tensor: weak,
         }));
         Ok(PyHookHandle {
-            list: HandleList::Post(list),
+            list: HandleList::Post(Arc::downgrade(&list)),
             id,
         })
     }
@@ -358,6 +363,7 @@ impl PyTensor {
         Ok(())
     }
 
+    /// See Note [GC traversal] in node.rs.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.data)?;
         if let Some(g) = &self.grad {
@@ -366,52 +372,36 @@ impl PyTensor {
         if let Some(b) = &self.base {
             visit.call(b)?;
         }
-        // Only what this tensor owns alone may be reported, or the collector would count a
-        // reference held elsewhere (by a live graph) as collectable.
-        let owns_grad_fn = self
-            .grad_fn
-            .as_ref()
-            .is_some_and(|f| Arc::strong_count(f) == 1);
+        let owned_grad_fn = self.grad_fn.as_ref().filter(|f| Arc::strong_count(f) == 1);
         if let Some(list) = &self.hooks {
-            let holders = Arc::strong_count(list);
-            if holders == 1 || (owns_grad_fn && holders == 2) {
-                for h in list.snapshot() {
-                    if let Some(h) = h.as_any().downcast_ref::<PyTensorHook>() {
-                        visit.call(&h.0)?;
+            // Held by the tensor alone; when its grad_fn holds it too, the node's traversal
+            // below reports it (once).
+            if Arc::strong_count(list) == 1 {
+                let result = std::cell::RefCell::new(Ok(()));
+                crate::node::visit_hook_list(list, &|o| {
+                    let mut r = result.borrow_mut();
+                    if r.is_ok() {
+                        *r = visit.call(o);
                     }
-                }
+                });
+                result.into_inner()?;
             }
         }
         if let Some(list) = &self.post_hooks {
             if Arc::strong_count(list) == 1 {
-                for h in list.snapshot() {
-                    if let Some(h) = h.as_any().downcast_ref::<PyPostAccumulateHook>() {
-                        visit.call(&h.func)?;
-                    }
-                }
-            }
-        }
-        if owns_grad_fn {
-            if let Some(f) = &self.grad_fn {
                 let mut result = Ok(());
-                f.base().hooks.for_each_hook(|h| {
-                    if let Some(h) = h.downcast_ref::<PyTensorHook>() {
-                        if result.is_ok() {
-                            result = visit.call(&h.0);
+                list.for_each(|h| {
+                    if Arc::strong_count(h) == 1 && result.is_ok() {
+                        if let Some(h) = h.as_any().downcast_ref::<PyPostAccumulateHook>() {
+                            result = visit.call(&h.func);
                         }
                     }
                 });
                 result?;
-                if let Some(node) = f.as_any().downcast_ref::<PyNode>() {
-                    let mut result = Ok(());
-                    node.for_each_object(|o| {
-                        if result.is_ok() {
-                            result = visit.call(o);
-                        }
-                    });
-                    result?;
-                }
             }
+        }
+        if let Some(f) = owned_grad_fn {
+            crate::node::traverse_exclusive_node(f, self.hooks.as_ref(), &visit)?;
         }
         Ok(())
     }

@@ -1,0 +1,480 @@
+"""Views (sharing storage and version counter with their input): narrow, select, unbind,
+split, chunk, diagonal, mT, movedim, unfold; and copies: tril/triu, flip, roll, repeat,
+repeat_interleave, tile, pad (constant mode)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence, Tuple
+
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim
+from ._util import record
+
+
+def _const(array: Any) -> Tensor:
+    return record(array, (), "", None)
+
+
+def _int_list(args: Any) -> Tuple[int, ...]:
+    """Varargs or one sequence of ints, as torch's IntArrayRef arguments."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = args[0]
+    if isinstance(args, int):
+        return (args,)
+    return tuple(int(a) for a in args)
+
+
+def _writeable(view: Any) -> Any:
+    """NumPy hands out read-only diagonals; make them writeable like torch's views (not
+    possible for a view of a read-only array, e.g. an expanded one)."""
+    flags = getattr(view, "flags", None)
+    if flags is not None and not flags.writeable:
+        try:
+            flags.writeable = True
+        except ValueError:
+            pass
+    return view
+
+
+# ---- slices into zeros: the backward of the slicing views ------------------------------
+def _embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, idx = ctx
+    return g[idx]
+
+
+def _embed(g: Tensor, shape: tuple, idx: tuple) -> Tensor:
+    """zeros(shape) with g written at the basic index idx (differentiable in g)."""
+    z = g._backend.zeros(shape, dtype=g._data.dtype)
+    z[idx] = g._data
+    return record(z, (g,), "SliceBackwardBackward0", _embed_bw, None, (shape, idx))
+
+
+def _slice_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, idx = ctx
+    return _embed(g, shape, idx)
+
+
+def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
+    d = a._data
+    return record(d[idx], (a,), name, _slice_bw, None, (d.shape, idx), False, a)
+
+
+# ---- narrow, select, unbind ------------------------------------------------------------
+def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, d.ndim)
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    size = d.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
+    if start < 0:
+        start += size
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({size})."
+        )
+    return _view(input, (slice(None),) * dim + (slice(start, start + length),), "SliceBackward0")
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    d = input._data
+    if d.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, d.ndim)
+    index = int(index)
+    size = d.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(d.shape)} at "
+            f"dimension {dim}"
+        )
+    if index < 0:
+        index += size
+    return _view(input, (slice(None),) * dim + (index, Ellipsis), "SelectBackward0")
+
+
+def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
+    d = input._data
+    if d.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap_dim(dim, d.ndim)
+    lead = (slice(None),) * dim
+    return tuple(_view(input, lead + (i, Ellipsis), "UnbindBackward0")
+                 for i in range(d.shape[dim]))
+
+
+# ---- split, chunk ----------------------------------------------------------------------
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str) -> Tuple[Tensor, ...]:
+    lead = (slice(None),) * dim
+    out = []
+    start = 0
+    for n in sizes:
+        out.append(_view(input, lead + (slice(start, start + n),), name))
+        start += n
+    return tuple(out)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
+    d = tensor._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    dim = _wrap_dim(dim, d.ndim)
+    n = d.shape[dim]
+    s = split_size_or_sections
+    if isinstance(s, int):
+        if s < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+        if s == 0 and n != 0:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )
+        count = builtins.max((n + s - 1) // s, 1) if s else 1
+        sizes = [builtins.min(s, n - i * s) for i in range(count)]
+        return _pieces(tensor, dim, sizes, "SplitBackward0")
+    return split_with_sizes(tensor, s, dim)
+
+
+def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -> Tuple[Tensor,
+                                                                                         ...]:
+    d = tensor._data
+    dim = _wrap_dim(dim, d.ndim)
+    sizes = [int(x) for x in split_sizes]
+    n = d.shape[dim]
+    if any(x < 0 for x in sizes):
+        raise RuntimeError(
+            "split_with_sizes expects split_sizes have only non-negative entries, but got "
+            f"split_sizes={sizes}"
+        )
+    if builtins.sum(sizes) != n:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+            f"dimension {dim}), but got split_sizes={sizes}"
+        )
+    return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    dim = _wrap_dim(dim, d.ndim)
+    n = d.shape[dim]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        return split_with_sizes(input, [0] * chunks, dim)
+    return split(input, size, dim)
+
+
+# ---- diagonal, mT, movedim, unfold -----------------------------------------------------
+def _diag_embed_zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, offset, d1, d2 = ctx
+    return diagonal(g, offset, d1, d2)
+
+
+def _diag_into_zeros(g: Tensor, shape: tuple, offset: int, d1: int, d2: int,
+                     name: str = "DiagonalBackwardBackward0") -> Tensor:
+    """zeros(shape) with g on the diagonal (offset, d1, d2) (differentiable in g)."""
+    xp = g._backend
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    _writeable(xp.diagonal(z, offset, d1, d2))[...] = g._data
+    return record(z, (g,), name, _diag_embed_zeros_bw, None, (shape, offset, d1, d2))
+
+
+def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, offset, d1, d2 = ctx
+    return _diag_into_zeros(g, shape, offset, d1, d2)
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    d = input._data
+    d1, d2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    out = _writeable(input._backend.diagonal(d, offset, d1, d2))
+    return record(out, (input,), "DiagonalBackward0", _diagonal_bw, None,
+                  (d.shape, offset, d1, d2), False, input)
+
+
+def mT(input: Tensor) -> Tensor:
+    from .shape import transpose
+
+    n = input._data.ndim
+    if n < 2:
+        raise RuntimeError(
+            f"tensor.mT is only supported on matrices or batches of matrices. Got {n}-D tensor."
+        )
+    return transpose(input, -2, -1)
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    from .shape import permute
+
+    n = input._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+            f"the same number of dims as destination ({dst} dims)"
+        )
+    ws = [_wrap_dim(x, n) for x in src]
+    wd = [_wrap_dim(x, n) for x in dst]
+    if len(set(ws)) != len(ws):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(wd)) != len(wd):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    order: list = [None] * builtins.max(n, 1)
+    for s, t in zip(ws, wd):
+        order[t] = s
+    rest = iter(i for i in range(builtins.max(n, 1)) if i not in ws)
+    order = [next(rest) if o is None else o for o in order]
+    return permute(input, tuple(order[:n]))
+
+
+moveaxis = movedim
+
+
+def _unfold_grad(g: Tensor, shape: tuple, dim: int, size: int, step: int) -> Tensor:
+    xp = g._backend
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    gd = g._data
+    if shape:
+        num = gd.shape[dim]
+        lead = (slice(None),) * dim
+        for k in range(size):
+            z[lead + (slice(k, k + step * (num - 1) + 1, step),)] += gd[..., k]
+    else:
+        z[...] = gd.reshape(gd.size)[:1].sum()
+    return record(z, (g,), "UnfoldBackwardBackward0", _unfold_grad_bw, None,
+                  (dim, size, step))
+
+
+def _unfold_grad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return unfold(g, *ctx)
+
+
+def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, dim, size, step = ctx
+    return _unfold_grad(g, shape, dim, size, step)
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    d = input._data
+    xp = input._backend
+    dim = _wrap_dim(dimension, d.ndim)
+    n = d.shape[dim] if d.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if d.ndim == 0:
+        out = d.reshape(1)[:size]
+    else:
+        num = (n - size) // step + 1
+        shape = d.shape[:dim] + (num,) + d.shape[dim + 1:] + (size,)
+        st = d.strides
+        strides = st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],)
+        out = xp.lib.stride_tricks.as_strided(d, shape, strides)
+    return record(out, (input,), "UnfoldBackward0", _unfold_bw, None, (d.shape, dim, size, step),
+                  False, input)
+
+
+# ---- tril / triu, flip, roll -----------------------------------------------------------
+def _tri_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    upper, k = ctx
+    return triu(g, k) if upper else tril(g, k)
+
+
+def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
+    d = input._data
+    name = "triu" if upper else "tril"
+    if d.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    xp = input._backend
+    out = xp.triu(d, k) if upper else xp.tril(d, k)
+    return record(out, (input,), "TriuBackward0" if upper else "TrilBackward0", _tri_bw, None,
+                  (upper, k))
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(input, diagonal, False)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(input, diagonal, True)
+
+
+def _flip_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return flip(g, ctx)
+
+
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    d = input._data
+    dl = _int_list(dims) if dims else ()
+    wd = tuple(_wrap_dim(x, d.ndim) for x in dl)
+    if len(set(wd)) != len(wd):
+        raise RuntimeError(f"dim {wd[0]} appears multiple times in the list of dims")
+    out = input._backend.flip(d, axis=wd).copy() if wd and d.ndim else d.copy()
+    return record(out, (input,), "FlipBackward0", _flip_bw, None, wd)
+
+
+def _roll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shifts, dims = ctx
+    return roll(g, tuple(-s for s in shifts), dims)
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    d = input._data
+    sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(sh) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
+        out = input._backend.roll(d, sh[0]) if d.size else d.copy()
+        return record(out, (input,), "RollBackward0", _roll_bw, None, (sh, None))
+    dm = (dims,) if isinstance(dims, int) else tuple(int(x) for x in dims)
+    if len(sh) != len(dm):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
+    wd = tuple(_wrap_dim(x, d.ndim) for x in dm)
+    if d.ndim == 0 or d.size == 0:
+        out = d.copy()
+    else:
+        out = input._backend.roll(d, sh, axis=wd)
+    return record(out, (input,), "RollBackward0", _roll_bw, None, (sh, dm))
+
+
+# ---- repeat, tile, repeat_interleave ---------------------------------------------------
+def _repeat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    in_shape, sizes = ctx
+    if not sizes:
+        return g
+    padded = (1,) * (len(sizes) - len(in_shape)) + tuple(in_shape)
+    inter: list = []
+    for r, s in zip(sizes, padded):
+        inter += [r, s]
+    gg = g.reshape(tuple(inter)).sum(tuple(range(0, 2 * len(sizes), 2)))
+    return gg.reshape(in_shape)
+
+
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    sizes = _int_list(sizes)
+    d = input._data
+    if len(sizes) < d.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
+            "of tensor"
+        )
+    padded = (1,) * (len(sizes) - d.ndim) + d.shape
+    out_shape = [r * s for r, s in zip(sizes, padded)]
+    for s in out_shape:
+        if s < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: {out_shape}"
+            )
+    out = input._backend.tile(d.reshape(padded), sizes) if sizes else d.copy()
+    return record(out, (input,), "RepeatBackward0", _repeat_bw, None, (d.shape, sizes))
+
+
+def tile(input: Tensor, dims: Any) -> Tensor:
+    dims = _int_list((dims,))
+    n = input._data.ndim
+    if len(dims) < n:
+        dims = (1,) * (n - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
+                      output_size: Any = None) -> Tensor:
+    from .gather import index_select
+    from .shape import flatten
+
+    xp = input._backend
+    if repeats is None:  # repeat_interleave(counts): the indices repeated by the counts
+        r = input._data
+        if r.ndim > 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        out = xp.repeat(xp.arange(r.size, dtype=_dtype.int64.np), r.reshape(-1))
+        return _const(out)
+    x = flatten(input) if dim is None else input
+    dim = 0 if dim is None else _wrap_dim(dim, x._data.ndim)
+    if x._data.ndim == 0:
+        x = x.reshape(1)
+    n = x._data.shape[dim]
+    if isinstance(repeats, Tensor):
+        rd = repeats._data
+        if rd.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if rd.size == 1:
+            counts = xp.full((n,), int(rd.reshape(-1)[0]), dtype=_dtype.int64.np)
+        elif rd.size == n:
+            counts = rd.reshape(-1)
+        else:
+            raise RuntimeError(
+                "repeats must have the same size as input along dim, but got repeats.size(0) = "
+                f"{rd.size} and input.size({dim}) = {n}"
+            )
+        if counts.size and bool((counts < 0).any()):
+            raise RuntimeError("repeats can not be negative")
+        index = xp.repeat(xp.arange(n, dtype=_dtype.int64.np), counts)
+        return index_select(x, dim, _const(index))
+    r = int(repeats)
+    if r < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    shape = list(x._data.shape)
+    shape.insert(dim + 1, r)
+    return flatten(x.unsqueeze(dim + 1).expand(tuple(shape)).clone(), dim, dim + 1)
+
+
+# ---- pad -------------------------------------------------------------------------------
+def _pad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return pad(g, tuple(-p for p in ctx))
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Any = None) -> Tensor:
+    """torch.nn.functional.pad, constant mode: pad[2i], pad[2i+1] pad the i-th dim from the
+    end at its start and end; negative amounts crop."""
+    if mode != "constant":
+        if mode in ("reflect", "replicate", "circular"):
+            raise NotImplementedError(
+                f"rustgrad: pad mode '{mode}' is not supported yet; only 'constant' is"
+            )
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pads = tuple(int(p) for p in pad)
+    d = input._data
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pads) // 2 > d.ndim:
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pads)} and input of dimension {d.ndim}"
+        )
+    crop = [slice(None)] * d.ndim
+    widths = [(0, 0)] * d.ndim
+    for i in range(len(pads) // 2):
+        k = d.ndim - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        n = d.shape[k]
+        if n + lo + hi < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        crop[k] = slice(builtins.max(-lo, 0), n - builtins.max(-hi, 0))
+        widths[k] = (builtins.max(lo, 0), builtins.max(hi, 0))
+    cropped = d[tuple(crop)]
+    fill = 0 if value is None else value
+    if d.ndim == 0:
+        out = d.copy()
+    else:
+        out = input._backend.pad(cropped, widths, mode="constant", constant_values=fill)
+    return record(out, (input,), "ConstantPadNdBackward0", _pad_bw, None, pads)

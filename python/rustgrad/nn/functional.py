@@ -1,0 +1,711 @@
+"""torch.nn.functional: activations, losses, linear/conv/pooling, normalization, dropout.
+
+One-node primitives (with torch's grad_fn names) live in `_prims.py`; the rest are composites
+of rustgrad ops, which is also what torch does for them (l1_loss, kl_div, dropout, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from .. import _dtype
+from .._ops import unary as _unary
+from .._ops.select import where as _where
+from .._tensor import Tensor, _wrap_dim
+from . import _prims
+from ._prims import const as _const
+from ._prims import erf  # noqa: F401  (rustgrad.nn.functional.erf: ErfBackward0)
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "unfold", "fold", "pad",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "relu", "relu_", "relu6", "elu", "selu", "celu", "leaky_relu",
+    "gelu", "silu", "mish", "softplus", "sigmoid", "tanh", "hardtanh", "hardsigmoid",
+    "hardswish", "logsigmoid", "softsign", "tanhshrink", "softmax", "softmin", "log_softmax",
+    "dropout", "embedding", "one_hot", "layer_norm", "batch_norm", "group_norm", "normalize",
+    "cosine_similarity", "pairwise_distance", "cross_entropy", "nll_loss", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss", "margin_ranking_loss",
+    "cosine_embedding_loss", "hinge_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
+]
+
+IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
+
+
+# ---- reduction arguments ------------------------------------------------------------------
+def _reduction(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:
+    """torch's _Reduction.legacy_get_string when the deprecated arguments are given."""
+    if size_average is None and reduce is None:
+        if reduction not in ("none", "mean", "sum", "batchmean"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _apply_reduction(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _inplace(x: Tensor, out: Tensor) -> Tensor:
+    """Writes `out` into x as torch's in-place activations do (x's history becomes out's)."""
+    return x.copy_(out)
+
+
+# ---- linear and convolution ---------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """y = input @ weight.T + bias (AddmmBackward0 for 2-D input, as torch)."""
+    return _prims.linear(input, weight, bias)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Optional[Tensor] = None) -> Tensor:
+    # y_k = x1 @ W_k @ x2
+    out = ((input1.unsqueeze(1) @ weight).squeeze(-2) if input1.ndim == 1 else
+           (input1.unsqueeze(1).unsqueeze(1) @ weight.unsqueeze(0)).squeeze(-2))
+    out = (out * input2.unsqueeze(-2)).sum(-1)
+    return out + bias if bias is not None else out
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
+           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation) as torch's: one ConvolutionBackward0 node."""
+    return _prims.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
+           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
+    squeeze = input.ndim == 2
+    x = input.unsqueeze(0) if squeeze else input
+    p = padding if isinstance(padding, str) else (0, _one(padding))
+    out = _prims.conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _one(stride)), p,
+                        (1, _one(dilation)), groups).squeeze(2)
+    return out.squeeze(0) if squeeze else out
+
+
+def _one(v: Any) -> int:
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
+
+
+def unfold(input: Tensor, kernel_size: IntOrPair, dilation: IntOrPair = 1,
+           padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L) (Im2ColBackward0)."""
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    if input.ndim != 4:
+        raise NotImplementedError(
+            f"Input Error: Only 4D input Tensors are supported (got {input.ndim}D)"
+        )
+    P = _prims._pair
+    return _prims.unfold(input, P(kernel_size), P(dilation), P(padding), P(stride))
+
+
+def fold(input: Tensor, output_size: IntOrPair, kernel_size: IntOrPair,
+         dilation: IntOrPair = 1, padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
+    """col2im: (N, C*kh*kw, L) -> (N, C, H, W), overlaps summed (Col2ImBackward0)."""
+    if input.ndim == 2:
+        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding,
+                    stride).squeeze(0)
+    P = _prims._pair
+    return _prims.fold(input, P(output_size), P(kernel_size), P(dilation), P(padding),
+                       P(stride))
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: Optional[float] = None) -> Tensor:
+    """Pads the last dimensions: pad = (left, right, top, bottom, ...); modes constant,
+    reflect, replicate, circular."""
+    return _prims.pad(input, pad, mode, value)
+
+
+# ---- pooling ------------------------------------------------------------------------------
+def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
+               padding: IntOrPair = 0, dilation: IntOrPair = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    return _prims.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                             return_indices)
+
+
+def max_pool1d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
+               padding: IntOrPair = 0, dilation: IntOrPair = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    s = None if stride is None else (1, _one(stride))
+    res = _prims.max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s,
+                            (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return res[0].squeeze(-2), res[1].squeeze(-2)
+    return res.squeeze(-2)
+
+
+def avg_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
+               padding: IntOrPair = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
+    return _prims.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                             divisor_override)
+
+
+def avg_pool1d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
+               padding: IntOrPair = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    s = None if stride is None else (1, _one(stride))
+    return _prims.avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s,
+                             (0, _one(padding)), ceil_mode, count_include_pad,
+                             None).squeeze(-2)
+
+
+def _adaptive_bins(n: int, o: int) -> List[Tuple[int, int]]:
+    return [((i * n) // o, -((-(i + 1) * n) // o)) for i in range(o)]
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    h, w = input.shape[-2], input.shape[-1]
+    if isinstance(output_size, (tuple, list)):
+        oh = h if output_size[0] is None else int(output_size[0])
+        ow = w if output_size[1] is None else int(output_size[1])
+    else:
+        oh = ow = int(output_size)
+    if oh == 1 and ow == 1:
+        return input.mean((-2, -1), keepdim=True)
+    if h % oh == 0 and w % ow == 0:
+        return avg_pool2d(input, (h // oh, w // ow), (h // oh, w // ow))
+    rows = []
+    for hs, he in _adaptive_bins(h, oh):
+        cols = [input[..., hs:he, ws:we].mean((-2, -1)) for ws, we in _adaptive_bins(w, ow)]
+        rows.append(_stack(cols, -1))
+    return _stack(rows, -2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    o = _one(output_size)
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+def _stack(ts: List[Tensor], dim: int) -> Tensor:
+    from .._ops.shape import stack
+
+    return stack(ts, dim)
+
+
+# ---- activations --------------------------------------------------------------------------
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _unary.relu(input)
+    return _inplace(input, out) if inplace else out
+
+
+def relu_(input: Tensor) -> Tensor:
+    return relu(input, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    out = _prims.hardtanh(input, min_val, max_val)
+    return _inplace(input, out) if inplace else out
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    out = _prims.elu(input, alpha)
+    return _inplace(input, out) if inplace else out
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _prims.elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _inplace(input, out) if inplace else out
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    out = _prims.elu(input, alpha, 1.0, 1.0 / alpha)
+    return _inplace(input, out) if inplace else out
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    out = _prims.leaky_relu(input, negative_slope)
+    return _inplace(input, out) if inplace else out
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return _prims.gelu(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _prims.silu(input)
+    return _inplace(input, out) if inplace else out
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    out = input * softplus(input).tanh()
+    return _inplace(input, out) if inplace else out
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return _prims.softplus(input, beta, threshold)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _unary.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _unary.tanh(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _prims.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return _inplace(input, out) if inplace else out
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    out = input * _prims.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return _inplace(input, out) if inplace else out
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return _prims.logsigmoid(input)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - input.tanh()
+
+
+def _softmax_dim(ndim: int, name: str) -> int:
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Optional[_dtype.dtype] = None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim, "softmax")
+    x = input.to(dtype) if dtype is not None else input
+    return _prims.softmax(x, dim)
+
+
+def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Optional[_dtype.dtype] = None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim, "softmin")
+    x = input.to(dtype) if dtype is not None else input
+    return _prims.softmax(-x, dim)
+
+
+def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+                dtype: Optional[_dtype.dtype] = None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim, "log_softmax")
+    x = input.to(dtype) if dtype is not None else input
+    return _prims.log_softmax(x, dim)
+
+
+# ---- dropout, embedding -------------------------------------------------------------------
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zeroes elements with probability p (rustgrad's generator) and scales the rest by
+    1/(1-p); the identity when not training."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .._creation import rand
+
+    if p == 1.0:
+        mask = input._backend.zeros(input._data.shape, dtype=input._data.dtype)
+    else:
+        r = rand(input._data.shape, dtype=input.dtype, device=input.device)._data
+        mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p))
+    out = input * _const(mask.astype(input._data.dtype, copy=False))
+    return _inplace(input, out) if inplace else out
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zeroes whole channels of (N, C, H, W) (or (C, H, W)) input."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .._creation import rand
+
+    shape = input._data.shape[:-2] + (1, 1)
+    r = rand(shape, dtype=input.dtype, device=input.device)._data
+    mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p)) if p < 1 else r * 0
+    out = input * _const(mask.astype(input._data.dtype, copy=False))
+    return _inplace(input, out) if inplace else out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
+              max_norm: Optional[float] = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            padding_idx += n
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    return _prims.embedding(input, weight, padding_idx)
+
+
+def _embedding_renorm_(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float) -> None:
+    xp = weight._backend
+    rows = xp.unique(idx._data.reshape(-1))
+    w = weight._data
+    norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+    w[rows] *= scale[:, None]
+    weight._bump_version()
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    d = tensor._data
+    if d.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    xp = tensor._backend
+    if num_classes == -1:
+        num_classes = int(d.max()) + 1 if d.size else 0
+    if d.size and (int(d.min()) < 0):
+        raise RuntimeError("Class values must be non-negative.")
+    if d.size and int(d.max()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = (d[..., None] == xp.arange(num_classes)).astype(_dtype.int64.np)
+    return _const(out)
+
+
+# ---- normalization ------------------------------------------------------------------------
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
+        )
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    xc = input - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    out = xc * (var + eps).sqrt().reciprocal()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalizes over all dims but the channel dim 1; in training, updates the running
+    stats in place (unbiased variance), as torch."""
+    nd = input.ndim
+    dims = (0,) + tuple(range(2, nd))
+    c = input.shape[1]
+    bshape = (1, c) + (1,) * (nd - 2)
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(dims, keepdim=True)
+        if running_mean is not None:
+            rm = running_mean._data
+            rm[...] = momentum * mean._data.reshape(c) + (1 - momentum) * rm
+            running_mean._bump_version()
+        if running_var is not None:
+            rv = running_var._data
+            rv[...] = momentum * var._data.reshape(c) * (n / (n - 1)) + (1 - momentum) * rv
+            running_var._bump_version()
+        out = xc * (var + eps).sqrt().reciprocal()
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        invstd = (running_var.reshape(bshape) + eps).sqrt().reciprocal()
+        out = (input - running_mean.reshape(bshape)) * invstd
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    if bias is not None:
+        out = out + bias.reshape(bshape)
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {input.shape} and num_groups={num_groups}"
+        )
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(-1, keepdim=True)
+    out = (xc * (var + eps).sqrt().reciprocal()).reshape(input.shape)
+    bshape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    if bias is not None:
+        out = out + bias.reshape(bshape)
+    return out
+
+
+def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
+    if p == 2:
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if p == 1:
+        return x.abs().sum(dim, keepdim=keepdim)
+    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    return input / _norm(input, p, dim, True).clamp(min=eps).expand_as(input)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    return _norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+# ---- losses -------------------------------------------------------------------------------
+def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+             size_average: Optional[bool] = None, ignore_index: int = -100,
+             reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    return _prims.nll_loss(input, target, weight, ignore_index,
+                           _reduction(size_average, reduce, reduction))
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                  size_average: Optional[bool] = None, ignore_index: int = -100,
+                  reduce: Optional[bool] = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over dim 1 (dim 0 for unbatched input) then nll_loss; class-index or
+    class-probability targets, weight, ignore_index, label_smoothing, as torch."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )
+    cdim = 0 if input.ndim == 1 else 1
+    logp = _prims.log_softmax(input, cdim)
+    c = input.shape[cdim]
+    wshape = [1] * input.ndim
+    wshape[cdim] = c
+    if target.is_floating_point():  # class probabilities
+        if target.shape != input.shape:
+            raise RuntimeError(
+                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
+            )
+        t = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing > 0 \
+            else target
+        prod = logp * t
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        if reduction == "mean":
+            return -prod.sum() / (input.numel() / c)
+        if reduction == "sum":
+            return -prod.sum()
+        return -prod.sum(cdim)
+    nll = _prims.nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    keep = target != ignore_index
+    smooth = -(logp * weight.reshape(wshape)).sum(cdim) if weight is not None \
+        else -logp.sum(cdim)
+    smooth = _where(keep, smooth, smooth * 0)
+    if reduction == "mean":
+        if weight is not None:
+            wsel = weight[target[keep]]
+            ret = smooth.sum() / wsel.sum()
+        else:
+            ret = smooth.sum() / keep.sum()
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+             reduce: Optional[bool] = None, reduction: str = "mean",
+             weight: Optional[Tensor] = None) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    if weight is not None:
+        d = input - target
+        return _apply_reduction(d * d * weight, reduction)
+    return _prims.mse_loss(input, target, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+            reduce: Optional[bool] = None, reduction: str = "mean",
+            weight: Optional[Tensor] = None) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    _prims._bshape(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                   reduce: Optional[bool] = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _prims.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction),
+                                 beta, False)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Optional[Tensor] = None) -> Tensor:
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None:
+        loss = _prims.smooth_l1_loss(input, target, "none", delta, True) * weight
+        return _apply_reduction(loss, reduction)
+    return _prims.smooth_l1_loss(input, target, _reduction(None, None, reduction), delta, True)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                         reduction: str = "mean") -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    if weight is not None and weight.shape != input.shape:
+        weight = weight.expand(input.shape)
+    return _prims.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Optional[Tensor] = None,
+                                     size_average: Optional[bool] = None,
+                                     reduce: Optional[bool] = None, reduction: str = "mean",
+                                     pos_weight: Optional[Tensor] = None) -> Tensor:
+    return _prims.binary_cross_entropy_with_logits(
+        input, target, weight, _reduction(size_average, reduce, reduction), pos_weight)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+           reduce: Optional[bool] = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """Pointwise target * (log(target) - input) (input holds log-probabilities)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", UserWarning, stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = target > 0
+        safe = _where(pos, target, target * 0 + 1)
+        xlogy = _where(pos, target * safe.log(), target * 0)
+        loss = xlogy - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _apply_reduction(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                     reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    loss = _prims._softplus_t(-target * input)
+    return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                        reduction: str = "mean") -> Tensor:
+    loss = (-target * (input1 - input2) + margin).clamp(min=0)
+    return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                         reduction: str = "mean") -> Tensor:
+    zeros = input * 0
+    margin_clamp = (margin - input).clamp(min=0)
+    out_m = _where(target == 1, zeros, margin_clamp)
+    out_i = _where(target == -1, zeros, input)
+    return _apply_reduction(out_i + out_m, _reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                          reduction: str = "mean") -> Tensor:
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    m1 = (input1 * input1).sum(-1) + eps
+    m2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (m1 * m2).sqrt()
+    zeros = cos * 0
+    pos = _where(target == 1, 1 - cos, zeros)
+    neg = _where(target == -1, (cos - margin).clamp(min=0), zeros)
+    return _apply_reduction(pos + neg, _reduction(size_average, reduce, reduction))
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: Optional[bool] = None, eps: float = 1e-8,
+                     reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        t = target
+        stirling = t * t.clamp(min=1).log() - t + (t.clamp(min=1) * (2 * math.pi)).log() * 0.5
+        loss = loss + _where(t > 1, stirling, stirling * 0)
+    return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    v = var.clamp(min=eps) if not var.requires_grad else var + (var.clamp(min=eps) - var).detach()
+    d = input - target
+    loss = (v.log() + d * d / v) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _apply_reduction(loss, reduction)
+
+
+def _dim_ok(dim: int, ndim: int) -> int:
+    return _wrap_dim(dim, ndim)

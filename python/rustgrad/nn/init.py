@@ -1,0 +1,234 @@
+"""torch.nn.init: in-place initializers drawing from rustgrad's generator (`manual_seed`).
+
+Each fills the tensor's array under no_grad, bumps its version counter and returns the tensor.
+The random streams are NumPy's, so the values differ from torch's for the same seed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Tuple
+
+from .._creation import Generator, default_generator
+from .._tensor import Tensor
+
+__all__ = [
+    "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
+    "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+    "kaiming_normal_", "orthogonal_",
+]
+
+
+def _rng(generator: Optional[Generator]) -> Any:
+    return (generator or default_generator)._rng
+
+
+def _fill(tensor: Tensor, host_values: Any) -> Tensor:
+    """Writes host (NumPy) values into the tensor's array on its device, in place."""
+    d = tensor._data
+    d[...] = tensor._backend.asarray(host_values.astype(d.dtype, copy=False))
+    tensor._bump_version()
+    return tensor
+
+
+def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
+    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                  "conv_transpose2d", "conv_transpose3d"]
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif not isinstance(param, bool) and isinstance(param, (int, float)):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> Tuple[int, int]:
+    dimensions = tensor.dim()
+    if dimensions < 2:
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
+    num_input_fmaps = tensor.size(1)
+    num_output_fmaps = tensor.size(0)
+    receptive_field_size = 1
+    for s in tensor.shape[2:]:
+        receptive_field_size *= s
+    return num_input_fmaps * receptive_field_size, num_output_fmaps * receptive_field_size
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Optional[Generator] = None) -> Tensor:
+    return _fill(tensor, _rng(generator).uniform(a, b, size=tuple(tensor.shape)))
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Optional[Generator] = None) -> Tensor:
+    return _fill(tensor, _rng(generator).normal(mean, std, size=tuple(tensor.shape)))
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Optional[Generator] = None) -> Tensor:
+    """Normal(mean, std) truncated to [a, b], by inverse-CDF sampling as torch does."""
+    rng = _rng(generator)
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+    u = rng.uniform(2 * lo - 1, 2 * hi - 1, size=tuple(tensor.shape))
+    # erfinv through Newton steps on erf (NumPy has no erfinv)
+    vec_erf = _vectorized_erf()
+    y = u.copy()
+    for _ in range(50):
+        err = vec_erf(y) - u
+        y -= err / (2 / math.sqrt(math.pi) * _exp(-y * y))
+    vals = (y * std * math.sqrt(2.0) + mean).clip(a, b)
+    return _fill(tensor, vals)
+
+
+def _vectorized_erf() -> Any:
+    import numpy  # host-side sampling helper (the values are copied to the device by _fill)
+
+    return numpy.vectorize(math.erf)
+
+
+def _exp(x: Any) -> Any:
+    import numpy
+
+    return numpy.exp(x)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    tensor._data[...] = val
+    tensor._bump_version()
+    return tensor
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    xp = tensor._backend
+    tensor._data[...] = xp.eye(*tensor.shape, dtype=tensor._data.dtype)
+    tensor._bump_version()
+    return tensor
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    dims = tensor.ndim
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_grp = sizes[0] // groups
+    min_dim = min(out_chans_per_grp, sizes[1])
+    d = tensor._data
+    d[...] = 0
+    for g in range(groups):
+        for i in range(min_dim):
+            centre = tuple(s // 2 for s in sizes[2:])
+            d[(g * out_chans_per_grp + i, i) + centre] = 1
+    tensor._bump_version()
+    return tensor
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
+                    generator: Optional[Generator] = None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0,
+                   generator: Optional[Generator] = None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu",
+                     generator: Optional[Generator] = None) -> Tensor:
+    if 0 in tensor.shape:
+        import warnings
+
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    std = gain / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu",
+                    generator: Optional[Generator] = None) -> Tensor:
+    if 0 in tensor.shape:
+        import warnings
+
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    std = gain / math.sqrt(fan)
+    return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0,
+                generator: Optional[Generator] = None) -> Tensor:
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    import numpy  # host-side QR of a host-side random matrix
+
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _rng(generator).normal(0.0, 1.0, size=(rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = numpy.linalg.qr(flat)
+    q = q * numpy.sign(numpy.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))
+
+
+# torch's deprecated non-underscore aliases
+uniform = uniform_
+normal = normal_
+constant = constant_
+xavier_uniform = xavier_uniform_
+xavier_normal = xavier_normal_
+kaiming_uniform = kaiming_uniform_
+kaiming_normal = kaiming_normal_
+orthogonal = orthogonal_

@@ -1,0 +1,97 @@
+"""clip_grad_norm_ and clip_grad_value_: rescale or clamp .grad in place, as torch."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, List, Optional, Union
+
+from ... import _core
+from ..._tensor import Tensor
+
+_TensorOrTensors = Union[Tensor, Iterable[Tensor]]
+
+
+def _grads(parameters: _TensorOrTensors) -> List[Tensor]:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def _norm_array(xp: object, a: object, p: float) -> float:
+    import math as _m  # noqa: F401
+
+    d = a  # a backend array
+    if p == math.inf:
+        return float(abs(d).max()) if d.size else 0.0  # type: ignore[attr-defined]
+    if p == -math.inf:
+        return float(abs(d).min()) if d.size else 0.0  # type: ignore[attr-defined]
+    if p == 2:
+        return float((d * d).sum()) ** 0.5  # type: ignore[operator]
+    if p == 1:
+        return float(abs(d).sum())  # type: ignore[attr-defined]
+    return float((abs(d) ** p).sum()) ** (1.0 / p)  # type: ignore[operator,attr-defined]
+
+
+def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
+    """The norm of the norms of `tensors` (a 0-dim tensor)."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    norm_type = float(norm_type)
+    from ..._creation import tensor as _tensor
+
+    if not tensors:
+        return _tensor(0.0)
+    norms = [_norm_array(t._backend, t._data, norm_type) for t in tensors]
+    if norm_type == math.inf:
+        total = max(norms)
+    elif norm_type == -math.inf:
+        total = min(norms)
+    else:
+        total = sum(n**norm_type for n in norms) ** (1.0 / norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the gradients "
+            "by the non-finite norm anyway, set `error_if_nonfinite=False`"
+        )
+    return _tensor(total, dtype=tensors[0].dtype, device=tensors[0].device)
+
+
+def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
+    """Scales the gradients in place so their total norm is at most max_norm; returns the
+    total norm before clipping."""
+    grads = _grads(parameters)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    if not grads:
+        return total
+    clip_coef = float(max_norm) / (float(total.item()) + 1e-6)
+    if clip_coef < 1.0:
+        for g in grads:
+            d = g._data
+            d *= d.dtype.type(clip_coef)
+            g._bump_version()
+    return total
+
+
+def clip_grad_norm(parameters: _TensorOrTensors, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
+    import warnings
+
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters: _TensorOrTensors, clip_value: float,
+                     foreach: Optional[bool] = None) -> None:
+    """Clamps every gradient in place to [-clip_value, clip_value]."""
+    v = float(clip_value)
+    for g in _grads(parameters):
+        g._backend.clip(g._data, -v, v, out=g._data)
+        g._bump_version()
+
+
+_ = _core

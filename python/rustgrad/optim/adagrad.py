@@ -1,0 +1,68 @@
+"""Adagrad with lr decay, weight decay, initial accumulator and maximize (torch's
+single-tensor update)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from .. import _creation
+from .optimizer import Optimizer, ParamsT, _step_tensor
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: Optional[bool] = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: Optional[bool] = None) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _step_tensor()
+                state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            lr_decay = group["lr_decay"]
+            wd = group["weight_decay"]
+            eps = group["eps"]
+            maximize = group["maximize"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                xp = p._backend
+                pd = p._data
+                g = p.grad._data
+                state["step"]._data[...] += 1
+                step = float(state["step"].item())
+                if maximize:
+                    g = -g
+                if wd != 0:
+                    g = g + wd * pd
+                clr = lr / (1 + (step - 1) * lr_decay)
+                s = state["sum"]._data
+                s += g * g
+                std = xp.sqrt(s)
+                std += eps
+                pd += (-clr) * (g / std)
+                for t in state.values():
+                    t._bump_version()
+                p._bump_version()
+        return loss

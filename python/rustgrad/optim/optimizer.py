@@ -1,0 +1,331 @@
+"""Optimizer: the base class with torch's param groups, state, state_dict and step hooks.
+
+Updates run in place on the parameters' arrays (through the device's array namespace), bump
+the parameters' version counters and record nothing, as torch's steps under no_grad.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from itertools import chain
+from typing import Any, Callable, DefaultDict, Dict, Iterable, List, Optional, Union
+
+from .. import _core, _dtype
+from .._tensor import Tensor
+from ..nn.utils.hooks import RemovableHandle
+
+__all__ = ["Optimizer", "required"]
+
+ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]], Iterable[tuple]]
+
+
+class _RequiredParameter:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required: Any = _RequiredParameter()
+
+_global_pre_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
+_global_post_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    handle = RemovableHandle(_global_pre_hooks)
+    _global_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    handle = RemovableHandle(_global_post_hooks)
+    _global_post_hooks[handle.id] = hook
+    return handle
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, Tensor):
+        return "torch." + _dtype.LEGACY_NAMES[t.dtype.name]
+    return type(t).__name__
+
+
+def _with_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(step)
+    def wrapper(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
+        for hook in chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            res = hook(self, args, kwargs)
+            if res is not None:
+                if isinstance(res, tuple) and len(res) == 2:
+                    args, kwargs = res
+                else:
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but "
+                        f"got {res}."
+                    )
+        prev = _core.set_grad_enabled(False)
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            _core.set_grad_enabled(prev)
+        self._opt_called = True
+        for hook in chain(self._optimizer_step_post_hooks.values(), _global_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper._hooked = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+class Optimizer:
+    """Base class of the optimizers: holds param_groups (lists of parameters with their
+    options) and per-parameter state."""
+
+    state: DefaultDict[Tensor, Dict[str, Any]]
+    param_groups: List[Dict[str, Any]]
+    defaults: Dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_hooked", False):
+            cls.step = _with_hooks(step)  # type: ignore[method-assign]
+
+    def __init__(self, params: ParamsT, defaults: Dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_step_post_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
+        self._zero_grad_profile_name = "Optimizer.zero_grad"
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {_type_name(params)}"
+            )
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        format_string = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            format_string += "\n"
+            format_string += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    format_string += f"    {key}: {group[key]}\n"
+        format_string += ")"
+        return format_string
+
+    # ---- param groups ---------------------------------------------------------------------
+    def add_param_group(self, param_group: Dict[str, Any]) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list "
+                "instead."
+            )
+        else:
+            param_group["params"] = list(params)
+        extracted: List[Tensor] = []
+        names: List[str] = []
+        for p in param_group["params"]:
+            if isinstance(p, tuple):
+                name, p = p
+                names.append(name)
+            extracted.append(p)
+        if names:
+            if len(names) != len(extracted):
+                raise ValueError("all optimizer params should be with/without names. Some "
+                                 "param names are missing")
+            param_group["param_names"] = names
+        param_group["params"] = extracted
+        for param in extracted:
+            if not isinstance(param, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    + _type_name(param)
+                )
+            if not self.defaults.get("differentiable", None) and not (
+                    param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization "
+                    f"parameter {name}"
+                )
+            param_group.setdefault(name, default)
+        params_list = param_group["params"]
+        if len(params_list) != len({id(p) for p in params_list}):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, "
+                "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more "
+                "information", stacklevel=3)
+        param_set: set = set()
+        for group in self.param_groups:
+            param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {current} to the optimizer"
+                )
+        if not param_set.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ---- grads ----------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        raise NotImplementedError
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    # ---- state_dict -----------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        """{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}, with
+        parameters numbered in group order, as torch."""
+        param_mappings: Dict[int, int] = {}
+        start_index = 0
+
+        def pack_group(group: Dict[str, Any]) -> Dict[str, Any]:
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    @staticmethod
+    def _process_value(param: Tensor, value: Any, key: Any = None) -> Any:
+        if isinstance(value, Tensor):
+            if key == "step":
+                return value
+            if param.is_floating_point():
+                return value.to(param.dtype).to(param.device)
+            return value.to(param.device)
+        if isinstance(value, dict):
+            return {k: Optimizer._process_value(param, v, key=k) for k, v in value.items()}
+        return value
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(p_len != s_len for p_len, s_len in zip(param_lens, saved_lens)):
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of "
+                "optimizer's group"
+            )
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state: DefaultDict[Tensor, Dict[str, Any]] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = self._process_value(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group: Dict[str, Any], new_group: Dict[str, Any]) -> Dict[str, Any]:
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        self.__dict__["state"] = state
+        self.__dict__["param_groups"] = [update_group(g, ng) for g, ng in
+                                         zip(groups, saved_groups)]
+
+    # ---- helpers for the subclasses -------------------------------------------------------
+    @staticmethod
+    def _params_with_grad(group: Dict[str, Any]) -> List[Tensor]:
+        out = []
+        for p in group["params"]:
+            if p.grad is not None:
+                if p.grad.is_sparse if hasattr(p.grad, "is_sparse") else False:
+                    raise RuntimeError("sparse gradients are not supported")
+                out.append(p)
+        return out
+
+    @staticmethod
+    def _closure_loss(closure: Optional[Callable[[], Any]]) -> Any:
+        if closure is None:
+            return None
+        prev = _core.set_grad_enabled(True)
+        try:
+            return closure()
+        finally:
+            _core.set_grad_enabled(prev)
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    from .._creation import zeros_like
+
+    return zeros_like(p)
+
+
+def _step_tensor(value: float = 0.0) -> Tensor:
+    from .._creation import tensor
+
+    return tensor(value, dtype=_dtype.float32)
+
+
+def _lerp_(xp: Any, a: Any, b: Any, w: float) -> None:
+    """a <- lerp(a, b, w) in place, with torch's two formulas."""
+    if abs(w) < 0.5:
+        a += w * (b - a)
+    else:
+        a[...] = b - (b - a) * (1 - w)
