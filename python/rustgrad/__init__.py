@@ -29,6 +29,8 @@ from ._dtype import (
 from ._size import Size
 from ._tensor import Tensor
 from . import _methods  # noqa: F401  (binds ops to Tensor)
+from . import _methods_ext  # noqa: F401,E402
+from ._functional_ext import *  # noqa: F401,F403,E402
 from ._creation import (
     Generator,
     arange,
@@ -114,3 +116,6 @@ def result_type(a: object, b: object) -> dtype:
 
 
 __version__ = "0.1.0"
+
+from . import nn, optim
+from .serialization import save, load

@@ -51,13 +51,15 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g if ctx is None else cast_grad(g, ctx)
 
 
-def add(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
+def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
             out = ad + bd if alpha == 1 else ad + bd * alpha
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
+        if _out_dtype is not None:
+            out = out.astype(_out_dtype, copy=False)
         m = _meta(a, b, out)
         if m is not None or alpha != 1:
             m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
@@ -100,7 +102,7 @@ def _check_sub_bool(a: Any, b: Any) -> None:
         )
 
 
-def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
+def sub(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     _check_sub_bool(a, b)
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
@@ -108,6 +110,8 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
             out = ad - bd if alpha == 1 else ad - bd * alpha
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
+        if _out_dtype is not None:
+            out = out.astype(_out_dtype, copy=False)
         m = _meta(a, b, out)
         if m is not None or alpha != 1:
             m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
@@ -169,13 +173,15 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * ctx
 
 
-def mul(a: Tensor, b: Any) -> Tensor:
+def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
             out = ad * bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
+        if _out_dtype is not None:
+            out = out.astype(_out_dtype, copy=False)
         saved = (b if a.requires_grad else None, a if b.requires_grad else None)
         return record(out, (a, b), "MulBackward0", _mul_bw, saved, _meta(a, b, out))
     s = as_scalar(b)
@@ -199,7 +205,7 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / ctx
 
 
-def div(a: Tensor, b: Any, *, rounding_mode: Any = None) -> Tensor:
+def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     if rounding_mode is not None:
         return _div_rounding(a, b, rounding_mode)
     if isinstance(b, Tensor):
@@ -211,6 +217,8 @@ def div(a: Tensor, b: Any, *, rounding_mode: Any = None) -> Tensor:
             out = ad / bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
+        if _out_dtype is not None:
+            out = out.astype(_out_dtype, copy=False)
         saved = (b, a if b.requires_grad else None)
         return record(out, (a, b), "DivBackward0", _div_bw, saved, _meta(a, b, out))
     s = as_scalar(b)
@@ -303,13 +311,15 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (out * math.log(ctx))
 
 
-def pow(a: Tensor, b: Any) -> Tensor:
+def pow(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
             out = ad**bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
+        if _out_dtype is not None:
+            out = out.astype(_out_dtype, copy=False)
         return record(out, (a, b), "PowBackward1", _pow_tensor_bw, (a, b), _meta(a, b, out), True)
     s = as_scalar(b)
     if s is None:
@@ -339,11 +349,16 @@ def _inplace(self: Tensor, other: Any, op: Any, out_of_place: Any, **kw: Any) ->
         raise TypeError("in-place op on a non-tensor")
     check_inplace(self)
     other_t = isinstance(other, Tensor)
-    check_inplace_cast(self, _dtype.result_type(self, other))
+    result = _dtype.result_type(self, other)
+    check_inplace_cast(self, result)
     if is_grad_enabled() and (self.requires_grad or (other_t and other.requires_grad)):
         src = self
-        if out_of_place is mul or out_of_place is div:
+        if out_of_place is mul or out_of_place is div or out_of_place is pow:
+            # their backward reads self as it was before the write
             src = _core.shallow_copy(self, self._data.copy())
+        if other_t and result.np != self._data.dtype:
+            # torch computes in the promoted dtype and writes self's: one node, no ToCopy
+            kw["_out_dtype"] = self._data.dtype
         out = out_of_place(src, other, **kw)
         if other_t and other._data.shape != self._data.shape and out._data.shape != self._data.shape:
             raise RuntimeError(

@@ -10,8 +10,7 @@ from typing import Any, Tuple
 
 from .. import _core, _dtype
 from .._tensor import Tensor, _wrap_dim
-from ._util import _type_name, as_scalar, cast_grad, check_inplace, is_grad_enabled, record, \
-    sum_to
+from ._util import _type_name, as_scalar, cast_grad, check_inplace, is_grad_enabled, record, sum_to
 
 _INT64 = _dtype.int64.np
 

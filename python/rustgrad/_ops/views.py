@@ -388,8 +388,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     return record(out, (input,), "RepeatBackward0", _repeat_bw, None, (d.shape, sizes))
 
 
-def tile(input: Tensor, dims: Any) -> Tensor:
-    dims = _int_list((dims,))
+def tile(input: Tensor, *dims: Any) -> Tensor:
+    dims = _int_list(dims) if dims else ()
     n = input._data.ndim
     if len(dims) < n:
         dims = (1,) * (n - len(dims)) + dims

@@ -1,0 +1,221 @@
+"""rustgrad.save / rustgrad.load: a safe format, never pickle.
+
+A checkpoint is a zip archive holding `structure.json` (the nested containers, numbers,
+strings, dtypes, devices and tensor references) and one `.npy` file per distinct tensor,
+written and read by NumPy with `allow_pickle=False`. Loading therefore never runs code from
+the file; objects of other types are refused when saving. Two references to one tensor load
+as one tensor; views are saved as copies.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import zipfile
+from collections import Counter, OrderedDict
+from typing import IO, Any, Callable, Dict, List, Union
+
+import numpy as _np
+
+from . import _dtype
+from ._backends import device as _device
+from ._size import Size
+from ._tensor import Tensor
+
+__all__ = ["save", "load"]
+
+FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
+_FORMAT = "rustgrad-checkpoint/1"
+_STRUCTURE = "structure.json"
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.arrays: List[Any] = []
+        self.memo: Dict[int, int] = {}
+
+    def encode(self, obj: Any) -> Any:
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return obj
+        if isinstance(obj, float):
+            if math.isfinite(obj):
+                return obj
+            return {"$": "float", "v": repr(obj)}
+        if isinstance(obj, Tensor):
+            return self._tensor(obj)
+        if isinstance(obj, _dtype.dtype):
+            return {"$": "dtype", "name": obj.name}
+        if isinstance(obj, _device):
+            return {"$": "device", "v": str(obj)}
+        if isinstance(obj, Size):
+            return {"$": "size", "items": list(obj)}
+        if isinstance(obj, Counter):
+            return {"$": "counter", "items": [[self.encode(k), v] for k, v in obj.items()]}
+        if isinstance(obj, OrderedDict):
+            return {"$": "odict",
+                    "items": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if isinstance(obj, dict):
+            return {"$": "dict",
+                    "items": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if isinstance(obj, list):
+            return {"$": "list", "items": [self.encode(v) for v in obj]}
+        if isinstance(obj, tuple):
+            return {"$": "tuple", "items": [self.encode(v) for v in obj]}
+        if isinstance(obj, (set, frozenset)):
+            return {"$": "set", "items": [self.encode(v) for v in obj]}
+        if isinstance(obj, _np.ndarray):
+            return {"$": "ndarray", "ref": self._array(obj)}
+        if isinstance(obj, _np.generic):
+            return self.encode(obj.item())
+        raise TypeError(
+            f"rustgrad.save: cannot save an object of type {type(obj).__module__}."
+            f"{type(obj).__qualname__} (only tensors, numbers, strings, None, dtypes, devices "
+            "and dict/list/tuple/set containers of them are saved; the format never pickles)"
+        )
+
+    def _array(self, arr: Any) -> int:
+        self.arrays.append(arr)
+        return len(self.arrays) - 1
+
+    def _tensor(self, t: Tensor) -> Dict[str, Any]:
+        from .nn.parameter import Parameter
+
+        key = id(t)
+        if key not in self.memo:
+            self.memo[key] = self._array(t._backend.to_numpy(t._data))
+        return {"$": "tensor", "ref": self.memo[key], "requires_grad": bool(t.requires_grad),
+                "parameter": isinstance(t, Parameter), "device": str(t.device)}
+
+
+class _Reader:
+    def __init__(self, arrays: Callable[[int], Any], map_location: Any) -> None:
+        self.arrays = arrays
+        self.map_location = map_location
+        self.tensors: Dict[int, Tensor] = {}
+
+    def decode(self, node: Any) -> Any:
+        if not isinstance(node, dict):
+            if isinstance(node, list):
+                raise ValueError("rustgrad.load: malformed checkpoint (bare list)")
+            return node
+        kind = node.get("$")
+        if kind == "float":
+            return float(node["v"])
+        if kind == "tensor":
+            return self._tensor(node)
+        if kind == "ndarray":
+            return self.arrays(int(node["ref"]))
+        if kind == "dtype":
+            name = node["name"]
+            d = _dtype.bool_ if name == "bool" else getattr(_dtype, name, None)
+            if not isinstance(d, _dtype.dtype):
+                raise ValueError(f"rustgrad.load: unknown dtype {name!r}")
+            return d
+        if kind == "device":
+            return _device(node["v"])
+        if kind == "size":
+            return Size(int(s) for s in node["items"])
+        items = node.get("items")
+        if kind == "counter":
+            return Counter({self._key(k): v for k, v in items})
+        if kind == "odict":
+            return OrderedDict((self._key(k), self.decode(v)) for k, v in items)
+        if kind == "dict":
+            return {self._key(k): self.decode(v) for k, v in items}
+        if kind == "list":
+            return [self.decode(v) for v in items]
+        if kind == "tuple":
+            return tuple(self.decode(v) for v in items)
+        if kind == "set":
+            return {self._key(v) for v in items}
+        raise ValueError(f"rustgrad.load: malformed checkpoint (unknown node {kind!r})")
+
+    def _key(self, node: Any) -> Any:
+        key = self.decode(node)
+        if isinstance(key, (list, dict, set)):
+            raise ValueError("rustgrad.load: malformed checkpoint (unhashable key)")
+        return key
+
+    def _tensor(self, node: Dict[str, Any]) -> Tensor:
+        from ._creation import from_numpy
+        from .nn.parameter import Parameter
+
+        ref = int(node["ref"])
+        if ref in self.tensors:
+            return self.tensors[ref]
+        t = from_numpy(self.arrays(ref))
+        target = self.map_location if self.map_location is not None else node.get("device")
+        if callable(target):
+            t = target(t, node.get("device"))
+        elif target is not None and str(target) != "cpu":
+            t = t.to(target)
+        if node.get("parameter"):
+            t = Parameter(t, bool(node.get("requires_grad", True)))
+        elif node.get("requires_grad"):
+            t.requires_grad_(True)
+        self.tensors[ref] = t
+        return t
+
+
+def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True) -> None:
+    """Saves tensors, state_dicts and nested containers of them to a path or binary file."""
+    if pickle_module is not None:
+        raise ValueError("rustgrad.save never pickles; pickle_module is not accepted")
+    writer = _Writer()
+    structure = {"format": _FORMAT, "root": writer.encode(obj)}
+    own = isinstance(f, (str, os.PathLike))
+    fh: Any = open(f, "wb") if own else f
+    try:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
+            z.writestr(_STRUCTURE, json.dumps(structure))
+            for i, arr in enumerate(writer.arrays):
+                buf = io.BytesIO()
+                _np.lib.format.write_array(buf, _np.asarray(arr), allow_pickle=False)
+                z.writestr(f"data/{i}.npy", buf.getvalue())
+    finally:
+        if own:
+            fh.close()
+
+
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool = True, mmap: Any = None, **pickle_load_args: Any) -> Any:
+    """Loads what `save` wrote. Never unpickles: the file holds JSON and .npy arrays only.
+    map_location: a device (string or rustgrad.device) or a callable (tensor, saved_device)."""
+    own = isinstance(f, (str, os.PathLike))
+    fh: Any = open(f, "rb") if own else f
+    try:
+        with zipfile.ZipFile(fh, "r") as z:
+            try:
+                structure = json.loads(z.read(_STRUCTURE).decode("utf-8"))
+            except KeyError:
+                raise RuntimeError(
+                    "rustgrad.load: not a rustgrad checkpoint (no structure.json); rustgrad "
+                    "does not read pickled torch files"
+                ) from None
+            if structure.get("format") != _FORMAT:
+                raise RuntimeError(
+                    f"rustgrad.load: unsupported checkpoint format {structure.get('format')!r}"
+                )
+            cache: Dict[int, Any] = {}
+
+            def array(i: int) -> Any:
+                if i not in cache:
+                    with z.open(f"data/{i}.npy") as member:
+                        cache[i] = _np.lib.format.read_array(
+                            io.BytesIO(member.read()), allow_pickle=False)
+                return cache[i]
+
+            return _Reader(array, map_location).decode(structure["root"])
+    except zipfile.BadZipFile:
+        raise RuntimeError(
+            "rustgrad.load: not a rustgrad checkpoint (not a zip archive); rustgrad does not "
+            "read pickled files"
+        ) from None
+    finally:
+        if own:
+            fh.close()
