@@ -89,8 +89,7 @@ T.view_as, T.reshape_as = _view_as, _reshape_as
 
 @property  # type: ignore[misc]
 def _T(self: Tensor) -> Tensor:
-    if self._data.ndim <= 2:
-        return shape.t(self)
+    # torch's .T is permute(reversed dims) for every ndim (PermuteBackward0)
     return shape.permute(self, tuple(reversed(range(self._data.ndim))))
 
 

@@ -275,12 +275,6 @@ def test_inplace_on_non_leaf_rebases_history(lib):
     assert x.grad.tolist() == [6.0, 6.0]
 
 
-def _xfail_rustgrad(lib, request, reason):
-    """A known rustgrad discrepancy in code this suite does not own: torch's run must pass."""
-    if lib.__name__ == "rustgrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 # ---- zero_ / fill_ / copy_ (bound in _methods.py) -----------------------------------------
 @pytest.mark.parametrize(
     "program, name, grad",
@@ -339,8 +333,7 @@ def test_overwrite_inplace_on_view_rewrites_base_history(lib, program, grad):
     assert a.grad.tolist() == grad
 
 
-def test_inplace_on_view_base_grad_fn_is_copy_slices(lib, request):
-    _xfail_rustgrad(lib, request, "_ops/copyslices.py names the node 'CopySlices'")
+def test_inplace_on_view_base_grad_fn_is_copy_slices(lib):
     a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = a * 1
 
@@ -351,8 +344,7 @@ def test_inplace_on_view_base_grad_fn_is_copy_slices(lib, request):
     assert b.grad_fn.name() == "torch::autograd::CopySlices"
 
 
-def test_arith_inplace_on_view_rewrites_base_history(lib, request):
-    _xfail_rustgrad(lib, request, "_ops/arith.py in-place ops on views ignore the base")
+def test_arith_inplace_on_view_rewrites_base_history(lib):
     a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = a * 1
 

@@ -39,6 +39,13 @@ ERRORS = {
     "clamp_on_leaf": (lambda lib, a: a.clamp_(0, 1), ((3,),), "a leaf Variable that requires",
                       True),
     "zero_on_leaf": (lambda lib, a: a.zero_(), ((3,),), "a leaf Variable that requires", True),
+    "setitem_on_leaf": (lambda lib, a: a.__setitem__(0, 1.0), ((3,),),
+                        "a leaf Variable that requires grad is being used in an in-place "
+                        "operation.", True),
+    "setitem_out_of_range": (lambda lib, a: a.__setitem__(5, 1.0), ((3,),), "out of bounds",
+                             False),
+    "setitem_nonleaf_out_of_range": (lambda lib, a: (a * 1).__setitem__((0, 7), 1.0), ((2, 3),),
+                                     "out of bounds", True),
     "int_requires_grad": (lambda lib: lib.tensor([1, 2], requires_grad=True), (),
                           "nly Tensors of floating point", False),
     "int_requires_grad_": (lambda lib, a: a.requires_grad_(), (INTS,),

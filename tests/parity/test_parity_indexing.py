@@ -51,9 +51,6 @@ def test_basic_indexing_result_shares_version_counter_like_torch():
     check(_write_through_view, (3, 2), requires_grad=False)
 
 
-@pytest.mark.xfail(strict=True, reason="core rebase_history: an in-place op on a view does not "
-                   "rebase the base's history (torch: base.grad_fn CopySlices, view.grad_fn "
-                   "AsStridedBackward0), so the base's gradient misses the write")
 def test_inplace_on_view_of_nonleaf_rebases_base_history_like_torch():
     check(_write_through_view, (3, 2))
 
@@ -101,3 +98,71 @@ def test_indexing_with_0d_int_tensor_matches_torch(idx):
 def test_indexing_mask_from_numpy_values_matches_torch():
     x = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
     check(lambda lib, a: a[a < 0], x)
+
+
+SETITEM = {
+    "int_scalar": lambda lib, y, c: y.__setitem__(0, 1.0),
+    "int_tensor": lambda lib, y, c: y.__setitem__(0, c),
+    "column_scalar": lambda lib, y, c: y.__setitem__((slice(None), 1), 2.0),
+    "ellipsis_scalar": lambda lib, y, c: y.__setitem__(Ellipsis, 1.0),
+    "full_slice_tensor": lambda lib, y, c: y.__setitem__(slice(None), c),
+    "full_slices_scalar": lambda lib, y, c: y.__setitem__((slice(None), slice(None)), 1.0),
+    "list_rows": lambda lib, y, c: y.__setitem__([0, 1], 1.0),
+    "mask": lambda lib, y, c: y.__setitem__(y > 0, 0.0),
+    "repeated_pairs": lambda lib, y, c: y.__setitem__(([0, 0], [1, 1]), c[:2]),
+    "slice_then_list": lambda lib, y, c: y.__setitem__((slice(1, None), [0]), 3.0),
+    "none": lambda lib, y, c: y.__setitem__(None, 1.0),
+    "element_from_tensor": lambda lib, y, c: y.__setitem__((0, 0), c[0]),
+    "ellipsis_int": lambda lib, y, c: y.__setitem__((Ellipsis, 0), 1.0),
+    "list_then_slice": lambda lib, y, c: y.__setitem__(([0, 1], slice(1, None)), 2.0),
+    "negative_int": lambda lib, y, c: y.__setitem__(-1, c),
+    "bool_mask_rows": lambda lib, y, c: y.__setitem__(lib.tensor([True, False, True]), c),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SETITEM))
+def test_setitem_on_nonleaf_values_grads_and_grad_fn_match_torch(case):
+    def fn(lib, a, c):
+        y = a * 2
+        SETITEM[case](lib, y, c)
+        return y, y * a
+
+    check(fn, (3, 4), (4,))
+
+
+def test_setitem_without_grad_bumps_version_like_torch():
+    def fn(lib, a, c):
+        y = a.clone()
+        y[0] = c
+        y[[1, 2], 0] = 5.0
+        y[y > 1] = 0.0
+        return y
+
+    check(fn, (3, 4), (4,), requires_grad=False)
+
+
+def _setitem_into_row_view(lib, a, b):
+    y = a * 1
+    v = y[0]
+    v[1] = 5.0
+    return y, v, y * a
+
+
+def _setitem_list_into_slice_view(lib, a, b):
+    y = a * 1
+    v = y[:, 1:]
+    v[[0, 1]] = b[:3]
+    return y, v
+
+
+def _setitem_mask_into_transposed_view(lib, a, b):
+    y = a * 1
+    v = y.t()
+    v[v > 0] = 0.0
+    return y, v
+
+
+@pytest.mark.parametrize("fn", [_setitem_into_row_view, _setitem_list_into_slice_view,
+                                _setitem_mask_into_transposed_view], ids=lambda f: f.__name__)
+def test_setitem_into_view_of_nonleaf_rebases_base_like_torch(fn):
+    check(fn, (3, 4), (4,))

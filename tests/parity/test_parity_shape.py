@@ -56,8 +56,6 @@ def test_T_property_2d_values_and_grad_match_torch():
     check(lambda lib, a: a.T.sum(0), (3, 4))
 
 
-@pytest.mark.xfail(strict=True, reason="_methods.py: Tensor.T is t() (TBackward0) for ndim <= 2; "
-                   "torch's .T is permute(reversed dims) -> PermuteBackward0")
 def test_T_property_2d_grad_fn_is_permute_like_torch():
     check(lambda lib, a: a.T, (3, 4))
 

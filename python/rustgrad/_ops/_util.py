@@ -121,6 +121,19 @@ def check_inplace(t: Tensor) -> None:
             )
 
 
+def commit_inplace(t: Tensor, out: Tensor) -> None:
+    """Ends an in-place op on `t` whose out-of-place result (with its history) is `out`: writes
+    it into t's memory and gives t out's history; on a view, the base's history becomes
+    CopySlices and the view's AsStridedBackward0, as torch's."""
+    if t._base is not None:
+        from .copyslices import commit
+
+        commit(t, out)
+        return
+    t._data[...] = out._data
+    _core.rebase_history(t, out)
+
+
 def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
     mine = t.dtype
     if result._cat > mine._cat:

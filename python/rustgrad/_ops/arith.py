@@ -12,6 +12,7 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_inplace_cast,
+    commit_inplace,
     is_grad_enabled,
     promote,
     record,
@@ -367,8 +368,7 @@ def _inplace(self: Tensor, other: Any, op: Any, out_of_place: Any, **kw: Any) ->
             )
         if out._data.dtype != self._data.dtype:
             out = out.to(self.dtype)
-        self._data[...] = out._data
-        _core.rebase_history(self, out)
+        commit_inplace(self, out)
         return self
     od = other._data if other_t else other
     sd = self._data

@@ -93,7 +93,8 @@ def commit(view: Tensor, out: Tensor) -> None:
     region = region_of(view._data, bd)
     data = bd.copy()
     _region(data, region)[...] = out._data
-    new_base = record(data, (base, out), "CopySlices", _copy_slices_bw, None, (region, True))
+    new_base = record(data, (base, out), "torch::autograd::CopySlices", _copy_slices_bw, None,
+                      (region, True))
     view._data[...] = out._data
     _core.rebase_history(base, new_base)
     new_view = as_strided(base, region)

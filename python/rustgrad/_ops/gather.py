@@ -121,10 +121,10 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = input._data
     idx = index._data
-    if idx.dtype not in (_INT64, _dtype.int32.np):
-        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    if idx.dtype not in (_INT64, _dtype.int32.np):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     dim = _wrap_dim(dim, d.ndim)
     idx = idx.reshape(-1)
     size = d.shape[dim] if d.ndim else 1
@@ -377,7 +377,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         )
     d = input._data
     xp = input._backend
-    shape = _broadcast_shape(d.shape, md.shape)
+    shape = _broadcast_shape(md.shape, d.shape)
     v = value._data if vt else as_scalar(value)
     if v is None:
         raise TypeError(f"masked_fill(): argument 'value' must be Number, not "
@@ -418,7 +418,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     d = input._data
     xp = input._backend
-    shape = _broadcast_shape(d.shape, md.shape)
+    shape = _broadcast_shape(md.shape, d.shape)
     mb = xp.broadcast_to(md, shape)
     out = xp.broadcast_to(d, shape)[mb]
     return record(out, (input,), "MaskedSelectBackward0", _masked_select_bw, None,
@@ -429,9 +429,11 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     d = input._data
     xp = input._backend
-    if as_tuple:
+    if as_tuple:  # torch: the columns of nonzero(), as views of it
+        from .views import unbind
+
         src = d.reshape(1) if d.ndim == 0 else d
-        return tuple(_const(i.astype(_INT64)) for i in xp.nonzero(src))
+        return unbind(_const(xp.stack(xp.nonzero(src), axis=1).astype(_INT64)), 1)
     if d.ndim == 0:
         return _const(xp.zeros((1 if bool(d) else 0, 0), dtype=_INT64))
     return _const(xp.stack(xp.nonzero(d), axis=1).astype(_INT64))

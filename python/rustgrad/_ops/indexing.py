@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import _core
 from .._tensor import Tensor
-from ._util import check_inplace, is_grad_enabled, record, sum_to
+from ._util import check_inplace, commit_inplace, is_grad_enabled, record, sum_to
 
 
 def _normalize(idx: Any) -> tuple:
@@ -220,7 +219,7 @@ def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return record(keep, (g,), "IndexPutBackward0", _mask_bw, None, ctx)
 
 
-def index_put(a: Tensor, idx: Any, value: Any) -> Tensor:
+def index_put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
     """Out-of-place `a[idx] = value`, differentiable in a and value."""
     nidx = _normalize(idx)
     out = a._data.copy()
@@ -234,26 +233,52 @@ def index_put(a: Tensor, idx: Any, value: Any) -> Tensor:
     inputs = (a, value) if vt else (a,)
     ctx = (nidx, value._data.shape if vt else (), value._data.dtype if vt else None, vt)
     bw = _index_put_bw if vt else _index_put_self_bw
-    return record(out, inputs, "IndexPutBackward0", bw, None, ctx)
+    return record(out, inputs, name, bw, None, ctx)
 
 
 def _index_put_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _index_put_bw(g, saved, ctx)[0]
 
 
+def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
+    """The node torch's `a[idx] = value` ends on: CopySlices when the basic part of the index
+    makes a real view (then written in place), else index_put_ (IndexPutBackward0) for an
+    advanced index, else copy_ (CopyBackwards) or fill_ (FillBackward3) on `a` itself."""
+    advanced = False
+    dim = 0
+    n_dims = sum(
+        (getattr(i, "ndim", 1) if getattr(i, "dtype", None) is not None and i.dtype.kind == "b"
+         else 1)
+        for i in nidx if i is not None and i is not Ellipsis and type(i) is not bool
+    )
+    for i in nidx:
+        if i is None or type(i) is bool:
+            return "torch::autograd::CopySlices"
+        if i is Ellipsis:
+            dim += len(shape) - n_dims
+            continue
+        if type(i) is slice:
+            n = shape[dim] if dim < len(shape) else 0
+            if i.indices(n) != (0, n, 1):
+                return "torch::autograd::CopySlices"
+            dim += 1
+        elif getattr(i, "ndim", None) == 0 and i.dtype.kind != "b" or isinstance(i, int):
+            return "torch::autograd::CopySlices"  # an integer: a select view
+        else:
+            advanced = True
+            is_mask = getattr(i, "dtype", None) is not None and i.dtype.kind == "b"
+            dim += i.ndim if is_mask else 1
+    if advanced:
+        return "IndexPutBackward0"
+    return "torch::autograd::CopyBackwards" if value_is_tensor else "FillBackward3"
+
+
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
     check_inplace(a)
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
-        if a._base is not None:
-            raise RuntimeError(
-                "rustgrad: index assignment into a view of a tensor that requires grad is not "
-                "supported yet (torch rewrites the base's history); assign into the base, or "
-                "clone() the view first"
-            )
-        out = index_put(a, idx, value)
-        a._data[...] = out._data
-        _core.rebase_history(a, out)
+        out = index_put(a, idx, value, _setitem_name(_normalize(idx), a._data.shape, vt))
+        commit_inplace(a, out)
         return
     nidx = _normalize(idx)
     if vt and type(value._data) is not type(a._data):

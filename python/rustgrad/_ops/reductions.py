@@ -247,10 +247,10 @@ def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
 
 
 def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch: the gradient is cast to the input's dtype before the reversed cumsum
     dim, dt = ctx
-    if g._data.ndim == 0:
-        return cast_grad(g, dt)
-    return cast_grad(_reverse_cumsum(g, dim), dt)
+    g = cast_grad(g, dt)
+    return g if g._data.ndim == 0 else _reverse_cumsum(g, dim)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
@@ -405,25 +405,26 @@ def _norm_grad(g: Tensor, x: Tensor, norm: Tensor, p: float, axes: tuple) -> Ten
     from .select import where
 
     if p == 0:
-        from .._creation import zeros_like
-
-        return zeros_like(x)
+        return None  # torch: no gradient (None) for the 0-"norm"
     if p == 1:
         return x.sign() * g
+    zero = norm == 0
+    safe = where(zero, 1.0, norm)  # avoids 0-division warnings; masked out below anyway
     if p == 2:
-        return x * where(norm == 0, 0.0, g / norm)
+        return x * where(zero, 0.0, g / safe)
     if math.isinf(p):
         xa = x.abs()
         mask = (xa == norm) | xa.isnan()
         return x.sign() * ((g / mask.sum(axes, keepdim=True)) * mask)
     if p < 1:
-        scaled = where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1))
+        xz = x == 0
+        scaled = where(xz, 0.0, x.sign() * where(xz, 1.0, x.abs()) ** (p - 1))
         return scaled * g * norm ** (1 - p)
     if p < 2:
         scaled = x.sign() * x.abs() ** (p - 1)
     else:
         scaled = x * x.abs() ** (p - 2)
-    return scaled * where(norm == 0, 0.0, g / norm ** (p - 1))
+    return scaled * where(zero, 0.0, g / safe ** (p - 1))
 
 
 def _norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -431,7 +432,7 @@ def _norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     p, axes, kshape = ctx
     src = a if a._data.ndim else a.reshape(1)
     gx = _norm_grad(_kept(g, kshape), src, _kept(out, kshape), p, axes)
-    return _back(gx, a._data.shape)
+    return None if gx is None else _back(gx, a._data.shape)
 
 
 def _p_value(p: Any) -> float:
@@ -492,6 +493,8 @@ def _dist_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     diff = a - b
     axes = tuple(range(diff._data.ndim))
     gd = _norm_grad(g, diff, out, p, axes)
+    if gd is None:
+        return None, None
     ga = cast_grad(sum_to(gd, ash), adt) if a.requires_grad else None
     gb = cast_grad(sum_to(-gd, bsh), bdt) if b.requires_grad else None
     return ga, gb
@@ -643,14 +646,16 @@ def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return scatter_add_into_zeros(g, shape, dim, idx)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = None) -> Any:
+    """Always a stable sort; torch names the node SortBackward1 when `stable` is given."""
     d = input._data
     xp = input._backend
     dim = _wrap_dim(dim, d.ndim)
     src = _src(d)
     idx = _order(xp, src, dim, descending)
     vals = xp.take_along_axis(src, idx, axis=dim).reshape(d.shape)
-    v = record(vals, (input,), "SortBackward0", _select_bw, None, (d.shape, dim, idx))
+    name = "SortBackward0" if stable is None else "SortBackward1"
+    v = record(vals, (input,), name, _select_bw, None, (d.shape, dim, idx))
     i = _const(idx.reshape(d.shape).astype(_dtype.int64.np, copy=False))
     return sort_result(v, i)
 

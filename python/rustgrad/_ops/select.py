@@ -40,8 +40,6 @@ def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if input is None and other is None:
-        from .indexing import _core  # noqa: F401
-
         return tuple(
             record(i.astype(_dtype.int64.np), (), "", None) for i in condition._data.nonzero()
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
-from ._util import as_scalar, check_inplace, is_grad_enabled, record
+from ._util import as_scalar, check_inplace, commit_inplace, is_grad_enabled, record
 
 
 def _floating(a: Tensor) -> Any:
@@ -158,8 +158,8 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's clamp_backward and clamp_backward_min_max
-    from .select import where
     from ._util import cast_grad, sum_to
+    from .select import where
 
     a, lo, hi = saved
     zero = g * 0
@@ -232,8 +232,7 @@ def clamp_(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
         # the backward needs self as it was before the write: save a copy with its history
         out = clamp(_core.shallow_copy(a, a._data.copy()), min, max)
-        a._data[...] = out._data
-        _core.rebase_history(a, out)
+        commit_inplace(a, out)
         return a
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         res = _clamp_tensor(a, min, max)._data

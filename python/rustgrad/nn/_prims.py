@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Tuple
 from .. import _core, _dtype
 from .._ops._util import sum_to
 from .._ops.indexing import index_into_zeros
+from .._ops.pointwise import _erf_array, erf
 from .._ops.select import where
 from .._tensor import Tensor, _wrap_dim
 
@@ -45,6 +46,10 @@ def _same_dtype(a: Tensor, b: Tensor, msg: str) -> None:
         raise RuntimeError(msg.format(_type_name(a), _type_name(b)))
 
 
+def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.reshape(ctx)
+
+
 # ---- linear -------------------------------------------------------------------------------
 def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, w = saved
@@ -65,7 +70,12 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
             return linear(x.unsqueeze(0), w, b).squeeze(0)
         lead = xd.shape[:-1]
         out = linear(x.reshape(-1, xd.shape[-1]), w, b)
-        return out.view(lead + (out._data.shape[-1],))
+        shape = lead + (out._data.shape[-1],)
+        if b is not None:
+            return out.view(shape)
+        # torch's matmul folds the batch dims and ends on _unsafe_view
+        return record(out._data.reshape(shape), (out,), "UnsafeViewBackward0", _unsafe_view_bw,
+                      None, out._data.shape)
     wd = w._data
     if xd.shape[1] != wd.shape[-1]:
         raise RuntimeError(
@@ -99,8 +109,10 @@ def _pad_array(xp: Any, x: Any, pads: Pads, fill: float) -> Any:
 
 
 def _im2col(xp: Any, x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Pads,
-            s: Tuple[int, int], fill: float = 0.0) -> Any:
-    """(N, C, H, W) -> (N, C, kh, kw, OH, OW): the window elements of every output position."""
+            s: Tuple[int, int], fill: float = 0.0, channels_first: bool = False) -> Any:
+    """(N, C, H, W) -> (N, C, kh, kw, OH, OW): the window elements of every output position;
+    channels_first gives (C, kh, kw, N, OH, OW), whose (C*kh*kw, N*OH*OW) reshape feeds one
+    GEMM."""
     n, c, h, w = x.shape
     kh, kw = k
     oh = _out_size(h, kh, d[0], s[0], pads[0], pads[1])
@@ -111,30 +123,47 @@ def _im2col(xp: Any, x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Pads,
             "Output size is too small"
         )
     xpad = _pad_array(xp, x, pads, fill)
-    cols = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
+    if channels_first:
+        xpad = xpad.transpose(1, 0, 2, 3)
+        cols = xp.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    else:
+        cols = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
     hs, ws = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
     for i in range(kh):
         hi = i * d[0]
         for j in range(kw):
             wj = j * d[1]
-            cols[:, :, i, j] = xpad[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]]
+            window = xpad[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]]
+            if channels_first:
+                cols[:, i, j] = window
+            else:
+                cols[:, :, i, j] = window
     return cols
 
 
 def _col2im(xp: Any, cols: Any, size: Tuple[int, int], d: Tuple[int, int], pads: Pads,
-            s: Tuple[int, int]) -> Any:
-    """The adjoint of _im2col: (N, C, kh, kw, OH, OW) -> (N, C, H, W), overlaps summed."""
-    n, c, kh, kw, oh, ow = cols.shape
+            s: Tuple[int, int], channels_first: bool = False) -> Any:
+    """The adjoint of _im2col: (N, C, kh, kw, OH, OW) (or channels_first's (C, kh, kw, N, OH,
+    OW)) -> (N, C, H, W), overlaps summed."""
+    if channels_first:
+        c, kh, kw, n, oh, ow = cols.shape
+    else:
+        n, c, kh, kw, oh, ow = cols.shape
     h, w = size
     pt, pb, pl, pr = pads
-    out = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=cols.dtype)
+    shape = (c, n) if channels_first else (n, c)
+    out = xp.zeros(shape + (h + pt + pb, w + pl + pr), dtype=cols.dtype)
     hs, ws = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
     for i in range(kh):
         hi = i * d[0]
         for j in range(kw):
             wj = j * d[1]
-            out[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]] += cols[:, :, i, j]
-    return out[:, :, pt:pt + h, pl:pl + w]
+            out[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]] += \
+                cols[:, i, j] if channels_first else cols[:, :, i, j]
+    out = out[:, :, pt:pt + h, pl:pl + w]
+    if channels_first:
+        out = out.transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(out)
 
 
 def _pair(v: Any, name: str = "") -> Tuple[int, int]:
@@ -187,37 +216,66 @@ def fold(cols: Tensor, size: Tuple[int, int], k: Tuple[int, int], d: Tuple[int, 
         )
     out = _col2im(cols._backend, cd.reshape(n, c, k[0], k[1], oh, ow), size, d,
                   (p[0], p[0], p[1], p[1]), s)
-    return record(cols._backend.ascontiguousarray(out), (cols,), "Col2ImBackward0", _fold_bw,
+    return record(out, (cols,), "Col2ImBackward0", _fold_bw,
                   None, (size, k, d, p, s))
 
 
-# ---- conv2d -------------------------------------------------------------------------------
+# ---- conv2d ------------------------------------------------------------------------------
+# The convolution's backward uses a private unfold/fold pair in the channels-first layout
+# (C*kh*kw, N*OH*OW), so that both weight and input gradients are single GEMMs.
+def _unfold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return _fold_cf(g, *ctx)
+
+
+def _unfold_cf(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int, int],
+               s: Tuple[int, int]) -> Tensor:
+    xd = x._data
+    cols = _im2col(x._backend, xd, k, d, (p[0], p[0], p[1], p[1]), s, channels_first=True)
+    c, n = xd.shape[1], xd.shape[0]
+    out = cols.reshape(c * k[0] * k[1], n * cols.shape[4] * cols.shape[5])
+    return record(out, (x,), "Im2ColBackward0", _unfold_cf_bw, None,
+                  (xd.shape, k, d, p, s, cols.shape[4], cols.shape[5]))
+
+
+def _fold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, k, d, p, s = ctx
+    return _unfold_cf(g, k, d, p, s)
+
+
+def _fold_cf(cols: Tensor, shape: Tuple[int, ...], k: Tuple[int, int], d: Tuple[int, int],
+             p: Tuple[int, int], s: Tuple[int, int], oh: int, ow: int) -> Tensor:
+    n, c, h, w = shape
+    c6 = cols._data.reshape(c, k[0], k[1], n, oh, ow)
+    out = _col2im(cols._backend, c6, (h, w), d, (p[0], p[0], p[1], p[1]), s,
+                  channels_first=True)
+    return record(out, (cols,), "Col2ImBackward0", _fold_cf_bw, None, (shape, k, d, p, s))
+
+
 def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, w = saved
-    (n, c, h, wd), (o, cg, kh, kw), groups, d, p, s, needs, has_bias = ctx
+    xshape, (o, cg, kh, kw), groups, d, p, s, needs, has_bias = ctx
     gx = gw = gb = None
     nx, nw, nb = needs
+    n = xshape[0]
     oh, ow = g._data.shape[2], g._data.shape[3]
-    L = oh * ow
+    nl = n * oh * ow
     ckg = cg * kh * kw
     og = o // groups
+    g2 = g.permute(1, 0, 2, 3).reshape(o, nl)
     if nw:
-        cols = unfold(x, (kh, kw), d, p, s)  # (N, C*K, L)
+        cols = _unfold_cf(x, (kh, kw), d, p, s)  # (C*K, N*L)
         if groups == 1:
-            g2 = g.reshape(n, o, L).permute(1, 0, 2).reshape(o, n * L)
-            c2 = cols.permute(0, 2, 1).reshape(n * L, ckg)
-            gw = (g2 @ c2).reshape(o, cg, kh, kw)
+            gw = (g2 @ cols.t()).reshape(o, cg, kh, kw)
         else:
-            g2 = g.reshape(n, groups, og, L).permute(1, 2, 0, 3).reshape(groups, og, n * L)
-            c2 = cols.reshape(n, groups, ckg, L).permute(1, 0, 3, 2).reshape(groups, n * L, ckg)
-            gw = (g2 @ c2).reshape(o, cg, kh, kw)
+            gw = (g2.reshape(groups, og, nl) @ cols.reshape(groups, ckg, nl).transpose(1, 2))
+            gw = gw.reshape(o, cg, kh, kw)
     if nx:
         if groups == 1:
-            gcols = w.reshape(o, ckg).t() @ g.reshape(n, o, L)
+            gcols = w.reshape(o, ckg).t() @ g2
         else:
-            wr = w.reshape(groups, og, ckg).transpose(1, 2)
-            gcols = (wr @ g.reshape(n, groups, og, L)).reshape(n, c * kh * kw, L)
-        gx = fold(gcols, (h, wd), (kh, kw), d, p, s)
+            gcols = w.reshape(groups, og, ckg).transpose(1, 2) @ g2.reshape(groups, og, nl)
+            gcols = gcols.reshape(groups * ckg, nl)
+        gx = _fold_cf(gcols, xshape, (kh, kw), d, p, s, oh, ow)
     if nb:
         gb = g.sum((0, 2, 3))
     return (gx, gw, gb) if has_bias else (gx, gw)
@@ -261,23 +319,21 @@ def conv2d(x: Tensor, w: Tensor, b: Optional[Tensor], stride: Any, padding: Any,
     else:
         p = _pair(padding)
     xp = x._backend
-    cols = _im2col(xp, xd, (kh, kw), d, (p[0], p[0], p[1], p[1]), s)  # (N, C, kh, kw, OH, OW)
+    cols = _im2col(xp, xd, (kh, kw), d, (p[0], p[0], p[1], p[1]), s, channels_first=True)
     oh, ow = cols.shape[4], cols.shape[5]
+    ckg = cg * kh * kw
+    cols2 = cols.reshape(c * kh * kw, n * oh * ow)
     if groups == 1:
-        out = xp.tensordot(wd, cols, axes=([1, 2, 3], [1, 2, 3]))  # (O, N, OH, OW)
+        out = wd.reshape(o, ckg) @ cols2
     else:
         og = o // groups
-        out = xp.concatenate([
-            xp.tensordot(wd[gi * og:(gi + 1) * og], cols[:, gi * cg:(gi + 1) * cg],
-                         axes=([1, 2, 3], [1, 2, 3]))
-            for gi in range(groups)
-        ], axis=0)
-    out = xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+        out = xp.matmul(wd.reshape(groups, og, ckg), cols2.reshape(groups, ckg, -1))
+    out = xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
     if b is not None:
         out += b._data.reshape(1, o, 1, 1)
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
-    ctx = ((n, c, h, wdt), (o, cg, kh, kw), groups, d, p, s, needs, b is not None)
+    ctx = (xd.shape, (o, cg, kh, kw), groups, d, p, s, needs, b is not None)
     return record(out, inputs, "ConvolutionBackward0", _conv_bw, (x, w), ctx)
 
 
@@ -406,7 +462,7 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation:
     cols = _im2col(xp, xd, k, d, (p[0], p[0] + eh, p[1], p[1] + ew), s, -math.inf)
     cols = cols.reshape(n, c, k[0] * k[1], oh, ow)
     kidx = xp.argmax(cols, axis=2)
-    vals = xp.take_along_axis(cols, kidx[:, :, None], axis=2)[:, :, 0]
+    vals = xp.ascontiguousarray(xp.take_along_axis(cols, kidx[:, :, None], axis=2)[:, :, 0])
     ki, kj = kidx // k[1], kidx % k[1]
     hh = xp.arange(oh).reshape(1, 1, oh, 1) * s[0] - p[0] + ki * d[0]
     ww = xp.arange(ow).reshape(1, 1, 1, ow) * s[1] - p[1] + kj * d[1]
@@ -572,7 +628,8 @@ def nll_loss(x: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: 
     else:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ctx = (x2.shape, (rows, tsafe), coef, reduction, perm, xd.shape)
-    return record(out, (x,), "NllLossBackward0", _nll_bw, None, ctx)
+    name = "NllLoss2DBackward0" if xd.ndim == 4 else "NllLossBackward0"
+    return record(out, (x,), name, _nll_bw, None, ctx)
 
 
 # ---- pointwise losses ---------------------------------------------------------------------
@@ -810,28 +867,6 @@ def silu(x: Tensor) -> Tensor:
     return record((xd * sig).astype(xd.dtype, copy=False), (x,), "SiluBackward0", _silu_bw, (x,))
 
 
-def _erf_array(xp: Any, a: Any) -> Any:
-    vec = getattr(xp, "vectorize", None)
-    if vec is not None:
-        return vec(math.erf, otypes=[a.dtype])(a)
-    from cupyx.scipy.special import erf  # type: ignore[import-not-found]  # CUDA only
-
-    return erf(a)
-
-
-def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (x,) = saved
-    return g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp()
-
-
-def erf(x: Tensor) -> Tensor:
-    """torch.erf (ErfBackward0)."""
-    xd = x._data
-    if xd.dtype.kind != "f":
-        xd = xd.astype(_dtype.get_default_dtype().np)
-    return record(_erf_array(x._backend, xd), (x,), "ErfBackward0", _erf_bw, (x,))
-
-
 def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
     if ctx == "tanh":
@@ -869,6 +904,43 @@ def hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
     xd = x._data
     out = x._backend.clip(xd, lo, hi).astype(xd.dtype, copy=False)
     return record(out, (x,), "HardtanhBackward0", _hardtanh_bw, (x,), (lo, hi))
+
+
+def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    return where((x > -3) & (x < 3), g / 6, g * 0)
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    xd = x._data
+    out = x._backend.clip(xd / 6 + 0.5, 0, 1).astype(xd.dtype, copy=False)
+    return record(out, (x,), "HardsigmoidBackward0", _hardsigmoid_bw, (x,))
+
+
+def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    mid = where(x <= 3, g * (x / 3 + 0.5), g)
+    return where(x < -3, g * 0, mid)
+
+
+def hardswish(x: Tensor) -> Tensor:
+    xd = x._data
+    out = (xd * x._backend.clip(xd / 6 + 0.5, 0, 1)).astype(xd.dtype, copy=False)
+    return record(out, (x,), "HardswishBackward0", _hardswish_bw, (x,))
+
+
+def _mish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    tsp = _softplus_t(x).tanh()
+    return g * (tsp + x * x.sigmoid() * (1 - tsp * tsp))
+
+
+def mish(x: Tensor) -> Tensor:
+    xd = x._data
+    xp = x._backend
+    sp = xp.maximum(xd, 0) + xp.log1p(xp.exp(-xp.abs(xd)))
+    return record((xd * xp.tanh(sp)).astype(xd.dtype, copy=False), (x,), "MishBackward0",
+                  _mish_bw, (x,))
 
 
 def _logsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

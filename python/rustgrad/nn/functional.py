@@ -16,7 +16,6 @@ from .._ops.select import where as _where
 from .._tensor import Tensor, _wrap_dim
 from . import _prims
 from ._prims import const as _const
-from ._prims import erf  # noqa: F401  (rustgrad.nn.functional.erf: ErfBackward0)
 
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "unfold", "fold", "pad",
@@ -236,7 +235,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = _prims.elu(input, alpha, 1.0, 1.0 / alpha)
+    out = _prims.elu(input, alpha, 1.0, 1.0 / alpha, "CeluBackward0")
     return _inplace(input, out) if inplace else out
 
 
@@ -255,7 +254,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = input * softplus(input).tanh()
+    out = _prims.mish(input)
     return _inplace(input, out) if inplace else out
 
 
@@ -272,12 +271,12 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    out = _prims.hardsigmoid(input)
     return _inplace(input, out) if inplace else out
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = input * _prims.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    out = _prims.hardswish(input)
     return _inplace(input, out) if inplace else out
 
 

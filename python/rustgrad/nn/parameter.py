@@ -15,7 +15,7 @@ class Parameter(Tensor):
     and, like torch, is created with `requires_grad` even under `no_grad`.
     """
 
-    def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> "Parameter":
+    def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> Parameter:
         if data is None:
             from .._creation import empty
 
@@ -36,7 +36,7 @@ class Parameter(Tensor):
     def __init__(self, data: Optional[Tensor] = None, requires_grad: bool = True) -> None:
         pass
 
-    def __deepcopy__(self, memo: dict) -> "Parameter":
+    def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
         result = type(self)(self.data.clone(), self.requires_grad)
@@ -65,7 +65,7 @@ class Buffer(Tensor):
 
     persistent: bool
 
-    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> "Buffer":
+    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Buffer:
         if data is None:
             from .._creation import empty
 

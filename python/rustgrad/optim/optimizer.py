@@ -53,7 +53,7 @@ def _type_name(t: Any) -> str:
 
 def _with_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(step)
-    def wrapper(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         for hook in chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             res = hook(self, args, kwargs)
             if res is not None:

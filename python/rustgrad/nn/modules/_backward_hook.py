@@ -4,6 +4,7 @@ gradients with respect to the outputs (grad_output) and the inputs (grad_input).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, List, Optional, Tuple
 
 from ... import _core
@@ -83,6 +84,11 @@ class BackwardHook:
             if res is not None:
                 grads = _check(res, len(grads), "backward pre hook")
         if not self.input_slots and self.hooks:
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to module "
+                "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/"
+                "main/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook "
+                "for more details.", UserWarning, stacklevel=2)
             none_inputs = (None,) * self.n_inputs
             for hook in self.hooks:
                 res = hook(self.module, none_inputs, grads)

@@ -21,7 +21,7 @@ class Sequential(Module):
     def __init__(self, *args: Module) -> None: ...
 
     @overload
-    def __init__(self, arg: "OrderedDict[str, Module]") -> None: ...
+    def __init__(self, arg: OrderedDict[str, Module]) -> None: ...
 
     def __init__(self, *args: Any) -> None:
         super().__init__()
@@ -62,7 +62,7 @@ class Sequential(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __add__(self, other: "Sequential") -> "Sequential":
+    def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
             raise ValueError(
                 "add operator supports only objects of Sequential class, but "
@@ -81,11 +81,11 @@ class Sequential(Module):
     def __dir__(self) -> Any:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def append(self, module: Module) -> "Sequential":
+    def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index: int, module: Module) -> "Sequential":
+    def insert(self, index: int, module: Module) -> Sequential:
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -98,7 +98,7 @@ class Sequential(Module):
         self._modules[str(index)] = module
         return self
 
-    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
         for layer in sequential:
             self.append(layer)
         return self
@@ -153,10 +153,10 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())  # type: ignore[arg-type]
 
-    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
-    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
         combined = ModuleList()
         for i, module in enumerate(chain(self, other)):
             combined.add_module(str(i), module)
@@ -194,7 +194,7 @@ class ModuleList(Module):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
-    def append(self, module: Module) -> "ModuleList":
+    def append(self, module: Module) -> ModuleList:
         self.add_module(str(len(self)), module)
         return self
 
@@ -203,7 +203,7 @@ class ModuleList(Module):
         del self[key]
         return v
 
-    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
         if not isinstance(modules, Iterable):
             raise TypeError(
                 "ModuleList.extend should be called with an iterable, but got "
@@ -306,16 +306,16 @@ class ParameterList(Module):
     def __iter__(self) -> Iterator[Any]:
         return iter(self[i] for i in range(len(self)))
 
-    def __iadd__(self, parameters: Iterable[Any]) -> "ParameterList":
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
         return self.extend(parameters)
 
-    def append(self, value: Any) -> "ParameterList":
+    def append(self, value: Any) -> ParameterList:
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
-    def extend(self, values: Iterable[Any]) -> "ParameterList":
+    def extend(self, values: Iterable[Any]) -> ParameterList:
         for value in values:
             self.append(value)
         return self

@@ -73,7 +73,7 @@ class Module:
     _parameters: Dict[str, Optional[Parameter]]
     _buffers: Dict[str, Optional[Tensor]]
     _non_persistent_buffers_set: Set[str]
-    _modules: Dict[str, Optional["Module"]]
+    _modules: Dict[str, Optional[Module]]
     call_super_init: bool = False
     _version: int = 1
 
@@ -272,7 +272,7 @@ class Module:
             )
         self._parameters[name] = param
 
-    def add_module(self, name: str, module: Optional["Module"]) -> None:
+    def add_module(self, name: str, module: Optional[Module]) -> None:
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -287,7 +287,7 @@ class Module:
 
     register_module = add_module
 
-    def get_submodule(self, target: str) -> "Module":
+    def get_submodule(self, target: str) -> Module:
         if target == "":
             return self
         mod: Module = self
@@ -407,7 +407,7 @@ class Module:
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
     # ---- traversal ------------------------------------------------------------------------
-    def _named_members(self, get_members_fn: Callable[["Module"], Any], prefix: str = "",
+    def _named_members(self, get_members_fn: Callable[[Module], Any], prefix: str = "",
                        recurse: bool = True,
                        remove_duplicate: bool = True) -> Iterator[Tuple[str, Any]]:
         memo: Set[int] = set()
@@ -440,23 +440,23 @@ class Module:
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
-    def children(self) -> Iterator["Module"]:
+    def children(self) -> Iterator[Module]:
         for _, module in self.named_children():
             yield module
 
-    def named_children(self) -> Iterator[Tuple[str, "Module"]]:
+    def named_children(self) -> Iterator[Tuple[str, Module]]:
         memo: Set[int] = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in memo:
                 memo.add(id(module))
                 yield name, module
 
-    def modules(self) -> Iterator["Module"]:
+    def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
             yield module
 
     def named_modules(self, memo: Optional[Set[Any]] = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[Tuple[str, "Module"]]:
+                      remove_duplicate: bool = True) -> Iterator[Tuple[str, Module]]:
         if memo is None:
             memo = set()
         if self not in memo:
@@ -506,7 +506,7 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             with no_grad():
@@ -523,7 +523,7 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
-    def apply(self: T, fn: Callable[["Module"], None]) -> T:
+    def apply(self: T, fn: Callable[[Module], None]) -> T:
         for module in self.children():
             module.apply(fn)
         fn(self)
@@ -555,7 +555,6 @@ class Module:
         return self._apply(convert)
 
     def float(self: T) -> T:
-        from ... import _dtype
 
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ... import _creation
-from ...autograd import no_grad
 from ..._tensor import Tensor
+from ...autograd import no_grad
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -79,7 +79,7 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
                         padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
                         norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                        sparse: bool = False) -> "Embedding":
+                        sparse: bool = False) -> Embedding:
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape

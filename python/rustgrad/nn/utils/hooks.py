@@ -36,7 +36,7 @@ class RemovableHandle:
             if d is not None and self.id in d:
                 del d[self.id]
 
-    def __enter__(self) -> "RemovableHandle":
+    def __enter__(self) -> RemovableHandle:
         return self
 
     def __exit__(self, *args: Any) -> None:
