@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import time
 from typing import Any, Callable, Dict, Tuple
 
@@ -50,7 +49,7 @@ def run(n: int, repeat: int) -> Dict[str, Any]:
         for name, lib in libs.items():
             k = n if shape != (256, 256) else max(n // 10, 50)
             _chain(lib, shape, 50)  # warm up
-            results[(name, shape)] = _best(lambda: _chain(lib, shape, k), repeat)
+            results[(name, shape)] = _best(lambda lib=lib, shape=shape, k=k: _chain(lib, shape, k), repeat)
     print(f"chain of y = y * 1.0001 + 0.001, n={n}, best of {repeat}; µs per recorded op")
     print(f"{'shape':>12} {'rustgrad fwd':>13} {'torch fwd':>10} {'ratio':>7}"
           f" {'rustgrad bwd':>13} {'torch bwd':>10} {'ratio':>7}")

@@ -65,7 +65,7 @@ def main() -> None:
     q.retain_grad()
     r = q * 3
     r.backward()
-    print(f"q = p * 2 (retain_grad); r = q * 3; r.backward()")
+    print("q = p * 2 (retain_grad); r = q * 3; r.backward()")
     print(f"  p.grad = {p.grad}, q.grad = {q.grad}")
 
     section("5. hooks see (and may replace) gradients")

@@ -3,34 +3,16 @@ kernels. `import rustgrad as torch` works for everything rustgrad supports."""
 
 from __future__ import annotations
 
-from . import _backends, _core
-from ._backends import device
-from ._dtype import (
-    bool_ as bool,  # noqa: A001  (torch.bool)
-    double,
-    dtype,
-    float,  # noqa: A004
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    half,
-    int,  # noqa: A004
-    int8,
-    int16,
-    int32,
-    int64,
-    long,
-    promote_types,
-    set_default_dtype,
-    short,
-    uint8,
+from . import (
+    _backends,
+    _core,
+    _methods,  # noqa: F401  (binds ops to Tensor)
+    _methods_ext,  # noqa: F401,E402
+    autograd,
+    cuda,
+    memory,
 )
-from ._size import Size
-from ._tensor import Tensor
-from . import _methods  # noqa: F401  (binds ops to Tensor)
-from . import _methods_ext  # noqa: F401,E402
-from ._functional_ext import *  # noqa: F401,F403,E402
+from ._backends import device
 from ._creation import (
     Generator,
     arange,
@@ -57,6 +39,30 @@ from ._creation import (
     zeros,
     zeros_like,
 )
+from ._dtype import (
+    bool_ as bool,  # noqa: A001  (torch.bool)
+)
+from ._dtype import (
+    double,
+    dtype,
+    float,  # noqa: A004
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,  # noqa: A004
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from ._functional_ext import *  # noqa: F401,F403,E402
 from ._ops import arith as _arith
 from ._ops import linalg as _linalg
 from ._ops import reduce as _reduce
@@ -65,7 +71,8 @@ from ._ops import shape as _shape
 from ._ops import unary as _unary
 from ._ops._util import can_require_grad as _can_require_grad
 from ._ops._util import describe as _describe
-from . import autograd
+from ._size import Size
+from ._tensor import Tensor
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -74,7 +81,6 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
-from . import cuda, memory
 
 _core._register(
     Tensor,
@@ -93,7 +99,7 @@ exp, log, sqrt, abs = _unary.exp, _unary.log, _unary.sqrt, _unary.abs
 relu, sigmoid, tanh, sign, reciprocal = _unary.relu, _unary.sigmoid, _unary.tanh, _unary.sign, _unary.reciprocal
 clamp = clip = _unary.clamp
 sum, mean, max, min = _reduce.sum, _reduce.mean, _reduce.max, _reduce.min
-matmul, mm = _linalg.matmul, _linalg.matmul
+matmul = _linalg.matmul
 reshape, flatten, transpose, t, permute = _shape.reshape, _shape.flatten, _shape.transpose, _shape.t, _shape.permute
 unsqueeze, squeeze, cat, concat, stack = _shape.unsqueeze, _shape.squeeze, _shape.cat, _shape.cat, _shape.stack
 clone = _shape.clone
@@ -118,4 +124,4 @@ def result_type(a: object, b: object) -> dtype:
 __version__ = "0.1.0"
 
 from . import nn, optim
-from .serialization import save, load
+from .serialization import load, save

@@ -234,7 +234,7 @@ class Generator:
         self._rng = _np.random.default_rng(0)
         self._seed = 0
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
         self._rng = _np.random.default_rng(self._seed)
         return self

@@ -31,7 +31,7 @@ class dtype:
     def __reduce__(self) -> str:
         return self.name
 
-    def to_real(self) -> "dtype":
+    def to_real(self) -> dtype:
         return self
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 import rustgrad
 
 from . import fake_backend  # noqa: F401  (registers the fake device)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from rustgrad._backends import device, register
 
 SLOT = 16  # storage accounting slot (the last one; see rust/core/src/storage.rs)

@@ -3,7 +3,6 @@ where CuPy sees a GPU)."""
 
 import numpy as np
 import pytest
-
 import rustgrad
 
 from . import fake_backend

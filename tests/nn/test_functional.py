@@ -208,9 +208,9 @@ def test_dropout_train_zeroes_and_scales_eval_is_identity():
 
     y = RF.dropout(x, 0.25, training=True)
     y.sum().backward()
-    vals = set(np.round(y.detach().numpy(), 6).tolist())
+    vals = np.unique(y.detach().numpy())
 
-    assert vals == {0.0, round(1 / 0.75, 6)}
+    np.testing.assert_array_equal(vals, np.array([0, 1 / 0.75], dtype=np.float32))
     assert 0.2 < float((y.detach().numpy() == 0).mean()) < 0.3
     np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())
     assert RF.dropout(x, 0.25, training=False) is x
@@ -270,7 +270,8 @@ def test_linear_shape_mismatch_raises_runtime_error(lib):
 
 
 def test_linear_dtype_mismatch_raises_runtime_error(lib):
-    with pytest.raises(RuntimeError, match="must have the same dtype"):
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but "
+                                           "got: double != float"):
         lib.nn.functional.linear(lib.zeros(2, 3, dtype=lib.float64), lib.zeros(5, 3))
 
 
@@ -350,8 +351,9 @@ def test_primitive_gradcheck_first_order(case):
 def _vjp(fn: Callable[..., Any], n: int, out_shape: tuple) -> Callable[..., Any]:
     def f(*args: Any) -> Any:
         xs, v = args[:n], args[n]
-        out = fn(*xs)
-        return rustgrad.autograd.grad(out, xs, v.reshape(out_shape), create_graph=True)
+        with rustgrad.enable_grad():  # gradcheck's finite differences run under no_grad
+            out = fn(*xs)
+            return rustgrad.autograd.grad(out, xs, v.reshape(out_shape), create_graph=True)
 
     return f
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
-import torch
-
 import rustgrad
+import torch
 
 FLOATS = (np.float64, np.float32)
 _TOL = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e-5)}

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-
 import rustgrad
 
 from .helpers import check, check_double_backward, check_error, grad_ok
@@ -140,6 +138,19 @@ def test_inplace_on_graph_tensor_rebases_history_like_torch(op):
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
+def test_inplace_on_view_of_graph_tensor_rewrites_base_history_like_torch(op):
+    fn = INPLACE[op]
+    idx = ints([[0, 3], [1, 2]])
+
+    def prog(lib, a, i, s):
+        y = a * 2
+        view = y[1:]
+        fn(lib, view, i, s)
+        return y * y, view
+    check(prog, (3, 4), idx, (2, 2))
+
+
+@pytest.mark.parametrize("op", sorted(INPLACE))
 def test_inplace_without_grad_bumps_version_like_torch(op):
     fn = INPLACE[op]
     idx = ints([[0, 3], [1, 2], [2, 0]])
@@ -216,7 +227,14 @@ GRADCHECK = {
     "take_along_dim": (lambda lib, a: lib.take_along_dim(a, lib.tensor([[1, 1, 0]]), 1), X),
     "scatter": (lambda lib, a, s: a.scatter(1, lib.tensor([[0, 2], [1, 3], [3, 0]]), s),
                 X, X[:, :2] * 3),
+    "scatter_value": (lambda lib, a: a.scatter(0, lib.tensor([[2, 0, 1, 1]]), -0.5), X),
     "scatter_add": (lambda lib, a, s: a.scatter_add(1, lib.tensor(I3), s), X, X[:, 1:3]),
+    "scatter_inplace": (lambda lib, a, s: (a * 1).scatter_(
+        1, lib.tensor([[0, 2], [1, 3], [3, 0]]), s), X, X[:, :2] * 3),
+    "scatter_add_inplace": (lambda lib, a, s: (a * 1).scatter_add_(1, lib.tensor(I3), s), X,
+                            X[:, 1:3]),
+    "masked_fill_inplace": (lambda lib, a, v: (a * 1).masked_fill_(lib.tensor(M), v), X,
+                            np.array(0.5)),
     "masked_fill": (lambda lib, a, v: a.masked_fill(lib.tensor(M), v), X, np.array(0.5)),
     "masked_select": (lambda lib, a: a.masked_select(lib.tensor(M)), X),
 }

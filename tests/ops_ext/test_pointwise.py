@@ -7,9 +7,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
 import rustgrad
+import torch
 from rustgrad import _functional_ext
 
 from .helpers import check, check_double_backward, check_error, grad_ok

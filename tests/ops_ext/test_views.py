@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-
 import rustgrad
+import torch
 from rustgrad import _functional_ext
 
 from .helpers import check, check_double_backward, check_error, grad_ok

@@ -7,11 +7,10 @@ leaf used by some in-place ops) is compared with torch's.
 """
 
 import numpy as np
+import rustgrad
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import rustgrad
 
 VIEWS = [
     ("row", lambda t: t[1]),

@@ -19,7 +19,7 @@ class device:
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type: Union[str, "device"], index: Union[int, None] = None) -> None:
+    def __init__(self, type: Union[str, device], index: Union[int, None] = None) -> None:
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
             return
@@ -27,7 +27,9 @@ class device:
             raise TypeError(f"device() expected a string, got {type.__class__.__name__}")
         if ":" in type:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was passed explicitly: {type}"
+                )
             type, idx = type.split(":", 1)
             index = int(idx)
         if type not in ("cpu", "cuda", "fake"):

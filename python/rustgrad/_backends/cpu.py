@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 from numpy import *  # noqa: F403  (the backend namespace is numpy's)
-from numpy import ndarray
 
 DEVICE_TYPE = "cpu"
 DEVICE_INDEX = 0  # storage accounting slot (see rust/core/src/storage.rs)

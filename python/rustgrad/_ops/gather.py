@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-from .. import _core, _dtype
+from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ._util import _type_name, as_scalar, cast_grad, check_inplace, is_grad_enabled, record, sum_to
+from ._util import (
+    _type_name,
+    as_scalar,
+    cast_grad,
+    check_inplace,
+    commit_inplace,
+    is_grad_enabled,
+    record,
+    same_device,
+    sum_to,
+)
 
 _INT64 = _dtype.int64.np
 
@@ -121,6 +131,7 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = input._data
     idx = index._data
+    same_device(d, idx)
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if idx.dtype not in (_INT64, _dtype.int32.np):
@@ -175,6 +186,7 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = input._data
     idx = index._data
+    same_device(d, idx)
     dim = _wrap_dim(dim, d.ndim)
     _check_gather_index("gather", d, idx, dim)
     if d.ndim == 0:
@@ -186,6 +198,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
     idx = indices._data
+    same_device(input._data, idx)
     if idx.dtype != _INT64:
         raise RuntimeError(
             "torch.take_along_dim(): dtype of indices should be Long but got "
@@ -254,8 +267,11 @@ def _scatter_forward(name: str, input: Tensor, dim: int, index: Tensor, src: Any
                      add: bool) -> Any:
     d = input._data
     idx = index._data
+    same_device(d, idx)
     dim = _wrap_dim(dim, d.ndim)
     src_t = isinstance(src, Tensor)
+    if src_t:
+        same_device(d, src._data)
     if src_t and src._data.dtype != d.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     _check_gather_index(name, d, idx, dim, src._data if src_t else None)
@@ -315,10 +331,10 @@ def _inplace(self: Tensor, out_of_place: Any, others: Tuple[Any, ...], *args: An
         )
     needs_grad = self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad
                                            for o in others)
-    self._data[...] = out._data
     if is_grad_enabled() and needs_grad:
-        _core.rebase_history(self, out)
+        commit_inplace(self, out)  # on a view: the base's history becomes CopySlices
     else:
+        self._data[...] = out._data
         self._bump_version()
     return self
 
@@ -369,6 +385,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             + {"int64": "long int", "int32": "int", "uint8": "unsigned char", "float32": "float",
                "float64": "double"}.get(mask.dtype.name, mask.dtype.name)
         )
+    same_device(input._data, md)
     vt = isinstance(value, Tensor)
     if vt and value._data.ndim != 0:
         raise RuntimeError(
@@ -417,6 +434,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     if md.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     d = input._data
+    same_device(d, md)
     xp = input._backend
     shape = _broadcast_shape(md.shape, d.shape)
     mb = xp.broadcast_to(md, shape)

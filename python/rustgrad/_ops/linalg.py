@@ -65,8 +65,8 @@ def matmul(a: Tensor, b: Any) -> Any:
     if ka != kb:
         if na == 1 and nb == 1:
             raise RuntimeError(
-                "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same "
-                "number of elements, but got %d and %d elements respectively" % (ka, kb, ka, kb)
+                f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same "
+                f"number of elements, but got {ka} and {kb} elements respectively"
             )
         left = f"{ad.shape[0]}x{ka}" if na == 2 else "x".join(str(s) for s in ad.shape)
         right = f"{kb}x{bd.shape[-1]}" if nb >= 2 else f"{kb}"

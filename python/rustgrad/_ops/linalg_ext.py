@@ -8,7 +8,7 @@ from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ._util import cast_grad, record, sum_to
+from ._util import cast_grad, record, same_device, sum_to
 
 
 def _const(array: Any) -> Tensor:
@@ -28,6 +28,7 @@ def _c10_name(d: Any) -> str:
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
+    same_device(a._data, b._data)
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(
             f"expected scalar type {_scalar_name(a._data)} but found {_scalar_name(b._data)}"
@@ -42,6 +43,7 @@ def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     ad, bd = input._data, tensor._data
+    same_device(ad, bd)
     if ad.ndim != 1 or bd.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {ad.ndim}D and {bd.ndim}D tensors")
     if ad.dtype != bd.dtype:
@@ -123,6 +125,7 @@ def _check_mm(a: Any, b: Any, first: str = "self") -> None:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
+    same_device(ad, bd)
     _check_mm(ad, bd)
     out = ad @ bd
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
@@ -200,6 +203,8 @@ def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched: bool) -> Tensor:
     ad, bd = m1._data, m2._data
+    same_device(ad, bd)
+    same_device(input._data, ad)
     if batched:
         _check_bmm(ad, bd)
     else:

@@ -11,7 +11,16 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
-from ._util import _type_name, as_scalar, cast_grad, promote, record, scalar_operand, sum_to
+from ._util import (
+    _type_name,
+    as_scalar,
+    cast_grad,
+    promote,
+    record,
+    same_device,
+    scalar_operand,
+    sum_to,
+)
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -441,6 +450,7 @@ _C10_NAMES = {
 
 
 def _check_same_dtype(a: Tensor, other: Tensor, what: str) -> None:
+    same_device(a._data, other._data)
     if a._data.dtype != other._data.dtype:
         raise RuntimeError(
             f"expected dtype {_C10_NAMES[a.dtype.name]} for `{what}` but got dtype "
@@ -544,6 +554,7 @@ def _logical(name: str, a: Tensor, b: Any) -> Tensor:
         raise TypeError(
             f"{name}(): argument 'other' (position 2) must be Tensor, not {type(b).__name__}"
         )
+    same_device(a._data, b._data)
     return _const(getattr(a._backend, name)(a._data, b._data))
 
 

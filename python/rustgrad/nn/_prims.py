@@ -9,6 +9,7 @@ Each primitive records one node with `rustgrad._core.record`. Array helpers (`_i
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext as _nullcontext
 from typing import Any, Optional, Sequence, Tuple
 
 from .. import _core, _dtype
@@ -82,12 +83,17 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
             f"mat1 and mat2 shapes cannot be multiplied ({xd.shape[0]}x{xd.shape[1]} and "
             f"{wd.shape[-1]}x{wd.shape[0]})"
         )
+    if b is None and xd.dtype != wd.dtype:
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{_type_name(x).lower()} != {_type_name(w).lower()}"
+        )
     _same_dtype(x, w, "mat1 and mat2 must have the same dtype, but got {} and {}")
     out = xd @ wd.T
     if b is None:
         return record(out, (x, w), "MmBackward0", _addmm_bw, (x, w),
                       (x.requires_grad, w.requires_grad, False, False))
-    _same_dtype(x, b, "self and mat2 must have the same dtype, but got {} and {}")
+    _same_dtype(b, x, "self and mat2 must have the same dtype, but got {} and {}")
     out += b._data
     return record(out, (x, w, b), "AddmmBackward0", _addmm_bw, (x, w),
                   (x.requires_grad, w.requires_grad, b.requires_grad, True))
@@ -291,7 +297,7 @@ def conv2d(x: Tensor, w: Tensor, b: Optional[Tensor], stride: Any, padding: Any,
             f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
             f"{list(xd.shape)}"
         )
-    _same_dtype(x, w, "Input type ({}) and weight type ({}) should be the same")
+    _same_dtype(x, w, "expected scalar type {} but found {}")
     n, c, h, wdt = xd.shape
     o, cg, kh, kw = wd.shape
     if cg * groups != c:
@@ -623,8 +629,10 @@ def nll_loss(x: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: 
         coef = -w
     elif reduction == "mean":
         total = w.sum()
-        out = xp.asarray(losses.sum() / total, dtype=xd.dtype)
-        coef = (-w / total).astype(xd.dtype, copy=False)
+        errstate = getattr(xp, "errstate", None)
+        with errstate(invalid="ignore", divide="ignore") if errstate else _nullcontext():
+            out = xp.asarray(losses.sum() / total, dtype=xd.dtype)  # nan if all ignored
+            coef = (-w / total).astype(xd.dtype, copy=False)
     else:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ctx = (x2.shape, (rows, tsafe), coef, reduction, perm, xd.shape)
@@ -908,12 +916,13 @@ def hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
 
 def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
-    return where((x > -3) & (x < 3), g / 6, g * 0)
+    # torch's kernel multiplies by the float literal 1.0f / 6.0f, in every dtype
+    return where((x > -3) & (x < 3), g * 0.1666666716337204, g * 0)
 
 
 def hardsigmoid(x: Tensor) -> Tensor:
     xd = x._data
-    out = x._backend.clip(xd / 6 + 0.5, 0, 1).astype(xd.dtype, copy=False)
+    out = (x._backend.clip(xd + 3, 0, 6) / 6).astype(xd.dtype, copy=False)
     return record(out, (x,), "HardsigmoidBackward0", _hardsigmoid_bw, (x,))
 
 
@@ -925,7 +934,7 @@ def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def hardswish(x: Tensor) -> Tensor:
     xd = x._data
-    out = (xd * x._backend.clip(xd / 6 + 0.5, 0, 1)).astype(xd.dtype, copy=False)
+    out = (xd * x._backend.clip(xd + 3, 0, 6) / 6).astype(xd.dtype, copy=False)
     return record(out, (x,), "HardswishBackward0", _hardswish_bw, (x,))
 
 

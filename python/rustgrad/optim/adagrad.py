@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .. import _creation
-from .optimizer import Optimizer, ParamsT, _step_tensor
+from .optimizer import Optimizer, ParamsT, _fma, _step_tensor
 
 __all__ = ["Adagrad"]
 
@@ -55,13 +55,13 @@ class Adagrad(Optimizer):
                 if maximize:
                     g = -g
                 if wd != 0:
-                    g = g + wd * pd
+                    g = _fma(xp, wd, pd, g)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
-                s += g * g
+                s[...] = _fma(xp, g, g, s)
                 std = xp.sqrt(s)
                 std += eps
-                pd += (-clr) * (g / std)
+                pd += ((-clr) * g) / std
                 for t in state.values():
                     t._bump_version()
                 p._bump_version()

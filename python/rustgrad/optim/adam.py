@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Tuple
 
-from .optimizer import Optimizer, ParamsT, _lerp_, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
 
 __all__ = ["Adam"]
 
@@ -62,12 +62,12 @@ class Adam(Optimizer):
                     if decoupled:
                         pd *= 1 - lr * wd
                     else:
-                        g = g + wd * pd
+                        g = _fma(xp, wd, pd, g)
                 m = state["exp_avg"]._data
                 v = state["exp_avg_sq"]._data
                 _lerp_(xp, m, g, 1 - beta1)
                 v *= beta2
-                v += (1 - beta2) * g * g
+                v[...] = _fma(xp, (1 - beta2) * g, g, v)
                 step = float(step_t.item())
                 bias_correction1 = 1 - beta1**step
                 bias_correction2 = 1 - beta2**step
@@ -81,7 +81,7 @@ class Adam(Optimizer):
                 else:
                     denom = xp.sqrt(v) / bias_correction2_sqrt
                 denom += eps
-                pd += (-step_size) * (m / denom)
+                pd += ((-step_size) * m) / denom
                 state["exp_avg"]._bump_version()
                 state["exp_avg_sq"]._bump_version()
                 p._bump_version()

@@ -323,9 +323,26 @@ def _step_tensor(value: float = 0.0) -> Tensor:
     return tensor(value, dtype=_dtype.float32)
 
 
+def _up(xp: Any, v: Any, dt: Any) -> Any:
+    if hasattr(v, "astype"):
+        return v.astype(xp.float64)
+    return float(dt.type(v))  # a Python scalar, rounded to the tensor's dtype first
+
+
+def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
+    """a * b + c with one rounding, as torch's vectorized CPU kernels (fmadd) compute
+    add(alpha=), addcmul and lerp. Emulated in float64, where the product of two float32s is
+    exact; float64 tensors use plain arithmetic."""
+    dt = c.dtype
+    if dt.itemsize >= 8:
+        return a * b + c
+    return (_up(xp, a, dt) * _up(xp, b, dt) + _up(xp, c, dt)).astype(dt)
+
+
 def _lerp_(xp: Any, a: Any, b: Any, w: float) -> None:
     """a <- lerp(a, b, w) in place, with torch's two formulas."""
+    diff = b - a
     if abs(w) < 0.5:
-        a += w * (b - a)
+        a[...] = _fma(xp, w, diff, a)
     else:
-        a[...] = b - (b - a) * (1 - w)
+        a[...] = _fma(xp, -(1 - w), diff, b)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .optimizer import Optimizer, ParamsT, _lerp_, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
 
 __all__ = ["RMSprop"]
 
@@ -57,14 +57,14 @@ class RMSprop(Optimizer):
                     g = -g
                 state["step"]._data[...] += 1
                 if wd != 0:
-                    g = g + wd * pd
+                    g = _fma(xp, wd, pd, g)
                 sq = state["square_avg"]._data
                 sq *= alpha
-                sq += (1 - alpha) * g * g
+                sq[...] = _fma(xp, (1 - alpha) * g, g, sq)
                 if centered:
                     ga = state["grad_avg"]._data
                     _lerp_(xp, ga, g, 1 - alpha)
-                    avg = xp.sqrt(sq + (-1) * ga * ga)
+                    avg = xp.sqrt(_fma(xp, -ga, ga, sq))
                 else:
                     avg = xp.sqrt(sq)
                 avg += eps
@@ -72,9 +72,9 @@ class RMSprop(Optimizer):
                     buf = state["momentum_buffer"]._data
                     buf *= momentum
                     buf += g / avg
-                    pd += (-lr) * buf
+                    pd[...] = _fma(xp, -lr, buf, pd)
                 else:
-                    pd += (-lr) * (g / avg)
+                    pd += ((-lr) * g) / avg
                 for t in state.values():
                     t._bump_version()
                 p._bump_version()

@@ -1,12 +1,12 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's single-tensor
-update)."""
+update, with its rounding)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT
+from .optimizer import Optimizer, ParamsT, _fma
 
 __all__ = ["SGD"]
 
@@ -39,12 +39,13 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in self._params_with_grad(group):
+                xp = p._backend
                 g = p.grad._data
                 pd = p._data
                 if maximize:
                     g = -g
                 if wd != 0:
-                    g = g + wd * pd
+                    g = _fma(xp, wd, pd, g)
                 if momentum != 0:
                     state = self.state[p]
                     buf: Optional[Tensor] = state.get("momentum_buffer")
@@ -55,9 +56,9 @@ class SGD(Optimizer):
                     else:
                         bd = buf._data
                         bd *= momentum
-                        bd += (1 - dampening) * g
+                        bd[...] = _fma(xp, 1 - dampening, g, bd)
                         buf._bump_version()
-                    g = g + momentum * buf._data if nesterov else buf._data
-                pd += (-lr) * g
+                    g = _fma(xp, momentum, buf._data, g) if nesterov else buf._data
+                pd[...] = _fma(xp, -lr, g, pd)
                 p._bump_version()
         return loss

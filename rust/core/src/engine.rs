@@ -18,6 +18,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::grad_mode;
 use crate::graph::{node_id, Edge, Node, NodeBase, NodeRef};
 use crate::input_buffer::InputBuffer;
 use crate::value::GradValue;
@@ -228,7 +229,7 @@ impl<V: GradValue> GraphTask<V> {
                 None => vec![None; base.num_inputs()],
             };
             // Note [Hook order], steps 1-3.
-            if !base.hooks.is_empty() {
+            if base.hooks.has_tensor_hooks() {
                 for (slot, g) in grads.iter_mut().enumerate() {
                     if let Some(grad) = g.take() {
                         *g = Some(base.hooks.run(slot, grad)?);
@@ -244,14 +245,17 @@ impl<V: GradValue> GraphTask<V> {
                 continue;
             }
             let edges: Vec<Option<Edge<V>>> = base.next_edges().clone();
-            // A node that received no gradient at all passes None on without running. A node
-            // with no inputs (GraphRoot) has nothing to receive and must always run.
-            let outputs =
-                if !grads.is_empty() && grads.iter().all(Option::is_none) && !edges.is_empty() {
-                    vec![None; edges.len()]
-                } else {
-                    node.apply(grads)?
-                };
+            // Steps 4-7. An error there is reported with the forward traceback of the node when
+            // anomaly detection is on (see grad_mode.rs).
+            let outputs = match call_function(&node, grads, edges.len()) {
+                Ok(outputs) => outputs,
+                Err(e) => {
+                    if grad_mode::is_anomaly_enabled() {
+                        node.report_anomaly();
+                    }
+                    return Err(e);
+                }
+            };
             if !options.keep_graph {
                 node.release_variables();
             }
@@ -292,6 +296,45 @@ impl<V: GradValue> GraphTask<V> {
         }
         Ok(captured)
     }
+}
+
+/// Steps 4-7 of Note [Hook order]: node pre-hooks, the node, node post-hooks, the NaN check.
+fn call_function<V: GradValue>(
+    node: &NodeRef<V>,
+    grads: Vec<Option<V>>,
+    n_edges: usize,
+) -> Result<Vec<Option<V>>> {
+    // A node that received no gradient at all passes None on without running. A node with no
+    // inputs (GraphRoot) has nothing to receive and must always run.
+    if !grads.is_empty() && grads.iter().all(Option::is_none) && n_edges != 0 {
+        return Ok(vec![None; n_edges]);
+    }
+    let hooks = &node.base().hooks;
+    let mut outputs = if hooks.is_empty() {
+        node.apply(grads)?
+    } else {
+        let grads = hooks.run_pre(grads)?;
+        if hooks.has_post_hooks() {
+            let received = grads.clone();
+            let outputs = node.apply(grads)?;
+            hooks.run_post(outputs, &received)?
+        } else {
+            node.apply(grads)?
+        }
+    };
+    if grad_mode::is_anomaly_enabled() && grad_mode::is_anomaly_check_nan_enabled() {
+        for (i, out) in outputs.iter_mut().enumerate() {
+            if let Some(g) = out {
+                if g.has_nan()? {
+                    return Err(Error::runtime(format!(
+                        "Function '{}' returned nan values in its {i}th output.",
+                        node.name()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(outputs)
 }
 
 /// The nodes a node's present edges point at.

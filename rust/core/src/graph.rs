@@ -112,6 +112,10 @@ pub trait Node<V: GradValue>: Send + Sync + 'static {
     /// Frees saved values after a backward without `retain_graph`.
     fn release_variables(&self) {}
 
+    /// Called when this node's backward failed with anomaly detection on: reports where the
+    /// node was made (the binding warns with the forward traceback it stored).
+    fn report_anomaly(&self) {}
+
     fn as_any(&self) -> &dyn Any;
 }
 

@@ -1,4 +1,5 @@
-//! Hooks: tensor pre-hooks, retains-grad hooks and post-accumulate-grad hooks.
+//! Hooks: tensor pre-hooks, retains-grad hooks, node pre- and post-hooks and
+//! post-accumulate-grad hooks.
 //!
 //! Note [Hook order]
 //! When a node is about to run, for each of its input slots that received a gradient:
@@ -8,13 +9,22 @@
 //!      gradient after every tensor hook, whenever it was registered;
 //!   3. then gradients captured for `autograd.grad` / `backward(inputs=...)` are taken.
 //!
-//! Then the node runs. For a leaf the node is its AccumulateGrad: the gradient is accumulated
-//! into `.grad`, then the post-accumulate-grad hooks run, in registration order.
+//! If the node is needed, then, once for the whole node:
+//!   4. the node's pre-hooks (`grad_fn.register_prehook(fn(grad_outputs))`), in registration
+//!      order; each sees all the gradients the node received (None where none arrived) and may
+//!      return a replacement tuple;
+//!   5. the node runs. For a leaf the node is its AccumulateGrad: the gradient is accumulated
+//!      into `.grad`, then the post-accumulate-grad hooks run, in registration order;
+//!   6. the node's post-hooks (`grad_fn.register_hook(fn(grad_inputs, grad_outputs))`), in
+//!      registration order; each sees what the node returned and what it received, and may
+//!      return a replacement for what it returned;
+//!   7. with anomaly detection on, what the node returned is checked for NaN.
+//! A node that received no gradient at all does not run, and neither do its hooks of steps 4-7.
 //! Handles are ids from one global counter; removing an id twice is harmless.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::Result;
 use crate::value::GradValue;
@@ -36,6 +46,25 @@ pub trait TensorHook<V>: Send + Sync {
 /// A hook run after a leaf's `.grad` was updated.
 pub trait PostAccumulateHook: Send + Sync {
     fn call(&self) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A hook run before a node (step 4 of Note [Hook order]): sees every gradient the node is
+/// about to receive (one per input slot) and may return replacements (as many).
+pub trait NodePreHook<V>: Send + Sync {
+    fn call(&self, grad_outputs: &[Option<V>]) -> Result<Option<Vec<Option<V>>>>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A hook run after a node (step 6 of Note [Hook order]): sees what the node returned
+/// (`grad_inputs`, one per edge) and what it received (`grad_outputs`), and may return
+/// replacements for `grad_inputs` (as many).
+pub trait NodePostHook<V>: Send + Sync {
+    fn call(
+        &self,
+        grad_inputs: &[Option<V>],
+        grad_outputs: &[Option<V>],
+    ) -> Result<Option<Vec<Option<V>>>>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -128,17 +157,29 @@ type SlotLists<V> = Mutex<Vec<(usize, Arc<TensorHooks<V>>)>>;
 /// Per input slot: the retains-grad hook.
 type SlotHooks<V> = Mutex<Vec<(usize, Arc<dyn TensorHook<V>>)>>;
 
-/// The hooks a node runs for its input slots. See Note [Hook order].
+pub type NodePreHooks<V> = HookList<dyn NodePreHook<V>>;
+pub type NodePostHooks<V> = HookList<dyn NodePostHook<V>>;
+
+/// The hooks a node runs. See Note [Hook order].
+///
+/// Most nodes never get a hook, so `any` answers "none here" without taking a lock, and the
+/// node hook lists are allocated on first use.
 pub struct NodeHooks<V> {
+    any: AtomicBool,
     tensor_pre: SlotLists<V>,
     retains_grad: SlotHooks<V>,
+    pre: OnceLock<Arc<NodePreHooks<V>>>,
+    post: OnceLock<Arc<NodePostHooks<V>>>,
 }
 
 impl<V> Default for NodeHooks<V> {
     fn default() -> Self {
         NodeHooks {
+            any: AtomicBool::new(false),
             tensor_pre: Mutex::new(Vec::new()),
             retains_grad: Mutex::new(Vec::new()),
+            pre: OnceLock::new(),
+            post: OnceLock::new(),
         }
     }
 }
@@ -146,6 +187,7 @@ impl<V> Default for NodeHooks<V> {
 impl<V: GradValue> NodeHooks<V> {
     /// Attaches a tensor's hook list to input slot `slot` (once per list).
     pub fn add_tensor_pre_hooks(&self, slot: usize, list: Arc<HookList<dyn TensorHook<V>>>) {
+        self.any.store(true, Ordering::Relaxed);
         let mut lists = self.tensor_pre.lock().unwrap_or_else(|e| e.into_inner());
         if !lists
             .iter()
@@ -157,6 +199,7 @@ impl<V: GradValue> NodeHooks<V> {
 
     /// Sets the retains-grad hook of input slot `slot`, replacing an earlier one.
     pub fn set_retains_grad(&self, slot: usize, hook: Arc<dyn TensorHook<V>>) {
+        self.any.store(true, Ordering::Relaxed);
         let mut hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
         hooks.retain(|(s, _)| *s != slot);
         hooks.push((slot, hook));
@@ -175,16 +218,101 @@ impl<V: GradValue> NodeHooks<V> {
         hooks.iter().any(|(s, _)| *s == slot)
     }
 
+    /// The node's pre-hook list (`grad_fn.register_prehook`), made on first use.
+    pub fn pre_hooks(&self) -> Arc<NodePreHooks<V>> {
+        self.any.store(true, Ordering::Relaxed);
+        self.pre.get_or_init(Default::default).clone()
+    }
+
+    /// The node's post-hook list (`grad_fn.register_hook`), made on first use.
+    pub fn post_hooks(&self) -> Arc<NodePostHooks<V>> {
+        self.any.store(true, Ordering::Relaxed);
+        self.post.get_or_init(Default::default).clone()
+    }
+
+    /// No hook of any kind: the engine's fast path, one atomic load for a node never hooked.
     pub fn is_empty(&self) -> bool {
-        self.tensor_pre
+        if !self.any.load(Ordering::Relaxed) {
+            return true;
+        }
+        !self.has_tensor_hooks() && !self.has_pre_hooks() && !self.has_post_hooks()
+    }
+
+    /// Tensor pre-hooks or retains-grad hooks on some slot (steps 1 and 2).
+    pub fn has_tensor_hooks(&self) -> bool {
+        if !self.any.load(Ordering::Relaxed) {
+            return false;
+        }
+        !self
+            .tensor_pre
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_empty()
-            && self
+            || !self
                 .retains_grad
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .is_empty()
+    }
+
+    pub fn has_pre_hooks(&self) -> bool {
+        self.pre.get().is_some_and(|l| !l.is_empty())
+    }
+
+    pub fn has_post_hooks(&self) -> bool {
+        self.post.get().is_some_and(|l| !l.is_empty())
+    }
+
+    /// Step 4 of Note [Hook order]: each pre-hook in turn, each seeing the previous one's
+    /// replacement.
+    pub fn run_pre(&self, grads: Vec<Option<V>>) -> Result<Vec<Option<V>>> {
+        let Some(list) = self.pre.get() else {
+            return Ok(grads);
+        };
+        let mut grads = grads;
+        for hook in list.snapshot() {
+            if let Some(new) = hook.call(&grads)? {
+                grads = new;
+            }
+        }
+        Ok(grads)
+    }
+
+    /// Step 6 of Note [Hook order]: each post-hook in turn on what the node returned.
+    pub fn run_post(
+        &self,
+        grad_inputs: Vec<Option<V>>,
+        grad_outputs: &[Option<V>],
+    ) -> Result<Vec<Option<V>>> {
+        let Some(list) = self.post.get() else {
+            return Ok(grad_inputs);
+        };
+        let mut grad_inputs = grad_inputs;
+        for hook in list.snapshot() {
+            if let Some(new) = hook.call(&grad_inputs, grad_outputs)? {
+                grad_inputs = new;
+            }
+        }
+        Ok(grad_inputs)
+    }
+
+    /// Every node pre- and post-hook held by its list alone, in a list held by this node alone,
+    /// for the binding's garbage-collector traversal (see `for_each_shared`).
+    pub fn for_each_exclusive_node_hook(&self, mut f: impl FnMut(&dyn Any)) {
+        if let Some(list) = self.pre.get().filter(|l| Arc::strong_count(l) == 1) {
+            list.for_each(|h| {
+                if Arc::strong_count(h) == 1 {
+                    f(h.as_any());
+                }
+            });
+        }
+        if let Some(list) = self.post.get().filter(|l| Arc::strong_count(l) == 1) {
+            list.for_each(|h| {
+                if Arc::strong_count(h) == 1 {
+                    f(h.as_any());
+                }
+            });
+        }
     }
 
     /// Runs steps 1 and 2 of Note [Hook order] for one slot.
@@ -245,6 +373,16 @@ impl<V: GradValue> NodeHooks<V> {
 
     /// Every hook object held here, for the binding's garbage-collector traversal.
     pub fn for_each_hook(&self, mut f: impl FnMut(&dyn Any)) {
+        if let Some(list) = self.pre.get() {
+            for h in list.snapshot() {
+                f(h.as_any());
+            }
+        }
+        if let Some(list) = self.post.get() {
+            for h in list.snapshot() {
+                f(h.as_any());
+            }
+        }
         for (_, list) in self
             .tensor_pre
             .lock()

@@ -31,7 +31,10 @@ pub use accumulate::{AccumulateGrad, GradSink};
 pub use engine::{Engine, ExecuteOptions};
 pub use error::{Error, Result};
 pub use graph::{drop_deferred, next_sequence_nr, node_id, Edge, Node, NodeBase, NodeRef};
-pub use hooks::{HookId, HookList, NodeHooks, PostAccumulateHook, TensorHook};
+pub use hooks::{
+    HookId, HookList, NodeHooks, NodePostHook, NodePostHooks, NodePreHook, NodePreHooks,
+    PostAccumulateHook, TensorHook,
+};
 pub use input_buffer::InputBuffer;
 pub use saved::{SavedTensor, SavedVariables};
 pub use storage::Storage;

@@ -78,6 +78,19 @@ impl<T: Clone + 'static> SavedVariables<T> {
         }
     }
 
+    /// Sets the saved values of a node made before they were known (the binding packs a
+    /// node's own output with saved-tensor hooks only once the output exists).
+    pub fn set(&self, saved: Vec<SavedTensor<T>>) {
+        let old = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(saved);
+        if let Some(old) = old {
+            crate::graph::drop_deferred(old);
+        }
+    }
+
     pub fn is_released(&self) -> bool {
         self.inner
             .lock()

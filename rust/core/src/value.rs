@@ -9,11 +9,20 @@ use crate::error::Result;
 pub trait GradValue: Clone + Send + Sync + 'static {
     /// `self + other`, for gradients that arrive at the same input of one node.
     fn add(&self, other: &Self) -> Result<Self>;
+
+    /// Whether the value holds a NaN (anomaly detection's check); values that cannot hold
+    /// one need not say.
+    fn has_nan(&self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 impl GradValue for f64 {
     fn add(&self, other: &Self) -> Result<Self> {
         Ok(self + other)
+    }
+    fn has_nan(&self) -> Result<bool> {
+        Ok(self.is_nan())
     }
 }
 
@@ -27,5 +36,8 @@ impl GradValue for Vec<f64> {
             )));
         }
         Ok(self.iter().zip(other).map(|(a, b)| a + b).collect())
+    }
+    fn has_nan(&self) -> Result<bool> {
+        Ok(self.iter().any(|v| v.is_nan()))
     }
 }

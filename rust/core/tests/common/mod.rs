@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use rustgrad_core::{
     AccumulateGrad, Edge, Engine, Error, ExecuteOptions, GradSink, GradValue, HookList, Node,
-    NodeBase, NodeRef, PostAccumulateHook, Result, SavedVariables, TensorHook,
+    NodeBase, NodePostHook, NodePreHook, NodeRef, PostAccumulateHook, Result, SavedVariables,
+    TensorHook,
 };
 
 /// What ran, in order.
@@ -520,6 +521,75 @@ pub struct FailingPostHook;
 impl PostAccumulateHook for FailingPostHook {
     fn call(&self) -> Result<()> {
         Err(boom())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A node pre-hook that logs `name:<grads>` and, with `scale`, returns the grads times it.
+pub struct PreRecorder {
+    name: String,
+    scale: Option<f64>,
+    log: Log,
+}
+
+impl PreRecorder {
+    pub fn hook(name: &str, scale: Option<f64>, log: &Log) -> Arc<dyn NodePreHook<f64>> {
+        Arc::new(PreRecorder {
+            name: name.to_string(),
+            scale,
+            log: log.clone(),
+        })
+    }
+}
+
+impl NodePreHook<f64> for PreRecorder {
+    fn call(&self, grads: &[Option<f64>]) -> Result<Option<Vec<Option<f64>>>> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}:{grads:?}", self.name));
+        Ok(self
+            .scale
+            .map(|s| grads.iter().map(|g| g.map(|g| g * s)).collect()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A node post-hook that logs `name:<grad_inputs>/<grad_outputs>` and, with `scale`, returns
+/// the grad_inputs times it.
+pub struct PostNodeRecorder {
+    name: String,
+    scale: Option<f64>,
+    log: Log,
+}
+
+impl PostNodeRecorder {
+    pub fn hook(name: &str, scale: Option<f64>, log: &Log) -> Arc<dyn NodePostHook<f64>> {
+        Arc::new(PostNodeRecorder {
+            name: name.to_string(),
+            scale,
+            log: log.clone(),
+        })
+    }
+}
+
+impl NodePostHook<f64> for PostNodeRecorder {
+    fn call(
+        &self,
+        grad_inputs: &[Option<f64>],
+        grad_outputs: &[Option<f64>],
+    ) -> Result<Option<Vec<Option<f64>>>> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}:{grad_inputs:?}/{grad_outputs:?}", self.name));
+        Ok(self
+            .scale
+            .map(|s| grad_inputs.iter().map(|g| g.map(|g| g * s)).collect()))
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -1,0 +1,258 @@
+"""Layers against torch with the same weights: outputs, parameter gradients, buffers
+(BatchNorm running statistics), train/eval behaviour, containers, default initialization."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import rustgrad
+import torch
+
+from .helpers import assert_close, assert_states_close, copy_state, twin
+
+rng = np.random.default_rng(0)
+
+
+def _forward_backward(tm, rm, x, train=True):
+    tm.train(train)
+    rm.train(train)
+    tx = torch.tensor(x, requires_grad=True)
+    rx = rustgrad.tensor(x, requires_grad=True)
+    to, ro = tm(tx), rm(rx)
+    up = np.random.default_rng(1).standard_normal(tuple(to.shape)).astype(x.dtype)
+    (to * torch.tensor(up)).sum().backward()
+    (ro * rustgrad.tensor(up)).sum().backward()
+    return to, ro, tx, rx
+
+
+LAYERS = [
+    ("linear", lambda L: L.nn.Linear(5, 3), (4, 5)),
+    ("linear_no_bias_3d", lambda L: L.nn.Linear(5, 3, bias=False), (2, 4, 5)),
+    ("conv2d", lambda L: L.nn.Conv2d(3, 4, 3, stride=2, padding=1), (2, 3, 7, 7)),
+    ("conv2d_groups_dilation", lambda L: L.nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2),
+     (2, 4, 6, 6)),
+    ("conv2d_padding_same", lambda L: L.nn.Conv2d(2, 3, 3, padding="same"), (1, 2, 5, 5)),
+    ("conv2d_reflect", lambda L: L.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"),
+     (1, 2, 5, 5)),
+    ("conv1d", lambda L: L.nn.Conv1d(3, 2, 3, padding=1), (2, 3, 9)),
+    ("maxpool2d", lambda L: L.nn.MaxPool2d(3, 2, 1), (2, 3, 7, 7)),
+    ("avgpool2d", lambda L: L.nn.AvgPool2d(2), (2, 3, 6, 6)),
+    ("adaptive_avgpool2d", lambda L: L.nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 6, 6)),
+    ("layernorm", lambda L: L.nn.LayerNorm([4, 5]), (3, 4, 5)),
+    ("groupnorm", lambda L: L.nn.GroupNorm(2, 4), (3, 4, 5)),
+    ("flatten", lambda L: L.nn.Flatten(), (2, 3, 4)),
+    ("unflatten", lambda L: L.nn.Unflatten(1, (2, 6)), (3, 12)),
+    ("bilinear_free_sequential", lambda L: L.nn.Sequential(L.nn.Linear(4, 4), L.nn.GELU(),
+                                                           L.nn.Linear(4, 2), L.nn.LogSoftmax(1)),
+     (5, 4)),
+]
+
+
+@pytest.mark.parametrize("case", LAYERS, ids=[c[0] for c in LAYERS])
+def test_layer_matches_torch_output_and_grads(case):
+    _, build, shape = case
+    tm, rm = twin(build)
+    x = rng.standard_normal(shape).astype(np.float32)
+
+    to, ro, tx, rx = _forward_backward(tm, rm, x)
+
+    assert_close(ro, to, 1e-5, 1e-5, "output")
+    assert_close(rx.grad, tx.grad, 1e-4, 1e-5, "input grad")
+    for (n, tp), rp in zip(tm.named_parameters(), rm.parameters()):
+        assert_close(rp.grad, tp.grad, 1e-4, 1e-5, n)
+
+
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 3)), ("BatchNorm1d", (8, 3, 4)),
+                                       ("BatchNorm2d", (4, 3, 5, 5))])
+def test_batchnorm_train_updates_running_stats_like_torch(cls, shape):
+    tm, rm = twin(lambda L: getattr(L.nn, cls)(3, momentum=0.3))
+    for step in range(3):
+        x = rng.standard_normal(shape).astype(np.float32) * (step + 1) + step
+        to, ro, tx, rx = _forward_backward(tm, rm, x)
+        assert_close(ro, to, 1e-4, 1e-5, "output")
+        assert_close(rx.grad, tx.grad, 1e-4, 1e-5, "input grad")
+
+    assert_states_close(rm, tm, 1e-5, 1e-6)
+    assert rm.num_batches_tracked.item() == 3
+
+
+def test_batchnorm_eval_uses_running_stats_like_torch():
+    tm, rm = twin(lambda L: L.nn.BatchNorm2d(3))
+    _forward_backward(tm, rm, rng.standard_normal((4, 3, 2, 2)).astype(np.float32))
+    x = rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+
+    to, ro, tx, rx = _forward_backward(tm, rm, x, train=False)
+
+    assert_close(ro, to, 1e-5, 1e-6, "eval output")
+    assert_close(rx.grad, tx.grad, 1e-5, 1e-6, "eval input grad")
+    assert rm.num_batches_tracked.item() == 1
+
+
+def test_batchnorm_momentum_none_is_cumulative_average_like_torch():
+    tm, rm = twin(lambda L: L.nn.BatchNorm1d(2, momentum=None, affine=False))
+    for _ in range(3):
+        _forward_backward(tm, rm, rng.standard_normal((6, 2)).astype(np.float32))
+
+    assert_states_close(rm, tm, 1e-5, 1e-6)
+
+
+def test_batchnorm_wrong_input_dim_raises_value_error(lib):
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
+        lib.nn.BatchNorm2d(3)(lib.zeros(2, 3))
+
+
+def test_batchnorm_training_with_one_value_per_channel_raises(lib):
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
+        lib.nn.BatchNorm1d(3)(lib.zeros(1, 3))
+
+
+def test_embedding_padding_idx_row_zero_and_no_grad(lib):
+    emb = lib.nn.Embedding(5, 3, padding_idx=2)
+    idx = lib.tensor([[2, 1], [2, 4]])
+
+    emb(idx).sum().backward()
+
+    assert emb.weight[2].tolist() == [0.0, 0.0, 0.0]
+    assert emb.weight.grad[2].tolist() == [0.0, 0.0, 0.0]
+    assert emb.weight.grad[1].tolist() == [1.0, 1.0, 1.0]
+    assert emb.weight.grad[0].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_embedding_repeated_indices_accumulate_grad_like_torch():
+    tm, rm = twin(lambda L: L.nn.Embedding(6, 2))
+    idx = np.array([[1, 1, 3], [5, 1, 0]])
+    up = rng.standard_normal((2, 3, 2)).astype(np.float32)
+
+    (tm(torch.tensor(idx)) * torch.tensor(up)).sum().backward()
+    (rm(rustgrad.tensor(idx)) * rustgrad.tensor(up)).sum().backward()
+
+    assert_close(rm.weight.grad, tm.weight.grad, 1e-6, 1e-6)
+
+
+def test_embedding_from_pretrained_is_frozen(lib):
+    emb = lib.nn.Embedding.from_pretrained(lib.eye(3))
+
+    assert not emb.weight.requires_grad
+    assert emb(lib.tensor([1])).tolist() == [[0.0, 1.0, 0.0]]
+
+
+def test_embedding_out_of_range_index_raises_index_error(lib):
+    with pytest.raises(IndexError, match="index out of range in self"):
+        lib.nn.Embedding(3, 2)(lib.tensor([3]))
+
+
+def test_dropout_module_train_drops_eval_is_identity():
+    rustgrad.manual_seed(0)
+    d = rustgrad.nn.Dropout(0.5)
+    x = rustgrad.ones(1000)
+
+    dropped = float((d(x).numpy() == 0).mean())
+    d.eval()
+
+    assert 0.4 < dropped < 0.6
+    assert d(x) is x
+
+
+def test_dropout2d_zeroes_whole_channels():
+    rustgrad.manual_seed(1)
+    y = rustgrad.nn.Dropout2d(0.5)(rustgrad.ones(4, 8, 3, 3)).numpy()
+
+    per_channel = y.reshape(4, 8, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))
+    assert (per_channel == 0).all(-1).any()
+
+
+def test_linear_default_init_bounds_like_torch():
+    rustgrad.manual_seed(0)
+    lin = rustgrad.nn.Linear(100, 50)
+    w, b = lin.weight.detach().numpy(), lin.bias.detach().numpy()
+    bound = 1 / math.sqrt(100)  # kaiming_uniform_(a=sqrt(5)) gives the same bound as the bias
+
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
+    assert np.abs(b).max() <= bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.05 * bound
+
+
+def test_conv2d_default_init_bounds_like_torch():
+    rustgrad.manual_seed(0)
+    conv = rustgrad.nn.Conv2d(4, 8, 3)
+    bound = 1 / math.sqrt(4 * 9)
+
+    assert np.abs(conv.weight.detach().numpy()).max() <= bound
+    assert np.abs(conv.bias.detach().numpy()).max() <= bound
+    assert tuple(conv.weight.shape) == (8, 4, 3, 3)
+
+
+def test_layer_parameter_dtype_and_shapes_equal_torch():
+    for build in (lambda L: L.nn.Linear(3, 2, dtype=L.float64),
+                  lambda L: L.nn.Conv2d(2, 4, (3, 1), groups=2),
+                  lambda L: L.nn.LayerNorm(4, elementwise_affine=False),
+                  lambda L: L.nn.BatchNorm2d(3, affine=False, track_running_stats=False)):
+        t, r = build(torch), build(rustgrad)
+        assert [(n, tuple(p.shape), str(p.dtype)) for n, p in r.named_parameters()] == \
+            [(n, tuple(p.shape), str(p.dtype)) for n, p in t.named_parameters()]
+        assert list(r.state_dict()) == list(t.state_dict())
+
+
+# ---- containers ---------------------------------------------------------------------------
+def test_sequential_indexing_slicing_and_len(lib):
+    nn = lib.nn
+    s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+
+    assert len(s) == 3 and isinstance(s[-1], nn.Linear)
+    assert isinstance(s[1:], nn.Sequential) and len(s[1:]) == 2
+    assert [n for n, _ in s[1:].named_children()] == ["1", "2"]
+
+
+def test_sequential_from_ordered_dict_uses_names(lib):
+    nn = lib.nn
+    s = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("act", nn.Tanh())]))
+
+    assert [n for n, _ in s.named_parameters()] == ["fc.weight", "fc.bias"]
+    assert isinstance(s.act, nn.Tanh)
+
+
+def test_sequential_append_insert_delete_renumbers(lib):
+    nn = lib.nn
+    s = nn.Sequential(nn.ReLU(), nn.Tanh())
+    s.append(nn.Sigmoid())
+    s.insert(0, nn.Identity())
+    del s[1]
+
+    assert [type(m).__name__ for m in s] == ["Identity", "Tanh", "Sigmoid"]
+    assert [n for n, _ in s.named_children()] == ["0", "1", "2"]
+
+
+def test_sequential_index_out_of_range_raises_index_error(lib):
+    with pytest.raises(IndexError, match="index 5 is out of range"):
+        lib.nn.Sequential(lib.nn.ReLU())[5]
+
+
+def test_modulelist_registers_and_extends(lib):
+    nn = lib.nn
+    ml = nn.ModuleList([nn.Linear(2, 2)])
+    ml.append(nn.Linear(2, 2))
+    ml.extend([nn.ReLU()])
+    ml += [nn.Tanh()]
+
+    assert len(ml) == 4 and len(list(ml.parameters())) == 4
+    assert [n for n, _ in ml.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+def test_moduledict_registers_by_key(lib):
+    nn = lib.nn
+    md = nn.ModuleDict({"a": nn.Linear(1, 1), "b": nn.ReLU()})
+    md["c"] = nn.Linear(1, 2)
+
+    assert list(md.keys()) == ["a", "b", "c"] and "b" in md
+    assert [n for n, _ in md.named_parameters()] == ["a.weight", "a.bias", "c.weight", "c.bias"]
+
+
+def test_twin_models_copy_state_through_numpy():
+    tm, rm = twin(lambda L: L.nn.Linear(3, 2))
+    copy_state(rm, tm, torch)
+
+    assert_states_close(rm, tm, 0, 0)
