@@ -80,3 +80,28 @@ def test_property_view_inplace_chains_match_torch(program, seed):
         assert (g is None) == (w is None)
         if g is not None:
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def _no_grad_view_then_inplace(lib, make_base, write):
+    a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = make_base(a)
+    with lib.no_grad():
+        v = base[:2]
+    before = (a.detach().numpy().copy(), a._version)
+    try:
+        write(v)
+    except RuntimeError as e:
+        return type(e), str(e), before, (a.detach().numpy().copy(), a._version)
+    return None, "", before, (a.detach().numpy().copy(), a._version)
+
+
+def test_view_created_under_no_grad_modified_in_grad_mode_raises_like_torch():
+    phrase = "created in no_grad mode and is being modified inplace with grad mode enabled"
+    for make_base in (lambda a: a, lambda a: a * 1):
+        for write in (lambda v: v.mul_(2), lambda v: v.__setitem__(0, 1.0), lambda v: v.zero_()):
+            want = _no_grad_view_then_inplace(torch, make_base, write)
+            got = _no_grad_view_then_inplace(rustgrad, make_base, write)
+            assert want[0] is RuntimeError and phrase in want[1]
+            assert got[0] is RuntimeError and phrase in got[1], got[1]
+            np.testing.assert_array_equal(got[3][0], got[2][0])  # nothing was written
+            assert got[3][1] == got[2][1]

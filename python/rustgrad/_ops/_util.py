@@ -119,6 +119,16 @@ def check_inplace(t: Tensor) -> None:
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
             )
+    elif is_grad_enabled():
+        base = t._base
+        if base is not None and base.requires_grad:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+                "You can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked)."
+            )
 
 
 def commit_inplace(t: Tensor, out: Tensor) -> None:
