@@ -1,12 +1,22 @@
-"""A tour of autograd with rustgrad: leaves, grad_fn chains, detach sharing memory,
-retain_grad, hooks, version counters, no_grad, and a small model trained by gradient descent.
+"""rustgrad's demo: train an MLP and a small CNN on scikit-learn's digits (torch's numbers
+beside them when torch is installed), then a tour of autograd on the trained model: leaves,
+grad_fn chains, detach sharing memory, retain_grad, hooks watching each layer's gradient,
+frozen layers, version counters and no_grad.
 
-    make demo        (or: python examples/demo.py)
+    make demo        (or: python examples/demo.py [--epochs N] [--no-torch])
 """
 
 from __future__ import annotations
 
-import rustgrad as torch
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import train_digits  # noqa: E402  (sets one BLAS thread before numpy loads)
+
+import rustgrad as torch  # noqa: E402
 
 
 def section(title: str) -> None:
@@ -28,7 +38,7 @@ def walk(fn: object, depth: int = 0) -> None:
             stack.append((child, d + 1))
 
 
-def main() -> None:
+def tour() -> None:
     section("1. leaves and grad_fn")
     x = torch.tensor([2.0], requires_grad=True)
     y = x * 3
@@ -98,25 +108,73 @@ def main() -> None:
         k = s * 2
     print(f"under no_grad, s * 2 = {k} (requires_grad={k.requires_grad}, leaf={k.is_leaf})")
 
-    section("8. fitting y = 3x - 1 by gradient descent")
-    torch.manual_seed(0)
-    xs = torch.linspace(-1, 1, 64).reshape(64, 1)
-    ys = 3 * xs - 1 + 0.05 * torch.randn(64, 1)
-    weight = torch.zeros(1, 1, requires_grad=True)
-    bias = torch.zeros(1, requires_grad=True)
-    for step in range(201):
-        pred = xs @ weight + bias
-        mse = ((pred - ys) ** 2).mean()
-        mse.backward()
-        with torch.no_grad():
-            weight -= 0.1 * weight.grad
-            bias -= 0.1 * bias.grad
-        weight.grad = None
-        bias.grad = None
-        if step % 50 == 0:
-            print(f"  step {step:3d}: loss {mse.item():.5f}")
-    print(f"learned weight {weight.item():.3f} (true 3), bias {bias.item():.3f} (true -1)")
     print(f"live storages on the CPU (Rust accounting): {torch.memory.live_storages()}")
+
+
+def trained_model_tour(model: object, x: object, y: object) -> None:
+    """The same concepts on the CNN just trained."""
+    F = torch.nn.functional
+    section("8. hooks watching each layer's gradient norm")
+    norms = {}
+    handles = [
+        p.register_hook(lambda g, name=name: norms.__setitem__(name, g.norm().item()))
+        for name, p in model.named_parameters()
+        if name.endswith("weight")
+    ]
+    model.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    for name, n in norms.items():
+        print(f"  |grad {name:10s}| = {n:.5f}")
+    for h in handles:
+        h.remove()
+
+    section("9. freezing the convolutions")
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    for m in convs:
+        m.requires_grad_(False)
+    before = [m.weight.detach().clone() for m in convs]
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    model.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    same = all(bool((m.weight == b).all()) for m, b in zip(convs, before))
+    print(f"  conv weights require grad: {[m.weight.requires_grad for m in convs]}")
+    print(f"  their .grad after backward: {[m.weight.grad for m in convs]}")
+    print(f"  unchanged, bit for bit, after an SGD step: {same}")
+    for m in convs:
+        m.requires_grad_(True)
+
+    section("10. detached features feed a new head")
+    body, head = model[:-1], torch.nn.Linear(64, 10)
+    feats = body(x).detach()
+    print(f"  features: shape {list(feats.shape)}, requires_grad={feats.requires_grad}, "
+          f"grad_fn={feats.grad_fn}, is_leaf={feats.is_leaf}")
+    model.zero_grad()
+    F.cross_entropy(head(feats), y).backward()
+    print(f"  head.weight.grad is set: {head.weight.grad is not None}; "
+          f"body grads stay None: {all(p.grad is None for p in body.parameters())}")
+
+    section("11. the graph is freed after backward")
+    n0 = torch.memory.live_storages()
+    loss = F.cross_entropy(model(x), y)
+    n1 = torch.memory.live_storages()
+    loss.backward()
+    del loss
+    n2 = torch.memory.live_storages()
+    print(f"  live storages: {n0} before forward, {n1} with the graph, {n2} after backward "
+          f"(+ the new .grad tensors)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
+    args = parser.parse_args()
+    with_torch = train_digits.torch is not None and not args.no_torch
+    section("0. training on scikit-learn's digits")
+    model, (xte, yte) = train_digits.main_with(args.epochs, with_torch)
+    tour()
+    trained_model_tour(model, torch.tensor(xte[:64]), torch.tensor(yte[:64]))
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def train(lib: Any, model: Any, xtr: np.ndarray, ytr: np.ndarray, xte: np.ndarra
 
 
 def run(name: str, build: Callable[[Any], Any], epochs: int, lr: float, with_torch: bool,
-        data_: Tuple[np.ndarray, ...]) -> Dict[str, Dict[str, float]]:
+        data_: Tuple[np.ndarray, ...]) -> Tuple[Dict[str, Dict[str, float]], Any]:
     xtr, xte, ytr, yte = data_
     if build is mlp:
         xtr, xte = xtr.reshape(len(xtr), 64), xte.reshape(len(xte), 64)
@@ -110,7 +110,27 @@ def run(name: str, build: Callable[[Any], Any], epochs: int, lr: float, with_tor
         tmodel.load_state_dict({k: torch.tensor(v) for k, v in init.items()})
         results["torch"] = train(torch, tmodel, xtr, ytr, xte, yte, epochs, 64, lr, 1,
                                  f"{name} torch")
-    return results
+    return results, model
+
+
+def main_with(epochs: int, with_torch: bool) -> Tuple[Any, Tuple[np.ndarray, np.ndarray]]:
+    """Trains both models (and torch's twins), prints the table; returns the rustgrad CNN and
+    the test split."""
+    if with_torch:
+        torch.set_num_threads(1)
+    d = data()
+    print(f"digits: {len(d[0])} train / {len(d[1])} test images of 8x8, 10 classes")
+    rows = []
+    model = None
+    for name, build, lr in (("MLP", mlp, 3e-3), ("CNN", cnn, 3e-3)):
+        res, model = run(name, build, epochs, lr, with_torch, d)
+        for lib_name, r in res.items():
+            rows.append((name, lib_name, r))
+    print(f"{'model':6s} {'library':9s} {'test acc':>9s} {'last loss':>10s} {'train time':>11s}")
+    for name, lib_name, r in rows:
+        print(f"{name:6s} {lib_name:9s} {r['acc'] * 100:8.2f}% {r['loss']:10.4f} "
+              f"{r['time']:10.2f}s")
+    return model, (d[1], d[3])
 
 
 def main() -> None:
@@ -118,20 +138,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
     args = parser.parse_args()
-    with_torch = torch is not None and not args.no_torch
-    if with_torch:
-        torch.set_num_threads(1)
-    d = data()
-    print(f"digits: {len(d[0])} train / {len(d[1])} test images of 8x8, 10 classes")
-    rows = []
-    for name, build, lr in (("MLP", mlp, 3e-3), ("CNN", cnn, 3e-3)):
-        res = run(name, build, args.epochs, lr, with_torch, d)
-        for lib_name, r in res.items():
-            rows.append((name, lib_name, r))
-    print(f"{'model':6s} {'library':9s} {'test acc':>9s} {'last loss':>10s} {'train time':>11s}")
-    for name, lib_name, r in rows:
-        print(f"{name:6s} {lib_name:9s} {r['acc'] * 100:8.2f}% {r['loss']:10.4f} "
-              f"{r['time']:10.2f}s")
+    main_with(args.epochs, torch is not None and not args.no_torch)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ CASES = [
      (IMG,), (), False),
     ("softmax", lambda L, x: L.nn.functional.softmax(x, 1), (X,), (), True),
     ("log_softmax", lambda L, x: L.nn.functional.log_softmax(x, -1), (X * 30,), (), True),
-    ("softmin", lambda L, x: L.nn.functional.softmin(x, 0), (X,), (), False),
+    ("softmin", lambda L, x: L.nn.functional.softmin(x, 0), (X,), (), True),
     ("cross_entropy", lambda L, x, t: L.nn.functional.cross_entropy(x, t), (X,), (T,), True),
     ("cross_entropy_sum_ignore",
      lambda L, x, t: L.nn.functional.cross_entropy(x, t, reduction="sum", ignore_index=2),
@@ -138,10 +138,17 @@ CASES = [
      lambda L, x, y: L.nn.functional.kl_div(x, y, reduction="sum", log_target=True), (X, Y), (),
      True),
     ("layer_norm", lambda L, x, w, b: L.nn.functional.layer_norm(x, (5,), w, b), (X, W5, W5),
-     (), False),
+     (), True),
+    ("layer_norm_2d_no_affine", lambda L, x: L.nn.functional.layer_norm(x, (7, 7)), (IMG,), (),
+     True),
     ("batch_norm_train",
      lambda L, x, w, b: L.nn.functional.batch_norm(x, None, None, w, b, training=True),
-     (IMG, W5[:4], W5[1:]), (), False),
+     (IMG, W5[:4], W5[1:]), (), True),
+    ("batch_norm_eval",
+     lambda L, x, w, b: L.nn.functional.batch_norm(x, L.tensor(W5[:4]), L.tensor(W5[1:]), w, b),
+     (IMG, W5[:4], W5[1:]), (), True),
+    ("batch_norm_1d_no_affine",
+     lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True), (X,), (), True),
     ("group_norm", lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b),
      (IMG, W5[:4], W5[1:]), (), False),
     ("embedding_padding_idx",
@@ -149,7 +156,9 @@ CASES = [
      (rng.standard_normal((6, 3)),), (np.array([[1, 2, 2], [5, 0, 1]]),), True),
     ("normalize", lambda L, x: L.nn.functional.normalize(x), (X,), (), True),
     ("cosine_similarity", lambda L, x, y: L.nn.functional.cosine_similarity(x, y), (X, Y), (),
-     False),
+     True),
+    ("adaptive_avg_pool2d_divides",
+     lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, (2, 3)), (IMG[:, :, :6, :6],), (), True),
 ]
 for _act in ["relu", "relu6", "elu", "selu", "celu", "leaky_relu", "gelu", "silu", "mish",
              "softplus", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid", "softsign",
@@ -263,6 +272,20 @@ def test_cross_entropy_target_out_of_bounds_raises_index_error(lib):
         lib.nn.functional.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 5]))
 
 
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_cross_entropy_target_dtype_not_long_raises_runtime_error(lib, dtype):
+    target = lib.tensor([0, 1], dtype=getattr(lib, dtype))
+
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found"):
+        lib.nn.functional.cross_entropy(lib.zeros(2, 3), target)
+
+
+def test_cross_entropy_batch_size_mismatch_raises_value_error(lib):
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target "
+                                         r"batch_size \(3\)"):
+        lib.nn.functional.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1, 2]))
+
+
 def test_linear_shape_mismatch_raises_runtime_error(lib):
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 "
                                            r"and 4x5\)"):
@@ -331,8 +354,12 @@ GRADCHECK = [
     ("elu", lambda x: RF.elu(x, 0.7), [(3, 4)]),
     ("softplus", lambda x: RF.softplus(x, 2.0, 1.0), [(3, 4)]),
     ("mish", lambda x: RF.mish(x), [(3, 4)]),
-    ("layer_norm", lambda x, w: RF.layer_norm(x, (4,), w), [(3, 4), (4,)]),
-    ("batch_norm", lambda x: RF.batch_norm(x, None, None, training=True), [(4, 3)]),
+    ("layer_norm", lambda x, w, b: RF.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)]),
+    ("batch_norm", lambda x, w, b: RF.batch_norm(x, None, None, w, b, training=True),
+     [(4, 3, 2), (3,), (3,)]),
+    ("batch_norm_eval", lambda x, w: RF.batch_norm(x, rustgrad.ones(3, dtype=rustgrad.float64),
+                                                   rustgrad.ones(3, dtype=rustgrad.float64) * 2,
+                                                   w), [(4, 3), (3,)]),
 ]
 
 

@@ -1,9 +1,99 @@
-"""rustgrad.autograd.graph: the Node type of grad_fn objects."""
+"""rustgrad.autograd.graph: the Node type of grad_fn objects, saved-tensor hooks.
+
+`Node` is the Rust grad_fn object (`rust/python/src/node.rs`): `name()`, `next_functions`,
+`register_hook(fn(grad_inputs, grad_outputs))`, `register_prehook(fn(grad_outputs))`, and, by
+`_node_getattr` below, torch's per-op `_saved_<name>` attributes and a custom Function's ctx
+attributes.
+"""
 
 from __future__ import annotations
+
+from typing import Any, Callable, Dict, Tuple
 
 from .. import _core
 
 Node = _core.Node
 
-__all__ = ["Node"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu"]
+
+
+class saved_tensors_hooks:
+    """Within this context, every tensor an op saves for backward is passed to `pack_hook`
+    when saved, and what it returned to `unpack_hook` when backward needs the tensor back
+    (which must return a tensor with the same content). Applies on this thread; the innermost
+    pair wins. Saved this way, tensors are not version-checked (as torch)."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        _core._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+
+    def __exit__(self, *args: object) -> None:
+        _core._pop_saved_tensors_hooks()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept on the CPU and moved back to their device in backward (a no-op
+    for CPU tensors, as torch's)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor: Any) -> Tuple[Any, Any]:
+            return (tensor.device, tensor.cpu())
+
+        def unpack_from_cpu(packed: Tuple[Any, Any]) -> Any:
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+def _tensor(value: Any) -> Any:
+    from .._creation import tensor
+
+    return tensor(value)
+
+
+# torch's `grad_fn._saved_<name>` for a few common nodes: name -> (saved tuple, ctx) -> value.
+_SAVED: Dict[str, Dict[str, Callable[[Tuple[Any, ...], Any], Any]]] = {
+    "MulBackward0": {
+        "self": lambda s, c: s[1] if s else None,
+        "other": lambda s, c: s[0] if s else _tensor(c),
+    },
+    "DivBackward0": {
+        "self": lambda s, c: s[1] if s else None,
+        "other": lambda s, c: s[0] if s else _tensor(c),
+    },
+    "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
+    "PowBackward1": {
+        "self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2],
+    },
+    "LogBackward0": {"self": lambda s, c: s[0]},
+    "AbsBackward0": {"self": lambda s, c: s[0]},
+}
+for _name in ("ExpBackward0", "SqrtBackward0", "TanhBackward0", "SigmoidBackward0",
+              "ReluBackward0", "ReciprocalBackward0"):
+    _SAVED[_name] = {"result": lambda s, c: s[0]}
+
+
+def _node_getattr(node: Any, attr: str) -> Any:
+    """Attributes of grad_fn objects beyond the Rust ones (called by Node.__getattr__)."""
+    name = node.name()
+    ctx = node._ctx
+    from .function import FunctionCtx
+
+    if isinstance(ctx, FunctionCtx):
+        if attr in ("saved_tensors", "saved_variables"):
+            return node._saved_values()
+        if not attr.startswith("__"):
+            try:
+                return getattr(ctx, attr)
+            except AttributeError:
+                pass
+    elif attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
+        key = attr[len("_raw_saved_"):] if attr.startswith("_raw") else attr[len("_saved_"):]
+        getter = _SAVED.get(name, {}).get(key)
+        if getter is not None:
+            return getter(node._saved_values(), ctx)
+    raise AttributeError(f"'{name}' object has no attribute '{attr}'")

@@ -446,8 +446,9 @@ def _pool_geometry(h: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> T
 
 
 def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, idx = ctx
-    return index_into_zeros(g, shape, idx, True)
+    shape, idx, overlap = ctx
+    # windows that do not overlap pick distinct elements: plain assignment, no scatter-add
+    return index_into_zeros(g, shape, idx, overlap)
 
 
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
@@ -465,7 +466,11 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation:
     oh, eh = _pool_geometry(h, k[0], s[0], p[0], d[0], ceil_mode)
     ow, ew = _pool_geometry(w, k[1], s[1], p[1], d[1], ceil_mode)
     xp = x._backend
-    cols = _im2col(xp, xd, k, d, (p[0], p[0] + eh, p[1], p[1] + ew), s, -math.inf)
+    if s == k and p == (0, 0) and d == (1, 1) and oh * k[0] == h and ow * k[1] == w:
+        # tiling windows: a reshape gives them without copying the input into columns
+        cols = xd.reshape(n, c, oh, k[0], ow, k[1]).transpose(0, 1, 3, 5, 2, 4)
+    else:
+        cols = _im2col(xp, xd, k, d, (p[0], p[0] + eh, p[1], p[1] + ew), s, -math.inf)
     cols = cols.reshape(n, c, k[0] * k[1], oh, ow)
     kidx = xp.argmax(cols, axis=2)
     vals = xp.ascontiguousarray(xp.take_along_axis(cols, kidx[:, :, None], axis=2)[:, :, 0])
@@ -473,8 +478,9 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation:
     hh = xp.arange(oh).reshape(1, 1, oh, 1) * s[0] - p[0] + ki * d[0]
     ww = xp.arange(ow).reshape(1, 1, 1, ow) * s[1] - p[1] + kj * d[1]
     idx = (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1), hh, ww)
+    overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
     out = record(vals, (x,), "MaxPool2DWithIndicesBackward0", _max_pool_bw, None,
-                 (xd.shape, idx))
+                 (xd.shape, idx, overlap))
     if return_indices:
         return out, const((hh * w + ww).astype(_dtype.int64.np))
     return out
@@ -492,11 +498,12 @@ def _avg_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
-               count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+               count_include_pad: bool, divisor_override: Optional[int],
+               name: str = "AvgPool2DBackward0") -> Tensor:
     xd = x._data
     if xd.ndim == 3:
         return avg_pool2d(x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
-                          count_include_pad, divisor_override).squeeze(0)
+                          count_include_pad, divisor_override, name).squeeze(0)
     _check_float(x, "avg_pool2d")
     k = _pair(kernel_size)
     s = _pair(stride if stride is not None and stride != [] else kernel_size)
@@ -523,7 +530,7 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode
         if bool((div == div.flat[0]).all()):
             div = xp.asarray(div.flat[0])
     out = (total / div).astype(xd.dtype, copy=False)
-    return record(out, (x,), "AvgPool2DBackward0", _avg_pool_bw, None,
+    return record(out, (x,), name, _avg_pool_bw, None,
                   (xd.shape, k, pads, s, div))
 
 
@@ -579,10 +586,8 @@ def nll_loss(x: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: 
              reduction: str) -> Tensor:
     xd, td = x._data, target._data
     xp = x._backend
-    if td.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected scalar type Long but found {_type_name(target)}"
-        )
+    if td.dtype.kind != "u" and td.dtype != _dtype.int64.np:
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target)}")
     if xd.ndim == 1:
         if td.ndim != 0:
             raise ValueError(f"Expected input batch_size (1) to match target batch_size "
@@ -962,6 +967,123 @@ def logsigmoid(x: Tensor) -> Tensor:
     xp = x._backend
     out = (xp.minimum(xd, 0) - xp.log1p(xp.exp(-xp.abs(xd)))).astype(xd.dtype, copy=False)
     return record(out, (x,), "LogSigmoidBackward0", _logsigmoid_bw, (x,))
+
+
+# ---- normalization ------------------------------------------------------------------------
+def _norm_bw_x(g: Tensor, xhat: Tensor, rstd: Tensor, dims: Tuple[int, ...]) -> Tensor:
+    """The input gradient of y = xhat (normalized over dims by batch statistics)."""
+    return rstd * (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True))
+
+
+def _stats(x: Tensor, dims: Tuple[int, ...], eps: float) -> Tuple[Tensor, Tensor]:
+    """(xhat, rstd) recomputed in rustgrad ops, so that backward formulas are differentiable."""
+    xc = x - x.mean(dims, keepdim=True)
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).sqrt().reciprocal()
+    return xc * rstd, rstd
+
+
+def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, w = saved
+    dims, eps, needs, has_w, has_b = ctx
+    xhat, rstd = _stats(x, dims, eps)
+    lead = tuple(range(x._data.ndim - len(dims)))
+    gxhat = g * w if has_w else g
+    out = [_norm_bw_x(gxhat, xhat, rstd, dims) if needs[0] else None]
+    if has_w:
+        out.append((g * xhat).sum(lead) if needs[1] and lead else (g * xhat) if needs[1]
+                   else None)
+    if has_b:
+        out.append((g.sum(lead) if lead else g) if needs[2] else None)
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def layer_norm(x: Tensor, shape: Tuple[int, ...], w: Optional[Tensor], b: Optional[Tensor],
+               eps: float) -> Tensor:
+    """One NativeLayerNormBackward0 node; its formula recomputes the statistics in rustgrad
+    ops, so double backward works."""
+    xd = x._data
+    xp = x._backend
+    dims = tuple(range(xd.ndim - len(shape), xd.ndim))
+    mean = xd.mean(axis=dims, keepdims=True)
+    xc = xd - mean
+    var = (xc * xc).mean(axis=dims, keepdims=True)
+    out = xc * (1 / xp.sqrt(var + eps))
+    if w is not None:
+        out = out * w._data
+    if b is not None:
+        out = out + b._data
+    inputs = tuple(t for t in (x, w, b) if t is not None)
+    ctx = (dims, eps, _needs(x, w, b), w is not None, b is not None)
+    return record(out.astype(xd.dtype, copy=False), inputs, "NativeLayerNormBackward0",
+                  _layer_norm_bw, (x, w), ctx)
+
+
+def _batch_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, w, rm, rv = saved
+    dims, eps, training, needs, has_w, has_b = ctx
+    c = x._data.shape[1]
+    bshape = (1, c) + (1,) * (x._data.ndim - 2)
+    if training:
+        xhat, rstd = _stats(x, dims, eps)
+    else:
+        rstd = (rv.reshape(bshape) + eps).sqrt().reciprocal()
+        xhat = (x - rm.reshape(bshape)) * rstd
+    gxhat = g * w.reshape(bshape) if has_w else g
+    out: list = [None]
+    if needs[0]:
+        out[0] = _norm_bw_x(gxhat, xhat, rstd, dims) if training else gxhat * rstd
+    if has_w:
+        out.append((g * xhat).sum(dims) if needs[1] else None)
+    if has_b:
+        out.append(g.sum(dims) if needs[2] else None)
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+               w: Optional[Tensor], b: Optional[Tensor], training: bool, momentum: float,
+               eps: float) -> Tensor:
+    """One NativeBatchNormBackward0 node; in training the batch statistics normalize and the
+    running statistics are updated in place (unbiased variance), as torch."""
+    xd = x._data
+    xp = x._backend
+    c = xd.shape[1]
+    dims = (0,) + tuple(range(2, xd.ndim))
+    bshape = (1, c) + (1,) * (xd.ndim - 2)
+    if training:
+        n = xd.size // c
+        if n <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{x.shape}"
+            )
+        mean = xd.mean(axis=dims, keepdims=True)
+        xc = xd - mean
+        var = (xc * xc).mean(axis=dims, keepdims=True)
+        if running_mean is not None:
+            r = running_mean._data
+            r[...] = momentum * mean.reshape(c) + (1 - momentum) * r
+            running_mean._bump_version()
+        if running_var is not None:
+            r = running_var._data
+            r[...] = momentum * var.reshape(c) * (n / (n - 1)) + (1 - momentum) * r
+            running_var._bump_version()
+        out = xc * (1 / xp.sqrt(var + eps))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        out = (xd - running_mean._data.reshape(bshape)) * \
+            (1 / xp.sqrt(running_var._data.reshape(bshape) + eps))
+    if w is not None:
+        out = out * w._data.reshape(bshape)
+    if b is not None:
+        out = out + b._data.reshape(bshape)
+    inputs = tuple(t for t in (x, w, b) if t is not None)
+    # the running stats are saved as copies: they change in place at every training step
+    saved = (x, w, None if training else const(running_mean._data.copy()),
+             None if training else const(running_var._data.copy()))
+    ctx = (dims, eps, training, _needs(x, w, b), w is not None, b is not None)
+    return record(out.astype(xd.dtype, copy=False), inputs, "NativeBatchNormBackward0",
+                  _batch_norm_bw, saved, ctx)
 
 
 # ---- embedding ----------------------------------------------------------------------------

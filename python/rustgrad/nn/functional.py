@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from .. import _dtype
 from .._ops import unary as _unary
 from .._ops.select import where as _where
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor
 from . import _prims
 from ._prims import const as _const
 
@@ -181,7 +181,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     if oh == 1 and ow == 1:
         return input.mean((-2, -1), keepdim=True)
     if h % oh == 0 and w % ow == 0:
-        return avg_pool2d(input, (h // oh, w // ow), (h // oh, w // ow))
+        k = (h // oh, w // ow)
+        return _prims.avg_pool2d(input, k, k, 0, False, True, None,
+                                 "AdaptiveAvgPool2DBackward0")
     rows = []
     for hs, he in _adaptive_bins(h, oh):
         cols = [input[..., hs:he, ws:we].mean((-2, -1)) for ws, we in _adaptive_bins(w, ow)]
@@ -409,16 +411,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
-    dims = tuple(range(input.ndim - len(shape), input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    out = xc * (var + eps).sqrt().reciprocal()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return _prims.layer_norm(input, shape, weight, bias, eps)
 
 
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
@@ -426,39 +419,10 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalizes over all dims but the channel dim 1; in training, updates the running
     stats in place (unbiased variance), as torch."""
-    nd = input.ndim
-    dims = (0,) + tuple(range(2, nd))
-    c = input.shape[1]
-    bshape = (1, c) + (1,) * (nd - 2)
-    if training:
-        n = input.numel() // c
-        if n <= 1:
-            raise ValueError(
-                f"Expected more than 1 value per channel when training, got input size "
-                f"{input.shape}"
-            )
-        mean = input.mean(dims, keepdim=True)
-        xc = input - mean
-        var = (xc * xc).mean(dims, keepdim=True)
-        if running_mean is not None:
-            rm = running_mean._data
-            rm[...] = momentum * mean._data.reshape(c) + (1 - momentum) * rm
-            running_mean._bump_version()
-        if running_var is not None:
-            rv = running_var._data
-            rv[...] = momentum * var._data.reshape(c) * (n / (n - 1)) + (1 - momentum) * rv
-            running_var._bump_version()
-        out = xc * (var + eps).sqrt().reciprocal()
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        invstd = (running_var.reshape(bshape) + eps).sqrt().reciprocal()
-        out = (input - running_mean.reshape(bshape)) * invstd
-    if weight is not None:
-        out = out * weight.reshape(bshape)
-    if bias is not None:
-        out = out + bias.reshape(bshape)
-    return out
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm expects at least 2-D input, got {input.ndim}-D")
+    return _prims.batch_norm(input, running_mean, running_var, weight, bias, training,
+                             momentum, eps)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
@@ -495,9 +459,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
-    n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    # torch's formula: normalize each, then sum the product (SumBackward1)
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
@@ -529,11 +494,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     c = input.shape[cdim]
     wshape = [1] * input.ndim
     wshape[cdim] = c
-    if target.is_floating_point():  # class probabilities
-        if target.shape != input.shape:
-            raise RuntimeError(
-                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
-            )
+    if target.is_floating_point() and target.shape == input.shape:  # class probabilities
         t = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing > 0 \
             else target
         prod = logp * t
@@ -704,7 +665,3 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _apply_reduction(loss, reduction)
-
-
-def _dim_ok(dim: int, ndim: int) -> int:
-    return _wrap_dim(dim, ndim)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Tuple
 
+# Host-side sampling: rustgrad's generator is NumPy's; _fill copies values to the device.
+import numpy as _np
+
 from .._creation import Generator, default_generator
 from .._tensor import Tensor
 
@@ -96,25 +99,13 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
     u = rng.uniform(2 * lo - 1, 2 * hi - 1, size=tuple(tensor.shape))
     # erfinv through Newton steps on erf (NumPy has no erfinv)
-    vec_erf = _vectorized_erf()
+    vec_erf = _np.vectorize(math.erf)
     y = u.copy()
     for _ in range(50):
         err = vec_erf(y) - u
-        y -= err / (2 / math.sqrt(math.pi) * _exp(-y * y))
+        y -= err / (2 / math.sqrt(math.pi) * _np.exp(-y * y))
     vals = (y * std * math.sqrt(2.0) + mean).clip(a, b)
     return _fill(tensor, vals)
-
-
-def _vectorized_erf() -> Any:
-    import numpy  # host-side sampling helper (the values are copied to the device by _fill)
-
-    return numpy.vectorize(math.erf)
-
-
-def _exp(x: Any) -> Any:
-    import numpy
-
-    return numpy.exp(x)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -209,15 +200,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0,
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    import numpy  # host-side QR of a host-side random matrix
-
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = _rng(generator).normal(0.0, 1.0, size=(rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = numpy.linalg.qr(flat)
-    q = q * numpy.sign(numpy.diag(r))
+    q, r = _np.linalg.qr(flat)
+    q = q * _np.sign(_np.diag(r))
     if rows < cols:
         q = q.T
     return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))

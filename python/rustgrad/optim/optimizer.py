@@ -93,6 +93,11 @@ class Optimizer:
             cls.step = _with_hooks(step)  # type: ignore[method-assign]
 
     def __init__(self, params: ParamsT, defaults: Dict[str, Any]) -> None:
+        if defaults.get("differentiable"):
+            raise NotImplementedError(
+                "rustgrad: differentiable=True (an optimizer step recorded in the graph) is not "
+                "supported; steps run in place under no_grad"
+            )
         self.defaults = defaults
         self._optimizer_step_pre_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
         self._optimizer_step_post_hooks: Dict[int, Callable[..., Any]] = OrderedDict()
@@ -292,13 +297,7 @@ class Optimizer:
     # ---- helpers for the subclasses -------------------------------------------------------
     @staticmethod
     def _params_with_grad(group: Dict[str, Any]) -> List[Tensor]:
-        out = []
-        for p in group["params"]:
-            if p.grad is not None:
-                if p.grad.is_sparse if hasattr(p.grad, "is_sparse") else False:
-                    raise RuntimeError("sparse gradients are not supported")
-                out.append(p)
-        return out
+        return [p for p in group["params"] if p.grad is not None]
 
     @staticmethod
     def _closure_loss(closure: Optional[Callable[[], Any]]) -> Any:

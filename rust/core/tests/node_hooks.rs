@@ -56,7 +56,11 @@ fn node_post_hooks_see_returned_and_received_gradients_and_replace_what_is_passe
 
     assert_eq!(
         entries(&log),
-        ["m", "post1:[Some(6.0)]/[Some(3.0)]", "post2:[Some(3.0)]/[Some(3.0)]"]
+        [
+            "m",
+            "post1:[Some(6.0)]/[Some(3.0)]",
+            "post2:[Some(3.0)]/[Some(3.0)]"
+        ]
     );
     assert_eq!(x.grad(), Some(3.0));
 }
@@ -82,7 +86,12 @@ fn node_hooks_on_accumulate_grad_run_around_the_sink() {
 
     assert_eq!(
         entries(&log),
-        ["pre:[Some(2.0)]", "x", "acc:Some(2.0)", "post:[]/[Some(2.0)]"]
+        [
+            "pre:[Some(2.0)]",
+            "x",
+            "acc:Some(2.0)",
+            "post:[]/[Some(2.0)]"
+        ]
     );
 }
 

@@ -9,20 +9,21 @@ mod node;
 mod py_value;
 mod tensor;
 
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 use rustgrad_core::{
-    grad_mode, storage, Edge, Engine, ExecuteOptions, NodeBase, SavedTensor, SavedVariables,
-    Storage, VersionCounter,
+    grad_mode, storage, Edge, Engine, ExecuteOptions, NodeBase, NodeRef, SavedTensor,
+    SavedVariables, Storage, VersionCounter,
 };
 
-use py_value::{PyGrad, PyNode, Saved};
-use tensor::{gradient_edge, new_tensor, PyTensor, TensorMeta};
+use py_value::{Origin, PyGrad, PyNode, Saved};
+use tensor::{gradient_edge, leaf_accumulator, new_tensor, set_history, PyTensor, TensorMeta};
 
 /// Python functions the binding calls back, registered once by `rustgrad/__init__.py`.
 pub struct Callbacks {
@@ -152,8 +153,13 @@ fn record<'py>(
     for t in inputs.iter() {
         edges.push(gradient_edge(t.downcast::<PyTensor>()?));
     }
+    let hooks = if saved.is_some() || save_output {
+        saved_tensors_hooks(py)
+    } else {
+        None
+    };
     let mut saved_values = Vec::new();
-    if let Some(saved) = saved {
+    if let (Some(saved), None) = (saved, &hooks) {
         saved_values.reserve(saved.len() + save_output as usize);
         for s in saved.iter() {
             if s.is_none() {
@@ -168,7 +174,7 @@ fn record<'py>(
             }
         }
     }
-    if save_output {
+    if save_output && hooks.is_none() {
         saved_values.push(SavedTensor::new(
             Saved::Output {
                 data: data.clone().unbind(),
@@ -186,10 +192,270 @@ fn record<'py>(
         saved: SavedVariables::new(saved_values),
         ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
         weak_self: weak.clone(),
+        stack: anomaly_stack(py),
     });
-    let out = new_tensor(py, data.unbind(), meta, Some(node), 0)?;
+    let out = new_tensor(py, data.unbind(), meta, Some(node.clone()), 0)?;
     out.borrow_mut().base = base;
+    if let Some(hooks) = hooks {
+        let mut items = Vec::new();
+        if let Some(saved) = saved {
+            items.extend(saved.iter().map(ToSave::Input));
+        }
+        if save_output {
+            items.push(ToSave::Output(out.clone(), 0));
+        }
+        node.saved.set(pack_saved(py, items, Some(&hooks))?);
+    }
     Ok(out)
+}
+
+/// What a node saves, before it is saved.
+enum ToSave<'py> {
+    /// A tensor that is not an output of the node (or None).
+    Input(Bound<'py, PyAny>),
+    /// Output `output_nr` of the node (kept weakly, see `Saved::Output`).
+    Output(Bound<'py, PyTensor>, usize),
+}
+
+/// The saved values of a node, through the pack hook of `saved_tensors_hooks` when one is set.
+fn pack_saved<'py>(
+    py: Python<'py>,
+    items: Vec<ToSave<'py>>,
+    hooks: Option<&(Py<PyAny>, Py<PyAny>)>,
+) -> PyResult<Vec<SavedTensor<Saved>>> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let (t, origin) = match item {
+            ToSave::Input(s) if s.is_none() => {
+                out.push(SavedTensor::new(Saved::NoneValue, VersionCounter::new(), 0));
+                continue;
+            }
+            ToSave::Input(s) => {
+                let t = s.downcast_into::<PyTensor>().map_err(|e| {
+                    PyTypeError::new_err(format!(
+                        "save_for_backward can only save variables, but argument is of type {}",
+                        e.into_inner()
+                            .get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                })?;
+                let origin = if hooks.is_none() {
+                    Origin::Plain
+                } else if let Some(acc) = leaf_accumulator(&t) {
+                    Origin::Leaf(acc)
+                } else {
+                    match gradient_edge(&t) {
+                        Some(Edge { node, input_nr }) => Origin::Node {
+                            node,
+                            output_nr: input_nr,
+                        },
+                        None => Origin::Plain,
+                    }
+                };
+                (t, origin)
+            }
+            ToSave::Output(t, output_nr) => (t, Origin::SelfOutput { output_nr }),
+        };
+        let Some((pack, unpack)) = hooks else {
+            let b = t.borrow();
+            let saved = match origin {
+                Origin::SelfOutput { output_nr } => SavedTensor::new(
+                    Saved::Output {
+                        data: b.data.clone_ref(py),
+                        meta: b.meta(),
+                        output_nr,
+                    },
+                    b.version.clone(),
+                    output_nr,
+                ),
+                _ => SavedTensor::new(
+                    Saved::Input(t.clone().into_any().unbind()),
+                    b.version.clone(),
+                    b.output_nr,
+                ),
+            };
+            out.push(saved);
+            continue;
+        };
+        let version = t.borrow().version.clone();
+        let before = version.current();
+        let packed = pack.bind(py).call1((&t,))?;
+        if version.current() != before {
+            return Err(PyRuntimeError::new_err(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook can not be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to save a modified tensor.",
+            ));
+        }
+        // Hooks are trusted with the value: nothing to compare a version against.
+        out.push(SavedTensor::new(
+            Saved::Packed {
+                packed: packed.unbind(),
+                unpack: unpack.clone_ref(py),
+                origin,
+            },
+            VersionCounter::new(),
+            0,
+        ));
+    }
+    Ok(out)
+}
+
+thread_local! {
+    /// The `saved_tensors_hooks` (pack, unpack) pairs in force on this thread; the innermost
+    /// applies.
+    static SAVED_TENSORS_HOOKS: RefCell<Vec<(Py<PyAny>, Py<PyAny>)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn saved_tensors_hooks(py: Python<'_>) -> Option<(Py<PyAny>, Py<PyAny>)> {
+    SAVED_TENSORS_HOOKS.with(|h| {
+        h.borrow()
+            .last()
+            .map(|(p, u)| (p.clone_ref(py), u.clone_ref(py)))
+    })
+}
+
+/// Enters `saved_tensors_hooks(pack, unpack)` on this thread.
+#[pyfunction]
+fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
+    SAVED_TENSORS_HOOKS.with(|h| h.borrow_mut().push((pack, unpack)));
+}
+
+/// Leaves the innermost `saved_tensors_hooks`.
+#[pyfunction]
+fn _pop_saved_tensors_hooks() -> PyResult<()> {
+    let popped = SAVED_TENSORS_HOOKS.with(|h| h.borrow_mut().pop());
+    match popped {
+        Some(pair) => {
+            drop(pair);
+            Ok(())
+        }
+        None => Err(PyRuntimeError::new_err("no saved tensors hooks to pop")),
+    }
+}
+
+/// The forward traceback of the op being recorded, when anomaly mode is on (one thread-local
+/// read otherwise).
+fn anomaly_stack(py: Python<'_>) -> Option<Py<PyAny>> {
+    if !grad_mode::is_anomaly_enabled() {
+        return None;
+    }
+    let stack = py
+        .import("traceback")
+        .and_then(|tb| tb.call_method0("format_stack"))
+        .and_then(|frames| PyString::new(py, "").call_method1("join", (frames,)));
+    stack.ok().map(Bound::unbind)
+}
+
+/// Records one op with several outputs, all sharing one node (output `i` is input slot `i` of
+/// the node). `outputs` are arrays (new tensors are made) or tensors made by the op's forward
+/// with no history, which are given this node's history in place (a custom Function's
+/// outputs, including inputs it modified in place). `differentiable[i]` false leaves output
+/// `i` without history. `saved` may name outputs: they are saved as outputs (weakly). The
+/// backward receives a tuple of gradients, None for outputs that got none.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, name, backward, saved=None, ctx=None, differentiable=None))]
+#[allow(clippy::too_many_arguments)]
+fn record_multi<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyTuple>,
+    inputs: &Bound<'py, PyTuple>,
+    name: String,
+    backward: &Bound<'py, PyAny>,
+    saved: Option<&Bound<'py, PyTuple>>,
+    ctx: Option<Bound<'py, PyAny>>,
+    differentiable: Option<Vec<bool>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut needs_grad = false;
+    if grad_mode::is_grad_enabled() {
+        for t in inputs.iter() {
+            if t.downcast::<PyTensor>()?.borrow().requires_grad {
+                needs_grad = true;
+                break;
+            }
+        }
+    }
+    let n = outputs.len();
+    let differentiable = differentiable.unwrap_or_else(|| vec![true; n]);
+    if differentiable.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "record_multi: {} differentiable flags for {n} outputs",
+            differentiable.len()
+        )));
+    }
+    let device = device_of(inputs);
+    let mut outs: Vec<Bound<'py, PyTensor>> = Vec::with_capacity(n);
+    for o in outputs.iter() {
+        match o.downcast::<PyTensor>() {
+            Ok(t) => outs.push(t.clone()),
+            Err(_) => {
+                let data = as_array(o)?;
+                let meta = TensorMeta {
+                    version: VersionCounter::new(),
+                    storage: Some(Storage::new(device, nbytes(&data)?)),
+                    requires_grad: false,
+                };
+                outs.push(new_tensor(py, data.unbind(), meta, None, 0)?);
+            }
+        }
+    }
+    if !needs_grad {
+        return PyTuple::new(py, outs);
+    }
+    // Edges first: an output may be an input modified in place, whose history changes below.
+    let mut edges = Vec::with_capacity(inputs.len());
+    for t in inputs.iter() {
+        edges.push(gradient_edge(t.downcast::<PyTensor>()?));
+    }
+    let node = Arc::new_cyclic(|weak| PyNode {
+        base: NodeBase::new(n, edges),
+        name,
+        backward: backward.clone().unbind(),
+        saved: SavedVariables::new(Vec::new()),
+        ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
+        weak_self: weak.clone(),
+        stack: anomaly_stack(py),
+    });
+    for (i, t) in outs.iter().enumerate() {
+        if differentiable[i] {
+            let f: NodeRef<PyGrad> = node.clone();
+            set_history(&mut t.borrow_mut(), f, i, true);
+        }
+    }
+    if let Some(saved) = saved {
+        let items = saved
+            .iter()
+            .map(|s| {
+                let out = outs
+                    .iter()
+                    .enumerate()
+                    .find(|(i, o)| differentiable[*i] && o.is(&s));
+                match out {
+                    Some((i, o)) => ToSave::Output(o.clone(), i),
+                    None => ToSave::Input(s),
+                }
+            })
+            .collect();
+        let hooks = saved_tensors_hooks(py);
+        node.saved.set(pack_saved(py, items, hooks.as_ref())?);
+    }
+    PyTuple::new(py, outs)
+}
+
+#[pyfunction]
+fn is_anomaly_enabled() -> bool {
+    grad_mode::is_anomaly_enabled()
+}
+
+#[pyfunction]
+fn is_anomaly_check_nan_enabled() -> bool {
+    grad_mode::is_anomaly_check_nan_enabled()
+}
+
+/// Sets anomaly mode and its NaN check on this thread; returns the previous pair.
+#[pyfunction]
+fn set_anomaly_enabled(enabled: bool, check_nan: bool) -> (bool, bool) {
+    grad_mode::set_anomaly_enabled(enabled, check_nan)
 }
 
 /// A leaf around `data` (factories, `tensor()`, `from_numpy`).
@@ -260,29 +526,16 @@ fn rebase_history(
     out: &Bound<'_, PyTensor>,
     bump_version: bool,
 ) -> PyResult<()> {
-    let (grad_fn, requires_grad) = {
+    let (grad_fn, output_nr, requires_grad) = {
         let o = out.borrow();
-        (o.grad_fn.clone(), o.requires_grad)
+        (o.grad_fn.clone(), o.output_nr, o.requires_grad)
     };
     let mut b = t.borrow_mut();
     if bump_version {
         b.version.bump();
     }
     if let Some(f) = grad_fn {
-        // As torch: hooks registered before the in-place op stay with the old grad_fn (they see
-        // the gradient of the old value); later ones go to a fresh list on the new grad_fn. The
-        // retains-grad hook moves, so `.grad` is the gradient of the new value.
-        b.hooks = None;
-        let moved = b
-            .grad_fn
-            .as_ref()
-            .and_then(|old| old.base().hooks.take_retains_grad(b.output_nr));
-        if let Some(hook) = moved {
-            f.base().hooks.set_retains_grad(0, hook);
-        }
-        b.grad_fn = Some(f);
-        b.output_nr = 0;
-        b.requires_grad = requires_grad;
+        set_history(&mut b, f, output_nr, requires_grad);
     }
     Ok(())
 }
@@ -428,6 +681,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyHookHandle>()?;
     m.add_function(wrap_pyfunction!(_register, m)?)?;
     m.add_function(wrap_pyfunction!(record, m)?)?;
+    m.add_function(wrap_pyfunction!(record_multi, m)?)?;
+    m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(make_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(detach, m)?)?;
     m.add_function(wrap_pyfunction!(detach_, m)?)?;

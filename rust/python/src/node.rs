@@ -9,8 +9,8 @@ use pyo3::types::{PyTuple, PyWeakrefReference};
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{node_id, AccumulateGrad, NodeRef};
 
-use crate::py_value::{PyGrad, PyNode, PyTensorHook, TensorSink};
-use crate::tensor::TensorHooks;
+use crate::py_value::{PyGrad, PyNode, PyNodePostHook, PyNodePreHook, PyTensorHook, TensorSink};
+use crate::tensor::{PyHookHandle, TensorHooks};
 
 /// Note [GC traversal]
 /// The graph lives in Rust, out of the collector's sight. A Python object (a tensor, a grad_fn
@@ -51,6 +51,13 @@ pub fn traverse_exclusive_node(
             }
         },
     );
+    node.base().hooks.for_each_exclusive_node_hook(|h| {
+        if let Some(h) = h.downcast_ref::<PyNodePreHook>() {
+            report(&h.0);
+        } else if let Some(h) = h.downcast_ref::<PyNodePostHook>() {
+            report(&h.0);
+        }
+    });
     if let Some(node) = node.as_any().downcast_ref::<PyNode>() {
         node.for_each_object(report);
     } else if let Some(acc) = node.as_any().downcast_ref::<AccumulateGrad<PyGrad>>() {
@@ -190,6 +197,41 @@ impl PyNodeHandle {
     #[getter]
     fn _sequence_nr(&self) -> u64 {
         self.node.base().sequence_nr()
+    }
+
+    /// `fn(grad_inputs, grad_outputs)` run after this node; may return a replacement for
+    /// grad_inputs. See Note [Hook order].
+    fn register_hook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let list = self.node.base().hooks.post_hooks();
+        let id = list.push(Arc::new(PyNodePostHook(hook)));
+        PyHookHandle::node_post(&list, id)
+    }
+
+    /// `fn(grad_outputs)` run before this node; may return a replacement for grad_outputs.
+    fn register_prehook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let list = self.node.base().hooks.pre_hooks();
+        let id = list.push(Arc::new(PyNodePreHook(hook)));
+        PyHookHandle::node_pre(&list, id)
+    }
+
+    /// The saved values, unpacked as the backward formula would see them (version-checked;
+    /// torch's "backward through the graph a second time" error once released). Empty for
+    /// nodes that are not Python formulas.
+    fn _saved_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        match self.node.as_any().downcast_ref::<PyNode>() {
+            Some(n) => n.unpack(py).map_err(crate::errors::to_py),
+            None => Ok(PyTuple::empty(py)),
+        }
+    }
+
+    /// Attributes torch's nodes have per kind (`_saved_self`, a custom Function's ctx
+    /// attributes): looked up by `rustgrad.autograd.graph._node_getattr`.
+    fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
+        let py = slf.py();
+        let f = py
+            .import("rustgrad.autograd.graph")?
+            .getattr("_node_getattr")?;
+        Ok(f.call1((slf, name))?.unbind())
     }
 
     fn _saved_released(&self) -> bool {

@@ -7,11 +7,12 @@
 use std::any::Any;
 use std::sync::{Arc, Weak};
 
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use rustgrad_core::{
-    Error, GradSink, GradValue, Node, NodeBase, PostAccumulateHook, Result, SavedVariables,
-    TensorHook,
+    AccumulateGrad, Error, GradSink, GradValue, Node, NodeBase, NodePostHook, NodePreHook, NodeRef,
+    PostAccumulateHook, Result, SavedVariables, TensorHook, VersionCounter,
 };
 
 use crate::errors::from_py;
@@ -35,6 +36,126 @@ impl GradValue for PyGrad {
                 .map(|r| PyGrad(r.unbind()))
                 .map_err(from_py)
         })
+    }
+
+    /// Anomaly mode's check (Note [Hook order], step 7): `grad.isnan().any()`.
+    fn has_nan(&self) -> Result<bool> {
+        Python::with_gil(|py| {
+            self.0
+                .bind(py)
+                .call_method0(pyo3::intern!(py, "isnan"))
+                .and_then(|m| m.call_method0(pyo3::intern!(py, "any")))
+                .and_then(|a| a.is_truthy())
+                .map_err(from_py)
+        })
+    }
+}
+
+/// The gradients as the tuple a node hook sees: None where none arrived.
+fn grads_tuple<'py>(py: Python<'py>, grads: &[Option<PyGrad>]) -> Result<Bound<'py, PyTuple>> {
+    let items: Vec<PyObject> = grads
+        .iter()
+        .map(|g| g.as_ref().map_or_else(|| py.None(), |g| g.0.clone_ref(py)))
+        .collect();
+    PyTuple::new(py, items).map_err(from_py)
+}
+
+fn hook_name(hook: &Bound<'_, PyAny>) -> String {
+    hook.getattr("__name__")
+        .and_then(|n| n.extract::<String>())
+        .or_else(|_| hook.get_type().name().map(|n| n.to_string()))
+        .unwrap_or_else(|_| "hook".to_string())
+}
+
+/// What a node hook returned, checked as torch's `check_result`: None, or a tuple of as many
+/// tensors-or-None as it was given.
+fn hook_result(
+    hook: &Bound<'_, PyAny>,
+    res: Bound<'_, PyAny>,
+    expected: usize,
+) -> Result<Option<Vec<Option<PyGrad>>>> {
+    if res.is_none() {
+        return Ok(None);
+    }
+    let tensor_cls = crate::callbacks(res.py()).tensor_cls.bind(res.py());
+    let Ok(tuple) = res.downcast::<PyTuple>() else {
+        let ty = res
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(from_py(PyTypeError::new_err(format!(
+            "expected tuple, but hook returned '{ty}'"
+        ))));
+    };
+    if tuple.len() != expected {
+        return Err(from_py(PyRuntimeError::new_err(format!(
+            "hook '{}' has returned an incorrect number of values (got {}, but expected {expected})",
+            hook_name(hook),
+            tuple.len()
+        ))));
+    }
+    let mut out = Vec::with_capacity(expected);
+    for item in tuple.iter() {
+        if item.is_none() {
+            out.push(None);
+        } else if item.is_instance(tensor_cls).map_err(from_py)? {
+            out.push(Some(PyGrad(item.unbind())));
+        } else {
+            let ty = item
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            return Err(from_py(PyTypeError::new_err(format!(
+                "expected Variable or None (got {ty})"
+            ))));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `grad_fn.register_prehook(fn)`: fn(grad_outputs) -> None or a replacement tuple.
+pub struct PyNodePreHook(pub Py<PyAny>);
+
+impl NodePreHook<PyGrad> for PyNodePreHook {
+    fn call(&self, grad_outputs: &[Option<PyGrad>]) -> Result<Option<Vec<Option<PyGrad>>>> {
+        Python::with_gil(|py| {
+            let hook = self.0.bind(py);
+            let res = hook
+                .call1((grads_tuple(py, grad_outputs)?,))
+                .map_err(from_py)?;
+            hook_result(hook, res, grad_outputs.len())
+        })
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `grad_fn.register_hook(fn)`: fn(grad_inputs, grad_outputs) -> None or a replacement tuple
+/// for grad_inputs.
+pub struct PyNodePostHook(pub Py<PyAny>);
+
+impl NodePostHook<PyGrad> for PyNodePostHook {
+    fn call(
+        &self,
+        grad_inputs: &[Option<PyGrad>],
+        grad_outputs: &[Option<PyGrad>],
+    ) -> Result<Option<Vec<Option<PyGrad>>>> {
+        Python::with_gil(|py| {
+            let hook = self.0.bind(py);
+            let res = hook
+                .call1((
+                    grads_tuple(py, grad_inputs)?,
+                    grads_tuple(py, grad_outputs)?,
+                ))
+                .map_err(from_py)?;
+            hook_result(hook, res, grad_inputs.len())
+        })
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -101,8 +222,8 @@ impl GradSink<PyGrad> for TensorSink {
 }
 
 /// What a node saved: an input tensor itself, or its own output as data plus meta (never the
-/// output tensor object, which owns this node: see lib.rs of the core).
-#[derive(Debug)]
+/// output tensor object, which owns this node: see lib.rs of the core), or, under
+/// `saved_tensors_hooks`, what the pack hook returned.
 pub enum Saved {
     Input(Py<PyAny>),
     Output {
@@ -110,7 +231,30 @@ pub enum Saved {
         meta: TensorMeta,
         output_nr: usize,
     },
+    /// Packed by a saved-tensor hook: unpacking calls `unpack(packed)` and gives the result the
+    /// saved tensor's place in the graph (`origin`). Versions are not checked, as torch's.
+    Packed {
+        packed: Py<PyAny>,
+        unpack: Py<PyAny>,
+        origin: Origin,
+    },
     NoneValue,
+}
+
+/// Where an unpacked tensor sits in the graph: what the saved tensor was.
+#[derive(Clone)]
+pub enum Origin {
+    /// Did not require grad.
+    Plain,
+    /// A non-leaf: output `output_nr` of `node`.
+    Node {
+        node: NodeRef<PyGrad>,
+        output_nr: usize,
+    },
+    /// A leaf that requires grad: gradients go to its AccumulateGrad.
+    Leaf(Arc<AccumulateGrad<PyGrad>>),
+    /// Output `output_nr` of the node that saved it (held weakly, as `Saved::Output`).
+    SelfOutput { output_nr: usize },
 }
 
 impl Clone for Saved {
@@ -125,6 +269,15 @@ impl Clone for Saved {
                 data: data.clone_ref(py),
                 meta: meta.clone(),
                 output_nr: *output_nr,
+            },
+            Saved::Packed {
+                packed,
+                unpack,
+                origin,
+            } => Saved::Packed {
+                packed: packed.clone_ref(py),
+                unpack: unpack.clone_ref(py),
+                origin: origin.clone(),
             },
             Saved::NoneValue => Saved::NoneValue,
         })
@@ -141,10 +294,12 @@ pub struct PyNode {
     pub saved: SavedVariables<Saved>,
     pub ctx: Py<PyAny>,
     pub weak_self: Weak<PyNode>,
+    /// The forward traceback, kept only when anomaly mode was on at record time.
+    pub stack: Option<Py<PyAny>>,
 }
 
 impl PyNode {
-    fn unpack<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyTuple>> {
+    pub fn unpack<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyTuple>> {
         // torch names the modified tensor's own grad_fn (now, not at save time), or no node
         // at all for a leaf; a saved output names the node that saved it.
         let culprit = std::cell::RefCell::new(None);
@@ -184,6 +339,20 @@ impl PyNode {
                     let t = new_tensor(py, data, meta, node, output_nr).map_err(from_py)?;
                     t.into_any()
                 }
+                Saved::Packed {
+                    packed,
+                    unpack,
+                    origin,
+                } => {
+                    let out = unpack.bind(py).call1((packed,)).map_err(from_py)?;
+                    let t = out.downcast::<PyTensor>().map_err(|_| {
+                        let ty = out.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+                        from_py(PyTypeError::new_err(format!(
+                            "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {ty}"
+                        )))
+                    })?;
+                    self.rewrap(py, t, &origin).map_err(from_py)?.into_any()
+                }
             });
         }
         PyTuple::new(py, out).map_err(from_py)
@@ -191,6 +360,40 @@ impl PyNode {
 }
 
 impl PyNode {
+    /// A tensor with the unpacked tensor's data (and storage) in the saved tensor's place in
+    /// the graph, as torch's SavedVariable::unpack with hooks.
+    fn rewrap<'py>(
+        &self,
+        py: Python<'py>,
+        unpacked: &Bound<'py, PyTensor>,
+        origin: &Origin,
+    ) -> PyResult<Bound<'py, PyTensor>> {
+        let (data, storage) = {
+            let b = unpacked.borrow();
+            (b.data.clone_ref(py), b.storage.clone())
+        };
+        let meta = |requires_grad| TensorMeta {
+            version: VersionCounter::new(),
+            storage: storage.clone(),
+            requires_grad,
+        };
+        match origin {
+            Origin::Plain => new_tensor(py, data, meta(false), None, 0),
+            Origin::Node { node, output_nr } => {
+                new_tensor(py, data, meta(true), Some(node.clone()), *output_nr)
+            }
+            Origin::Leaf(acc) => {
+                let t = new_tensor(py, data, meta(true), None, 0)?;
+                t.borrow_mut().accumulator = Arc::downgrade(acc);
+                Ok(t)
+            }
+            Origin::SelfOutput { output_nr } => {
+                let node = self.weak_self.upgrade().map(|n| n as Arc<dyn Node<PyGrad>>);
+                new_tensor(py, data, meta(node.is_some()), node, *output_nr)
+            }
+        }
+    }
+
     /// The name of the node a saved value is an output of ("" for a leaf).
     fn grad_fn_name(&self, py: Python<'_>, saved: &Saved) -> String {
         match saved {
@@ -204,7 +407,7 @@ impl PyNode {
                         .map(|b| b.grad_fn.as_ref().map(|f| f.name()))
                 })
                 .map_or_else(|| self.name.clone(), Option::unwrap_or_default),
-            Saved::Output { .. } | Saved::NoneValue => self.name.clone(),
+            Saved::Output { .. } | Saved::Packed { .. } | Saved::NoneValue => self.name.clone(),
         }
     }
 }
@@ -218,7 +421,7 @@ fn describe(py: Python<'_>, saved: &Saved) -> String {
             .map(|t| t.borrow().data.clone_ref(py))
             .ok(),
         Saved::Output { data, .. } => Some(data.clone_ref(py)),
-        Saved::NoneValue => None,
+        Saved::Packed { .. } | Saved::NoneValue => None,
     };
     let Some(data) = data else {
         return "tensor".to_string();
@@ -285,6 +488,26 @@ impl Node<PyGrad> for PyNode {
         self.saved.release();
     }
 
+    /// torch's AnomalyMetadata::print_stack: a UserWarning with the forward traceback.
+    fn report_anomaly(&self) {
+        Python::with_gil(|py| {
+            let Some(stack) = &self.stack else { return };
+            let msg = format!(
+                "Error detected in {}. Traceback of forward call that caused the error:\n{}",
+                self.name,
+                stack.bind(py)
+            );
+            let warn = py
+                .import("warnings")
+                .and_then(|w| w.call_method1("warn", (msg,)));
+            if let Err(e) = warn {
+                // -W error turns the warning into an exception: show it, the backward's own
+                // error is what propagates.
+                e.print(py);
+            }
+        });
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -295,9 +518,16 @@ impl PyNode {
     pub fn for_each_object(&self, mut f: impl FnMut(&Py<PyAny>)) {
         f(&self.backward);
         f(&self.ctx);
+        if let Some(stack) = &self.stack {
+            f(stack);
+        }
         self.saved.for_each(|s| match s {
             Saved::Input(t) => f(t),
             Saved::Output { data, .. } => f(data),
+            Saved::Packed { packed, unpack, .. } => {
+                f(packed);
+                f(unpack);
+            }
             Saved::NoneValue => {}
         });
     }

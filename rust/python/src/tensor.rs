@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{
-    AccumulateGrad, Edge, HookId, HookList, Node, NodeRef, PostAccumulateHook, Storage, TensorHook,
-    VersionCounter,
+    AccumulateGrad, Edge, HookId, HookList, Node, NodePostHooks, NodePreHooks, NodeRef,
+    PostAccumulateHook, Storage, TensorHook, VersionCounter,
 };
 
 use crate::py_value::{PyGrad, PyPostAccumulateHook, PyTensorHook, TensorSink};
@@ -124,8 +124,37 @@ pub fn gradient_edge(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
     Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0))
 }
 
+/// The leaf's AccumulateGrad (None unless `t` is a leaf that requires grad).
+pub fn leaf_accumulator(t: &Bound<'_, PyTensor>) -> Option<Arc<AccumulateGrad<PyGrad>>> {
+    let mut b = t.borrow_mut();
+    if !b.requires_grad || b.grad_fn.is_some() {
+        return None;
+    }
+    Some(grad_accumulator(t.as_any(), &mut b))
+}
+
+/// Gives `b` the history of output `output_nr` of `f` (an in-place op, or a custom Function's
+/// output). As torch: tensor hooks registered before stay with the old grad_fn (they see the
+/// gradient of the old value); later ones go to a fresh list on the new grad_fn. The
+/// retains-grad hook moves, so `.grad` is the gradient of the new value.
+pub fn set_history(b: &mut PyTensor, f: NodeRef<PyGrad>, output_nr: usize, requires_grad: bool) {
+    b.hooks = None;
+    let moved = b
+        .grad_fn
+        .as_ref()
+        .and_then(|old| old.base().hooks.take_retains_grad(b.output_nr));
+    if let Some(hook) = moved {
+        f.base().hooks.set_retains_grad(output_nr, hook);
+    }
+    if let Some(old) = b.grad_fn.replace(f) {
+        rustgrad_core::drop_deferred(old);
+    }
+    b.output_nr = output_nr;
+    b.requires_grad = requires_grad;
+}
+
 /// The leaf's AccumulateGrad, made anew when no graph holds the old one.
-fn grad_accumulator(obj: &Bound<'_, PyAny>, b: &mut PyTensor) -> NodeRef<PyGrad> {
+fn grad_accumulator(obj: &Bound<'_, PyAny>, b: &mut PyTensor) -> Arc<AccumulateGrad<PyGrad>> {
     if let Some(acc) = b.accumulator.upgrade() {
         return acc;
     }
@@ -151,6 +180,24 @@ pub struct PyHookHandle {
 enum HandleList {
     Tensor(Weak<TensorHooks>),
     Post(Weak<PostHooks>),
+    NodePre(Weak<NodePreHooks<PyGrad>>),
+    NodePost(Weak<NodePostHooks<PyGrad>>),
+}
+
+impl PyHookHandle {
+    pub fn node_pre(list: &Arc<NodePreHooks<PyGrad>>, id: HookId) -> Self {
+        PyHookHandle {
+            list: HandleList::NodePre(Arc::downgrade(list)),
+            id,
+        }
+    }
+
+    pub fn node_post(list: &Arc<NodePostHooks<PyGrad>>, id: HookId) -> Self {
+        PyHookHandle {
+            list: HandleList::NodePost(Arc::downgrade(list)),
+            id,
+        }
+    }
 }
 
 #[pymethods]
@@ -159,6 +206,8 @@ impl PyHookHandle {
         match &self.list {
             HandleList::Tensor(l) => l.upgrade().map(|l| l.remove(self.id)),
             HandleList::Post(l) => l.upgrade().map(|l| l.remove(self.id)),
+            HandleList::NodePre(l) => l.upgrade().map(|l| l.remove(self.id)),
+            HandleList::NodePost(l) => l.upgrade().map(|l| l.remove(self.id)),
         };
     }
 

@@ -16,7 +16,6 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
-    Union,
 )
 
 from ... import _core
@@ -555,7 +554,6 @@ class Module:
         return self._apply(convert)
 
     def float(self: T) -> T:
-
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self: T) -> T:
@@ -736,7 +734,3 @@ class Module:
 
     def share_memory(self: T) -> T:
         return self
-
-
-def _is_tensor_or_none(x: Union[Tensor, None]) -> bool:
-    return x is None or isinstance(x, Tensor)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
-from ... import _core
 from ..._tensor import Tensor
 
 _TensorOrTensors = Union[Tensor, Iterable[Tensor]]
@@ -17,19 +16,19 @@ def _grads(parameters: _TensorOrTensors) -> List[Tensor]:
     return [p.grad for p in parameters if p.grad is not None]
 
 
-def _norm_array(xp: object, a: object, p: float) -> float:
-    import math as _m  # noqa: F401
-
-    d = a  # a backend array
+def _norm_array(a: Any, p: float) -> float:
+    """The p-norm of a backend array, as a Python float."""
+    if a.size == 0:
+        return 0.0
     if p == math.inf:
-        return float(abs(d).max()) if d.size else 0.0  # type: ignore[attr-defined]
+        return float(abs(a).max())
     if p == -math.inf:
-        return float(abs(d).min()) if d.size else 0.0  # type: ignore[attr-defined]
+        return float(abs(a).min())
     if p == 2:
-        return float((d * d).sum()) ** 0.5  # type: ignore[operator]
+        return float((a * a).sum()) ** 0.5
     if p == 1:
-        return float(abs(d).sum())  # type: ignore[attr-defined]
-    return float((abs(d) ** p).sum()) ** (1.0 / p)  # type: ignore[operator,attr-defined]
+        return float(abs(a).sum())
+    return float((abs(a) ** p).sum()) ** (1.0 / p)
 
 
 def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
@@ -43,7 +42,7 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
 
     if not tensors:
         return _tensor(0.0)
-    norms = [_norm_array(t._backend, t._data, norm_type) for t in tensors]
+    norms = [_norm_array(t._data, norm_type) for t in tensors]
     if norm_type == math.inf:
         total = max(norms)
     elif norm_type == -math.inf:
@@ -93,5 +92,3 @@ def clip_grad_value_(parameters: _TensorOrTensors, clip_value: float,
         g._backend.clip(g._data, -v, v, out=g._data)
         g._bump_version()
 
-
-_ = _core

@@ -1,0 +1,66 @@
+"""Anomaly detection, as torch.autograd.anomaly_mode.
+
+While it is on (a thread-local flag in Rust, rust/core/src/grad_mode.rs):
+- every node recorded keeps the traceback of its forward call; when a backward fails, a
+  UserWarning shows the traceback of the node whose backward failed;
+- with `check_nan` (the default), a node whose backward returns NaN raises RuntimeError
+  "Function 'XBackward0' returned nan values in its 0th output.".
+Off, recording pays one thread-local read per op.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Callable, TypeVar
+
+from .. import _core
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+is_anomaly_enabled = _core.is_anomaly_enabled
+is_anomaly_check_nan_enabled = _core.is_anomaly_check_nan_enabled
+
+
+class detect_anomaly:
+    """Context manager (and decorator) that turns anomaly detection on."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.prev = _core.is_anomaly_enabled()
+        self.check_nan = check_nan
+        self.prev_check_nan = _core.is_anomaly_check_nan_enabled()
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and "
+            "should only be enabled for debugging.",
+            stacklevel=2,
+        )
+
+    def __enter__(self) -> None:
+        _core.set_anomaly_enabled(True, self.check_nan)
+
+    def __exit__(self, *args: object) -> None:
+        _core.set_anomaly_enabled(self.prev, self.prev_check_nan)
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.__class__(self.check_nan):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class set_detect_anomaly:
+    """Sets anomaly detection on or off now; as a context manager, restores it on exit."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev, self.prev_check_nan = _core.set_anomaly_enabled(mode, check_nan)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *args: object) -> None:
+        _core.set_anomaly_enabled(self.prev, self.prev_check_nan)
