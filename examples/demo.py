@@ -12,11 +12,13 @@ import argparse
 import os
 import sys
 
+# small matrices: one BLAS thread per process avoids oversubscribing the cores
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import train_digits  # noqa: E402  (sets one BLAS thread before numpy loads)
-
 import rustgrad as torch  # noqa: E402
+import train_digits  # noqa: E402
 
 
 def section(title: str) -> None:
