@@ -322,20 +322,11 @@ def _step_tensor(value: float = 0.0) -> Tensor:
     return tensor(value, dtype=_dtype.float32)
 
 
-def _up(xp: Any, v: Any, dt: Any) -> Any:
-    if hasattr(v, "astype"):
-        return v.astype(xp.float64)
-    return float(dt.type(v))  # a Python scalar, rounded to the tensor's dtype first
-
-
 def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    """a * b + c with one rounding, as torch's vectorized CPU kernels (fmadd) compute
-    add(alpha=), addcmul and lerp. Emulated in float64, where the product of two float32s is
-    exact; float64 tensors use plain arithmetic."""
-    dt = c.dtype
-    if dt.itemsize >= 8:
-        return a * b + c
-    return (_up(xp, a, dt) * _up(xp, b, dt) + _up(xp, c, dt)).astype(dt)
+    """a * b + c, as torch's add(alpha=), addcmul and lerp. torch's vectorized CPU kernels fuse
+    this into one rounding (fmadd); emulating that in float64 cost 3x the whole training step,
+    so float32 parameters here round twice and may differ from torch's in the last bit."""
+    return a * b + c
 
 
 def _lerp_(xp: Any, a: Any, b: Any, w: float) -> None:
