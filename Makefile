@@ -31,8 +31,11 @@ test: $(VENV)/.test build
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
 
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here) slow current NumPy builds;
+# both libraries are measured without them, one BLAS thread each.
 bench: $(VENV)/.test build
-	$(PY) benches/bench_overhead.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_overhead.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_training.py
 
 lint: $(VENV)/.test
 	cargo fmt --all -- --check
