@@ -3,12 +3,11 @@ every array stays on the device, as CuPy arrays would stay on a GPU."""
 
 from __future__ import annotations
 
-import importlib
 import io
 
 import rustgrad
 
-importlib.import_module("devices.fake_backend")  # registers the "fake" device
+from ..devices import fake_backend  # noqa: E402,F401  (registers the "fake" device)
 
 
 def _on_fake(t) -> bool:

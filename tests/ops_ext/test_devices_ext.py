@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rustgrad
-from devices import fake_backend  # noqa: F401  (registers the "fake" device)
 from rustgrad import _functional_ext as fx
+
+from ..devices import fake_backend  # noqa: F401  (registers the "fake" device)
 
 PROGRAMS = {
     "erf": lambda lib, a, i: a.erf(),
