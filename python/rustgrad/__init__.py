@@ -123,5 +123,6 @@ def result_type(a: object, b: object) -> dtype:
 
 __version__ = "0.1.0"
 
-from . import nn, optim
+from . import nn, optim, utils
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .serialization import load, save

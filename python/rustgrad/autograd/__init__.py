@@ -1,12 +1,17 @@
-"""rustgrad.autograd: backward, grad, grad modes and gradcheck, as torch.autograd."""
+"""rustgrad.autograd: backward, grad, grad modes, custom Functions, functional higher-order
+derivatives, saved-tensor hooks, anomaly detection, gradcheck and gradgradcheck, as
+torch.autograd."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _core
 from .._tensor import Tensor
-from . import graph  # noqa: F401
+from . import functional, graph  # noqa: F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from .function import Function, once_differentiable
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -15,14 +20,23 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .gradcheck import gradcheck
+from .gradcheck import gradcheck, gradgradcheck
 
 _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
 
 __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-    "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
+    "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "Function",
+    "once_differentiable", "detect_anomaly", "set_detect_anomaly", "functional", "graph",
 ]
+
+_SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
 
 
 def _as_tuple(x: Any) -> Tuple[Any, ...]:
@@ -104,9 +118,32 @@ def backward(
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
-    _core.run_backward(
-        tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
-    )
+    with _checkpoint_valid(not ins):
+        _core.run_backward(
+            tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
+        )
+
+
+_checkpoint_state = threading.local()
+
+
+class _checkpoint_valid:
+    """Whether the backward running now may run a reentrant checkpoint (torch's
+    `_is_checkpoint_valid`: not under autograd.grad nor backward(inputs=...))."""
+
+    def __init__(self, valid: bool) -> None:
+        self.valid = valid
+
+    def __enter__(self) -> None:
+        self.prev = getattr(_checkpoint_state, "valid", True)
+        _checkpoint_state.valid = self.valid
+
+    def __exit__(self, *args: object) -> None:
+        _checkpoint_state.valid = self.prev
+
+
+def _is_checkpoint_valid() -> bool:
+    return getattr(_checkpoint_state, "valid", True)
 
 
 _create_graph_warned = False
@@ -143,27 +180,44 @@ def grad(
     materialize_grads: bool = False,
 ) -> Tuple[Optional[Tensor], ...]:
     """The gradients of `outputs` with respect to `inputs`; never touches `.grad`."""
-    outs = _as_tuple(outputs)
-    ins = _as_tuple(inputs)
-    if allow_unused is None:
-        allow_unused = materialize_grads
-    if materialize_grads and not allow_unused:
+    if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, "
             "but got: allow_unused=False."
         )
-    gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
-    if len(gos) != len(outs):
-        raise RuntimeError(
-            f"grad requires one grad_output per output; got {len(gos)} and {len(outs)}"
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if not only_inputs:
+        import warnings
+
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
         )
+    if is_grads_batched:
+        raise NotImplementedError(
+            "rustgrad.autograd.grad: is_grads_batched=True needs vmap, which rustgrad does not "
+            "have; call grad once per row of grad_outputs instead."
+        )
+    if not ins:
+        raise ValueError("grad requires non-empty inputs.")
+    gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
+    if len(gos) < len(outs):
+        raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
+    gos = gos[: len(outs)]
     for i, o in enumerate(outs):
         if not o.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
     keep = create_graph if retain_graph is None else retain_graph
-    result = _core.run_backward(outs, _make_grads(outs, gos), keep, create_graph, ins, False)
+    with _checkpoint_valid(False):
+        result = _core.run_backward(outs, _make_grads(outs, gos), keep, create_graph, ins, False)
     out = []
     for t, g in zip(ins, result):
         if g is None:

@@ -10,23 +10,19 @@ Off, recording pays one thread-local read per op.
 
 from __future__ import annotations
 
-import functools
 import warnings
-from typing import Any, Callable, TypeVar
 
 from .. import _core
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 is_anomaly_enabled = _core.is_anomaly_enabled
 is_anomaly_check_nan_enabled = _core.is_anomaly_check_nan_enabled
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns anomaly detection on."""
+    """Context manager that turns anomaly detection on (and its NaN check, unless told not to)."""
 
     def __init__(self, check_nan: bool = True) -> None:
         self.prev = _core.is_anomaly_enabled()
@@ -43,14 +39,6 @@ class detect_anomaly:
 
     def __exit__(self, *args: object) -> None:
         _core.set_anomaly_enabled(self.prev, self.prev_check_nan)
-
-    def __call__(self, func: F) -> F:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.__class__(self.check_nan):
-                return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
 
 
 class set_detect_anomaly:

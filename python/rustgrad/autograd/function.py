@@ -150,8 +150,7 @@ def _apply(cls: Any, setup: bool, args: Tuple[Any, ...], kwargs: Dict[str, Any])
     ctx = cls._backward_cls()
     tensor_args = tuple(a for a in args if isinstance(a, Tensor))
     grad_on = _core.is_grad_enabled()
-    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad and grad_on
-                                 for a in args)
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     ctx.materialize_grads = True
     with no_grad():
         if setup:
@@ -164,8 +163,10 @@ def _apply(cls: Any, setup: bool, args: Tuple[Any, ...], kwargs: Dict[str, Any])
     to_save = ctx.__dict__.pop("to_save", None)
     if not (grad_on and any(t.requires_grad for t in tensor_args)):
         return output
-    dirty = {id(t) for t in getattr(ctx, "dirty_tensors", ())}
-    non_diff = {id(t) for t in getattr(ctx, "non_differentiable", ())}
+    # as torch, ctx forgets the tensors it was told about: they are outputs, and the node (which
+    # holds ctx) must not hold its own outputs
+    dirty = {id(t) for t in ctx.__dict__.pop("dirty_tensors", ())}
+    non_diff = {id(t) for t in ctx.__dict__.pop("non_differentiable", ())}
     inputs = {id(t) for t in tensor_args}
     wrapped: List[Tensor] = []
     differentiable: List[bool] = []
@@ -179,6 +180,7 @@ def _apply(cls: Any, setup: bool, args: Tuple[Any, ...], kwargs: Dict[str, Any])
                 raise RuntimeError(
                     "a leaf Variable that requires grad has been used in an in-place operation."
                 )
+            o._bump_version()  # as torch's mark_dirty, on top of the in-place op's own bump
             out = o
         elif id(o) in inputs or id(o) in seen or o.requires_grad:
             out = _core.detach(o)  # an input returned as is becomes an alias with new history
@@ -314,7 +316,7 @@ def _delayed_error(t: Tensor) -> Tensor:
     """An alias of `t` whose backward raises (torch's DelayedError node)."""
     fake = _core.detach(t)
     fake.requires_grad = True
-    return _core.record(t._data, (fake,), "DelayedError", _raise_delayed, None, _ONCE_MSG)
+    return _core.record(t._data, (fake,), "torch::autograd::Error", _raise_delayed, None, _ONCE_MSG)
 
 
 class InplaceFunction(Function):

@@ -1,4 +1,8 @@
-"""gradcheck: compares analytical gradients with central finite differences (float64)."""
+"""gradcheck and gradgradcheck: compare analytical gradients (and gradients of gradients) with
+central finite differences, in float64, with torch's defaults (eps=1e-6, atol=1e-5, rtol=1e-3).
+
+The finite differences run with grad mode as the caller has it: gradgradcheck's function takes
+an `autograd.grad(..., create_graph=True)` inside, which needs a graph."""
 
 from __future__ import annotations
 
@@ -14,13 +18,13 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x: Any) -> Tuple[Any, ...]:
-    return x if isinstance(x, tuple) else (x,)
+    if isinstance(x, tuple):
+        return x
+    return tuple(x) if isinstance(x, list) else (x,)
 
 
 def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, eps: float) -> list:
     """d out[out_index] / d input, per differentiable input, by central differences."""
-    from .grad_mode import no_grad
-
     jacs = []
     for inp in inputs:
         if not (isinstance(inp, Tensor) and inp.requires_grad):
@@ -28,17 +32,14 @@ def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, e
             continue
         data = inp._backend.to_numpy(inp._data)
         flat = data.reshape(-1)
-        with no_grad():
-            out0 = _as_tuple(fn(*inputs))[out_index]
+        out0 = _as_tuple(fn(*inputs))[out_index]
         jac = _np.zeros((flat.size, out0.numel()))
         for i in range(flat.size):
             orig = flat[i]
             flat[i] = orig + eps
-            with no_grad():
-                plus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            plus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
             flat[i] = orig - eps
-            with no_grad():
-                minus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            minus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
             flat[i] = orig
             jac[i] = ((plus - minus) / (2 * eps)).reshape(-1)
         jacs.append(jac)
@@ -82,12 +83,12 @@ def gradcheck(
 ) -> bool:
     """True if the analytical gradients of `func` at `inputs` match finite differences."""
     ins = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
-    for x in ins:
+    for idx, x in enumerate(ins):
         if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
             import warnings
 
             warnings.warn(
-                f"Input #{ins.index(x)} requires gradient and is not a double precision "
+                f"Input #{idx} requires gradient and is not a double precision "
                 "floating point. This check will likely fail if all the inputs are not of "
                 "double precision floating point. ",
                 UserWarning,
@@ -110,3 +111,55 @@ def gradcheck(
                     f"numerical:{n}\nanalytical:{a}\n"
                 )
     return True
+
+
+def gradgradcheck(
+    func: Callable[..., Union[Tensor, Sequence[Tensor]]],
+    inputs: Union[Tensor, Sequence[Any]],
+    grad_outputs: Any = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
+    raise_exception: bool = True,
+    **_ignored: Any,
+) -> bool:
+    """True if the second derivatives of `func` at `inputs` match finite differences of its
+    first derivatives: gradcheck of `grad(func(inputs), inputs, grad_outputs,
+    create_graph=True)` with respect to both the inputs and `grad_outputs` (random in [-1, 1)
+    when not given), as torch's."""
+    from .._creation import rand
+    from . import grad
+
+    tupled_inputs = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
+    if grad_outputs is None:
+        outputs = _differentiable_outputs(func(*tupled_inputs))
+        tupled_grad_outputs = tuple(
+            (rand(*o.shape, dtype=o.dtype if o.is_floating_point() else None) * 2 - 1)
+            .requires_grad_() for o in outputs
+        )
+    else:
+        tupled_grad_outputs = _as_tuple(grad_outputs) if not isinstance(grad_outputs, Tensor) \
+            else (grad_outputs,)
+    n_out = len(tupled_grad_outputs)
+    diff_inputs = {i for i, x in enumerate(tupled_inputs)
+                   if isinstance(x, Tensor) and x.requires_grad}
+    diff_grad_outputs = {i for i, x in enumerate(tupled_grad_outputs) if x.requires_grad}
+
+    def new_func(*args: Any) -> Tuple[Any, ...]:
+        input_args = tuple(x.requires_grad_() if i in diff_inputs else x
+                           for i, x in enumerate(args[:-n_out]))
+        outs = _differentiable_outputs(func(*input_args))
+        gos = tuple(x.requires_grad_() if i in diff_grad_outputs else x
+                    for i, x in enumerate(args[-n_out:]))
+        diff_args = tuple(x for i, x in enumerate(input_args) if i in diff_inputs)
+        grads = grad(outs, diff_args, gos, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception)
+
+
+def _differentiable_outputs(x: Any) -> Tuple[Any, ...]:
+    return tuple(o for o in _as_tuple(x) if isinstance(o, Tensor) and o.requires_grad)

@@ -53,21 +53,25 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 # ---- linear -------------------------------------------------------------------------------
 def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # inputs as torch's addmm(bias, x, w.t()): the last gradient is the one of w.t()
     x, w = saved
     nx, nw, nb, has_bias = ctx
     gx = g @ w if nx else None
-    gw = g.t() @ x if nw else None
+    gwt = x.t() @ g if nw else None
     if not has_bias:
-        return gx, gw
+        return gx, gwt
     gb = g.sum(0) if nb else None
-    return gx, gw, gb
+    return gb, gx, gwt
 
 
 def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
-    """x @ w.T + b: one node (AddmmBackward0 / MmBackward0) for 2-D input, as torch."""
+    """x @ w.T + b with torch's graph: AddmmBackward0(bias, x, TBackward0(w)) (MmBackward0
+    without bias) for 2-D input, the batch dims folded in and out by views otherwise."""
     xd = x._data
     if xd.ndim != 2:
         if xd.ndim == 1:
+            if b is not None:
+                return linear(x.view(1, -1), w, b).view(-1)
             return linear(x.unsqueeze(0), w, b).squeeze(0)
         lead = xd.shape[:-1]
         out = linear(x.reshape(-1, xd.shape[-1]), w, b)
@@ -90,12 +94,13 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
         )
     _same_dtype(x, w, "mat1 and mat2 must have the same dtype, but got {} and {}")
     out = xd @ wd.T
+    wt = w.t() if w.requires_grad and _core.is_grad_enabled() else w
     if b is None:
-        return record(out, (x, w), "MmBackward0", _addmm_bw, (x, w),
+        return record(out, (x, wt), "MmBackward0", _addmm_bw, (x, w),
                       (x.requires_grad, w.requires_grad, False, False))
     _same_dtype(b, x, "self and mat2 must have the same dtype, but got {} and {}")
     out += b._data
-    return record(out, (x, w, b), "AddmmBackward0", _addmm_bw, (x, w),
+    return record(out, (b, x, wt), "AddmmBackward0", _addmm_bw, (x, w),
                   (x.requires_grad, w.requires_grad, b.requires_grad, True))
 
 
@@ -549,6 +554,21 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     e = xp.exp(xd - xd.max(axis=ax, keepdims=True))
     out = e / e.sum(axis=ax, keepdims=True)
     return record(out, (x,), "SoftmaxBackward0", _softmax_bw, (), dim, True)
+
+
+def safe_softmax(x: Tensor, dim: int) -> Tensor:
+    """torch's _safe_softmax (scaled_dot_product_attention): softmax, with rows whose entries
+    are all -inf giving 0 instead of NaN, in value and gradient."""
+    _check_float(x, "softmax_lastdim_kernel_impl")
+    xd = x._data
+    dim = _wrap_dim(dim, xd.ndim)
+    xp = x._backend
+    mx = xd.max(axis=dim, keepdims=True)
+    dead = mx == -math.inf
+    e = xp.exp(xd - xp.where(dead, 0, mx))
+    s = e.sum(axis=dim, keepdims=True)
+    out = xp.where(dead, 0, e / xp.where(dead, 1, s)).astype(xd.dtype, copy=False)
+    return record(out, (x,), "SafeSoftmaxBackward0", _softmax_bw, (), dim, True)
 
 
 def _log_softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

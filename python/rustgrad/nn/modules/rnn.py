@@ -1,0 +1,489 @@
+"""RNN, LSTM, GRU and their cells, as torch.nn's: same parameter names, shapes, initialization
+and gate formulas, written from differentiable rustgrad ops (one linear for the input
+projection of the whole sequence per layer and direction, then one step per time step).
+
+PackedSequence input is not supported.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from typing import Any, List, Optional, Tuple
+
+from ... import _creation
+from ..._ops.shape import cat, stack
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+# ---- one time step ------------------------------------------------------------------------
+# `gi` is the input projection x @ W_ih.T + b_ih of this step; the formulas (and the order in
+# which terms are added) are torch's CPU cells (aten/src/ATen/native/RNN.cpp).
+def _rnn_step(mode: str, gi: Tensor, h: Tensor, w_hh: Tensor,
+              b_hh: Optional[Tensor]) -> Tensor:
+    pre = F.linear(h, w_hh, b_hh) + gi
+    return pre.tanh() if mode == "RNN_TANH" else F.relu(pre)
+
+
+def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor]) -> Tensor:
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = (h_r + i_r).sigmoid()
+    z = (h_z + i_z).sigmoid()
+    n = (i_n + h_n * r).tanh()
+    return (h - n) * z + n
+
+
+def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Optional[Tensor],
+               w_hr: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    i, f, g, o = (F.linear(h, w_hh, b_hh) + gi).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    if w_hr is not None:
+        h = F.linear(h, w_hr)
+    return h, c
+
+
+def _direction(mode: str, x: Tensor, h: Tensor, c: Optional[Tensor], weights: List[Any],
+               reverse: bool) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    """Runs one layer in one direction over x (T, N, I) from (h, c); returns (out, h_n, c_n)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    steps = F.linear(x, w_ih, b_ih).unbind(0)
+    order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
+    outs: List[Any] = [None] * len(steps)
+    for t in order:
+        if mode == "LSTM":
+            h, c = _lstm_step(steps[t], h, c, w_hh, b_hh, w_hr)
+        elif mode == "GRU":
+            h = _gru_step(steps[t], h, w_hh, b_hh)
+        else:
+            h = _rnn_step(mode, steps[t], h, w_hh, b_hh)
+        outs[t] = h
+    return stack(outs, 0), h, c
+
+
+# ---- the sequence modules -----------------------------------------------------------------
+class RNNBase(Module):
+    """The shared constructor, parameters and checks of RNN, LSTM and GRU."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+
+        if (not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1
+                or isinstance(dropout, bool)):
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an "
+                "element being zeroed"
+            )
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                "dropout expects num_layers greater than 1, but got "
+                f"dropout={dropout} and num_layers={num_layers}", UserWarning, stacklevel=2)
+        if not isinstance(hidden_size, int):
+            raise TypeError(
+                f"hidden_size should be of type int, got: {type(hidden_size).__name__}"
+            )
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        gate_size = _GATES[mode] * hidden_size
+
+        def empty(*shape: int) -> Parameter:
+            return Parameter(_creation.empty(shape, device=device, dtype=dtype))
+
+        self._flat_weights_names: List[str] = []
+        self._all_weights: List[List[str]] = []
+        real_hidden_size = proj_size if proj_size > 0 else hidden_size
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
+                params = [empty(gate_size, layer_input_size), empty(gate_size, real_hidden_size)]
+                names = ["weight_ih_l{}{}", "weight_hh_l{}{}"]
+                if bias:
+                    params += [empty(gate_size), empty(gate_size)]
+                    names += ["bias_ih_l{}{}", "bias_hh_l{}{}"]
+                if proj_size > 0:
+                    params.append(empty(proj_size, hidden_size))
+                    names.append("weight_hr_l{}{}")
+                suffix = "_reverse" if direction == 1 else ""
+                names = [n.format(layer, suffix) for n in names]
+                for name, param in zip(names, params):
+                    setattr(self, name, param)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self) -> List[Optional[Tensor]]:
+        return [getattr(self, n, None) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> List[List[Parameter]]:
+        return [[getattr(self, n) for n in names] for names in self._all_weights]
+
+    def flatten_parameters(self) -> None:
+        """A no-op, as torch's on CPU (it packs weights for cuDNN)."""
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    # ---- checks (torch's messages) --------------------------------------------------------
+    def check_input(self, input: Tensor, batch_sizes: Any = None) -> None:
+        w0 = self._flat_weights[0]
+        if w0 is not None and input.dtype != w0.dtype:
+            raise ValueError(f"input must have the type {w0.dtype}, got type {input.dtype}")
+        if input.dim() != 3:
+            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(
+                "input.size(-1) must be equal to input_size. Expected "
+                f"{self.input_size}, got {input.size(-1)}"
+            )
+
+    def get_expected_hidden_size(self, input: Tensor,
+                                 batch_sizes: Any = None) -> Tuple[int, int, int]:
+        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * num_directions, mini_batch, size)
+
+    def check_hidden_size(self, hx: Tensor, expected_hidden_size: Tuple[int, int, int],
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        if tuple(hx.size()) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
+
+    def check_forward_args(self, input: Tensor, hidden: Tensor, batch_sizes: Any = None) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx: Any, permutation: Any) -> Any:
+        return hx
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # ---- the computation ------------------------------------------------------------------
+    def _layer_weights(self, layer: int, direction: int) -> List[Any]:
+        suffix = "_reverse" if direction == 1 else ""
+
+        def get(name: str) -> Any:
+            return getattr(self, f"{name}_l{layer}{suffix}", None)
+
+        return [get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
+                get("weight_hr")]
+
+    def _run(self, x: Tensor, h0: Tensor,
+             c0: Optional[Tensor]) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """x: (T, N, I) (time first); h0, c0: (layers * directions, N, H)."""
+        if isinstance(x, Tensor) and x.dim() == 3 and x.size(0) == 0:
+            raise RuntimeError(
+                "Expected sequence length to be larger than 0 in RNN"
+            )
+        num_directions = 2 if self.bidirectional else 1
+        hs: List[Tensor] = []
+        cs: List[Tensor] = []
+        h0s = h0.unbind(0)
+        c0s = c0.unbind(0) if c0 is not None else None
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(num_directions):
+                i = layer * num_directions + d
+                out, h, c = _direction(self.mode, x, h0s[i], c0s[i] if c0s else None,
+                                       self._layer_weights(layer, d), d == 1)
+                outs.append(out)
+                hs.append(h)
+                if c is not None:
+                    cs.append(c)
+            x = outs[0] if num_directions == 1 else cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, stack(hs, 0), (stack(cs, 0) if cs else None)
+
+    def _prepare(self, input: Tensor, name: str) -> Tuple[Tensor, bool, int]:
+        if input.dim() not in (2, 3):
+            raise ValueError(
+                f"{name}: Expected input to be 2D or 3D, got {input.dim()}D"
+                + (" tensor instead" if name == "RNN" else " instead")
+            )
+        is_batched = input.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if not is_batched:
+            input = input.unsqueeze(batch_dim)
+        return input, is_batched, batch_dim
+
+    def _zeros(self, input: Tensor, size: int) -> Tensor:
+        num_directions = 2 if self.bidirectional else 1
+        batch = input.size(0) if self.batch_first else input.size(1)
+        return _creation.zeros((self.num_layers * num_directions, batch, size),
+                               dtype=input.dtype, device=input.device)
+
+    def _time_first(self, input: Tensor) -> Tensor:
+        return input.transpose(0, 1) if self.batch_first else input
+
+    def _finish(self, out: Tensor, is_batched: bool, batch_dim: int) -> Tensor:
+        if self.batch_first:
+            out = out.transpose(0, 1)
+        return out if is_batched else out.squeeze(batch_dim)
+
+
+class _SingleStateRNN(RNNBase):
+    _name = "RNN"
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        input, is_batched, batch_dim = self._prepare(input, self._name)
+        if hx is not None:
+            if not is_batched and hx.dim() != 2:
+                raise RuntimeError(
+                    f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor"
+                )
+            if is_batched and hx.dim() != 3:
+                raise RuntimeError(
+                    f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor"
+                )
+            if not is_batched:
+                hx = hx.unsqueeze(1)
+        else:
+            hx = self._zeros(input, self.hidden_size)
+        self.check_forward_args(input, hx, None)
+        out, h_n, _ = self._run(self._time_first(input), hx, None)
+        out = self._finish(out, is_batched, batch_dim)
+        return out, (h_n if is_batched else h_n.squeeze(1))
+
+
+class RNN(_SingleStateRNN):
+    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(
+                f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
+        super().__init__(mode, *args, **kwargs)
+
+
+class GRU(_SingleStateRNN):
+    """Gated recurrent unit, gates (r, z, n) in torch's order."""
+
+    _name = "GRU"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory, gates (i, f, g, o) in torch's order; optional proj_size."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def get_expected_cell_size(self, input: Tensor,
+                               batch_sizes: Any = None) -> Tuple[int, int, int]:
+        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+
+    def check_forward_args(self, input: Tensor, hidden: Any,  # type: ignore[override]
+                           batch_sizes: Any = None) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def forward(self, input: Tensor,  # type: ignore[override]
+                hx: Optional[Tuple[Tensor, Tensor]] = None
+                ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        input, is_batched, batch_dim = self._prepare(input, "LSTM")
+        if hx is None:
+            real = self.proj_size if self.proj_size > 0 else self.hidden_size
+            hx = (self._zeros(input, real), self._zeros(input, self.hidden_size))
+        elif is_batched:
+            if hx[0].dim() != 3 or hx[1].dim() != 3:
+                raise RuntimeError(
+                    "For batched 3-D input, hx and cx should also be 3-D but got "
+                    f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors"
+                )
+        else:
+            if hx[0].dim() != 2 or hx[1].dim() != 2:
+                raise RuntimeError(
+                    "For unbatched 2-D input, hx and cx should also be 2-D but got "
+                    f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors"
+                )
+            hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+        self.check_forward_args(input, hx, None)
+        out, h_n, c_n = self._run(self._time_first(input), hx[0], hx[1])
+        assert c_n is not None
+        out = self._finish(out, is_batched, batch_dim)
+        if not is_batched:
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return out, (h_n, c_n)
+
+
+# ---- cells --------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        kw = {"device": device, "dtype": dtype}
+        self.weight_ih = Parameter(_creation.empty((num_chunks * hidden_size, input_size), **kw))
+        self.weight_hh = Parameter(_creation.empty((num_chunks * hidden_size, hidden_size),
+                                                   **kw))
+        if bias:
+            self.bias_ih = Parameter(_creation.empty(num_chunks * hidden_size, **kw))
+            self.bias_hh = Parameter(_creation.empty(num_chunks * hidden_size, **kw))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _check(self, name: str, input: Tensor, hx: Any, what: str = "hidden") -> bool:
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {hx.dim()}D instead")
+        return input.dim() == 2
+
+    def _zeros(self, input: Tensor) -> Tensor:
+        return _creation.zeros((input.size(0), self.hidden_size), dtype=input.dtype,
+                               device=input.device)
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        is_batched = self._check("RNNCell", input, hx)
+        if not is_batched:
+            input = input.unsqueeze(0)
+        hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        ret = _rnn_step(mode, F.linear(input, self.weight_ih, self.bias_ih), hx,
+                        self.weight_hh, self.bias_hh)
+        return ret if is_batched else ret.squeeze(0)
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        is_batched = self._check("GRUCell", input, hx)
+        if not is_batched:
+            input = input.unsqueeze(0)
+        hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
+        ret = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
+                        self.bias_hh)
+        return ret if is_batched else ret.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input: Tensor,
+                hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+        if input.dim() not in (1, 2):
+            raise ValueError(
+                f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead"
+            )
+        if hx is not None:
+            for idx, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(
+                        f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got {value.dim()}D "
+                        "instead"
+                    )
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            zeros = self._zeros(input)
+            hx = (zeros, zeros)
+        elif not is_batched:
+            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
+                          self.weight_hh, self.bias_hh, None)
+        return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
