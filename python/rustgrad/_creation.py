@@ -30,7 +30,7 @@ def _target(dev: Any) -> Any:
     return namespace(device(dev) if isinstance(dev, str) else dev)
 
 
-def _infer_np_dtype(data: Any) -> Any:
+def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     """torch's dtype inference for Python data: bools, ints -> int64, floats -> default."""
     arr = _np.asarray(data)
     kind = arr.dtype.kind
@@ -39,26 +39,27 @@ def _infer_np_dtype(data: Any) -> Any:
     if kind in "iu":
         return arr.astype(_np.int64)
     if kind == "f":
-        return arr.astype(_dtype.get_default_dtype().np)
+        # with an explicit dtype the values keep float64 precision until the final cast
+        return arr.astype(_np.float64 if exact else _dtype.get_default_dtype().np)
     if kind == "O":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
 
 
-def _from_data(data: Any) -> Any:
+def _from_data(data: Any, exact: bool = False) -> Any:
     if isinstance(data, Tensor):
         return data._backend.to_numpy(data._data)
     if isinstance(data, (list, tuple)):
-        flat = [(_from_data(x) if isinstance(x, (Tensor, list, tuple)) else x) for x in data]
+        flat = [(_from_data(x, exact) if isinstance(x, (Tensor, list, tuple)) else x) for x in data]
         if any(isinstance(x, _np.ndarray) for x in flat):
             return _np.stack([_np.asarray(x) for x in flat]) if flat else _np.asarray(flat)
-        return _infer_np_dtype(flat)
+        return _infer_np_dtype(flat, exact)
     if isinstance(data, _np.ndarray):
         return data
     if isinstance(data, _np.generic):
         return _np.asarray(data)
     if isinstance(data, (bool, int, float)):
-        return _infer_np_dtype(data)
+        return _infer_np_dtype(data, exact)
     if hasattr(data, "__array__") or hasattr(data, "__cuda_array_interface__"):
         return data
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
@@ -73,11 +74,10 @@ def tensor(
     pin_memory: bool = False,
 ) -> Tensor:
     """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
-    arr = _from_data(data)
+    arr = _from_data(data, dtype is not None)
     if isinstance(arr, _np.ndarray):
         _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
-        if arr.dtype.kind == "f" and arr.dtype == _np.float64 and not isinstance(data, _np.ndarray) \
-                and not isinstance(data, Tensor):
+        if dtype is None and arr.dtype == _np.float64 and not isinstance(data, (_np.ndarray, Tensor)):
             arr = arr.astype(_dtype.get_default_dtype().np)
     np_dt = _dtype.to_np(dtype)
     target = _target(device) if device is not None else (

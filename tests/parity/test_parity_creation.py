@@ -1,0 +1,19 @@
+"""tensor() from Python data: dtype inference and values as torch's, including explicit dtypes
+(a float64 tensor from a list keeps float64 precision)."""
+
+import pytest
+import rustgrad
+import torch
+
+DATA = [[0.3], [[0.1, 0.2], [0.3, 0.4]], 0.3, [1, 2], [True, False], 7, [[1, 2.5]]]
+DTYPES = [None, "float64", "float32", "float16", "int64", "int32", "bool"]
+
+
+@pytest.mark.parametrize("data", DATA, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_creation_tensor_from_python_data_matches_torch(data, dtype):
+    want = torch.tensor(data, dtype=getattr(torch, dtype) if dtype else None)
+    got = rustgrad.tensor(data, dtype=getattr(rustgrad, dtype) if dtype else None)
+    assert str(got.dtype) == str(want.dtype)
+    assert got.tolist() == want.tolist()
+    assert tuple(got.shape) == tuple(want.shape)
