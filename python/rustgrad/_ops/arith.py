@@ -48,8 +48,10 @@ def _add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _fix(g, ash, adt), _fix(gb, bsh, bdt)
 
 
+# Python-scalar operands are inputs without an edge (None), as torch's wrapped numbers, so the
+# scalar forms' formulas return a None gradient for them.
 def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g if ctx is None else cast_grad(g, ctx)
+    return (g if ctx is None else cast_grad(g, ctx)), None
 
 
 def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
@@ -70,7 +72,7 @@ def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
         return NotImplemented
     ad = scalar_operand(a._data, s)
     out = ad + s * alpha
-    return record(out, (a,), "AddBackward0", _add_scalar_bw, None,
+    return record(out, (a, None), "AddBackward0", _add_scalar_bw, None,
                   None if out.dtype == a._data.dtype else a._data.dtype)
 
 
@@ -122,7 +124,7 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
         return NotImplemented
     ad = scalar_operand(a._data, s)
     out = ad - s * alpha
-    return record(out, (a,), "SubBackward0", _add_scalar_bw, None,
+    return record(out, (a, None), "SubBackward0", _add_scalar_bw, None,
                   None if out.dtype == a._data.dtype else a._data.dtype)
 
 
@@ -171,7 +173,7 @@ def _mul_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * ctx
+    return g * ctx, None
 
 
 def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
@@ -188,7 +190,7 @@ def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     s = as_scalar(b)
     if s is None:
         return NotImplemented
-    return record(scalar_operand(a._data, s) * s, (a,), "MulBackward0", _mul_scalar_bw, None, s)
+    return record(scalar_operand(a._data, s) * s, (a, None), "MulBackward0", _mul_scalar_bw, None, s)
 
 
 def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -203,7 +205,7 @@ def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / ctx
+    return g / ctx, None
 
 
 def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
@@ -229,7 +231,7 @@ def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None)
     ft = _float_dtype_for_div(ad)
     if ft is not None:
         ad = ad.astype(ft)
-    return record(ad / s, (a,), "DivBackward0", _div_scalar_bw, None, s)
+    return record(ad / s, (a, None), "DivBackward0", _div_scalar_bw, None, s)
 
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:

@@ -71,21 +71,9 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     shapes = tuple(
         (x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None for x in (input, other)
     )
-    return record(out, tuple(tensors), "WhereBackward0", _where_tensors_bw(input, other), None,
-                  (cd, shapes))
-
-
-def _where_tensors_bw(input: Any, other: Any) -> Any:
-    both = isinstance(input, Tensor) and isinstance(other, Tensor)
-    if both:
-        return _where_bw
-    first = isinstance(input, Tensor)
-
-    def bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-        ga, gb = _where_bw(g, saved, ctx)
-        return ga if first else gb
-
-    return bw
+    # a scalar branch is an input slot without an edge, as torch's wrapped numbers
+    inputs = tuple(x if isinstance(x, Tensor) else None for x in (input, other))
+    return record(out, inputs, "WhereBackward0", _where_bw, None, (cd, shapes))
 
 
 def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

@@ -118,7 +118,9 @@ fn record<'py>(
     let mut needs_grad = false;
     if grad_mode::is_grad_enabled() {
         for t in inputs.iter() {
-            if t.downcast::<PyTensor>()?.borrow().requires_grad {
+            // None stands for a Python scalar operand: an input slot without an edge, as
+            // torch's wrapped numbers (`(x * 2).grad_fn.next_functions` has `(None, 0)`).
+            if !t.is_none() && t.downcast::<PyTensor>()?.borrow().requires_grad {
                 needs_grad = true;
                 break;
             }
@@ -151,7 +153,11 @@ fn record<'py>(
     }
     let mut edges = Vec::with_capacity(inputs.len());
     for t in inputs.iter() {
-        edges.push(gradient_edge(t.downcast::<PyTensor>()?));
+        edges.push(if t.is_none() {
+            None
+        } else {
+            gradient_edge(t.downcast::<PyTensor>()?)
+        });
     }
     let hooks = if saved.is_some() || save_output {
         saved_tensors_hooks(py)
