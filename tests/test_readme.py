@@ -4,6 +4,7 @@ import contextlib
 import io
 import pathlib
 import re
+import warnings
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
@@ -14,10 +15,11 @@ def _blocks():
 
 def test_readme_examples_run_and_print_their_comments():
     blocks = _blocks()
-    assert len(blocks) >= 2
+    assert len(blocks) >= 12
     for block in blocks:
         out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+        with contextlib.redirect_stdout(out), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # some examples show torch's warnings on purpose
             exec(compile(block, str(README), "exec"), {})
         printed = out.getvalue()
         for line in block.splitlines():

@@ -2,9 +2,8 @@
 without an edge, `(None, 0)`; pow/rsub/clamp take scalars as arguments and have no such slot."""
 
 import pytest
-import torch
-
 import rustgrad
+import torch
 
 PROGRAMS = ["x+1", "1+x", "x-1", "1-x", "x*2", "2*x", "x/2", "2/x", "x**2", "2**x",
             "x.add(1, alpha=2)", "m.where(x>0, x, 0.)", "m.where(x>0, 0., x)", "x.clamp(0, 1)",
