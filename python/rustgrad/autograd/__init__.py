@@ -118,10 +118,18 @@ def backward(
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
-    with _checkpoint_valid(not ins):
+    with _checkpoint_valid(not ins), _quiet_floats():
         _core.run_backward(
             tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
         )
+
+
+def _quiet_floats() -> Any:
+    """Backward formulas divide by zero or take inf - inf where torch silently gives inf/nan
+    (sqrt's gradient at 0): NumPy's floating-point warnings are off for one backward."""
+    from .._backends import cpu
+
+    return cpu.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 _checkpoint_state = threading.local()
@@ -216,7 +224,7 @@ def grad(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
     keep = create_graph if retain_graph is None else retain_graph
-    with _checkpoint_valid(False):
+    with _checkpoint_valid(False), _quiet_floats():
         result = _core.run_backward(outs, _make_grads(outs, gos), keep, create_graph, ins, False)
     out = []
     for t, g in zip(ins, result):
