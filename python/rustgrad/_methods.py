@@ -238,3 +238,13 @@ def _copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 
 T.zero_, T.fill_, T.copy_ = _zero_, _fill_, _copy_
+
+
+def _bfloat16(self: Tensor) -> Tensor:
+    raise TypeError(
+        "rustgrad: bfloat16 is not available: the NumPy and CuPy backends have no bfloat16 "
+        "arrays; use half() (float16) or float() instead"
+    )
+
+
+T.bfloat16 = _bfloat16

@@ -17,3 +17,10 @@ def test_creation_tensor_from_python_data_matches_torch(data, dtype):
     assert str(got.dtype) == str(want.dtype)
     assert got.tolist() == want.tolist()
     assert tuple(got.shape) == tuple(want.shape)
+
+
+def test_creation_bfloat16_refused_with_a_hint_and_tensor_unchanged():
+    t = rustgrad.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="bfloat16 is not available.*half"):
+        t.bfloat16()
+    assert t.dtype == rustgrad.float32 and t.tolist() == [1.0, 2.0]
