@@ -18,7 +18,7 @@ grad unless `requires_grad=False`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import rustgrad
@@ -28,38 +28,11 @@ FLOATS = (np.float64, np.float32)
 _TOL = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e-5)}
 
 
-def arrays(specs: Sequence[Any], dtype: Any, low: float, high: float, seed: int) -> list:
-    rng = np.random.default_rng(seed)
-    out = []
-    for s in specs:
-        if isinstance(s, np.ndarray):
-            out.append(s.astype(dtype) if s.dtype.kind == "f" else s.copy())
-        else:
-            out.append(rng.uniform(low, high, size=tuple(s)).astype(dtype))
-    return out
-
-
-def make_inputs(arrs: Sequence[np.ndarray], requires_grad: bool) -> Tuple[list, list]:
-    tt, rt = [], []
-    for a in arrs:
-        rg = requires_grad and a.dtype.kind == "f"
-        tt.append(torch.tensor(a.copy(), requires_grad=rg))
-        rt.append(rustgrad.tensor(a.copy(), requires_grad=rg))
-    return tt, rt
-
-
-def outputs(out: Any) -> tuple:
-    if isinstance(out, (tuple, list)):
-        return tuple(out)
-    return (out,)
-
-
-def np_of(t: Any) -> np.ndarray:
-    return np.asarray(t.detach().numpy())
-
-
-def grad_fn_name(t: Any) -> Optional[str]:
-    return None if t.grad_fn is None else t.grad_fn.name()
+from ..parity.helpers import _arrays as arrays  # noqa: E402
+from ..parity.helpers import _as_outputs as outputs  # noqa: E402
+from ..parity.helpers import _grad_fn_name as grad_fn_name  # noqa: E402
+from ..parity.helpers import _make_inputs as make_inputs  # noqa: E402
+from ..parity.helpers import _np_of as np_of  # noqa: E402
 
 
 def assert_same(t: Any, r: Any, what: str, rtol: float, atol: float) -> None:
