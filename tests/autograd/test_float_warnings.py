@@ -3,9 +3,8 @@
 
 import warnings
 
-import torch
-
 import rustgrad
+import torch
 
 
 def _grads(lib, program):

@@ -24,15 +24,14 @@ import numpy as np
 import rustgrad
 import torch
 
+from ..parity.helpers import _arrays as arrays
+from ..parity.helpers import _as_outputs as outputs
+from ..parity.helpers import _grad_fn_name as grad_fn_name
+from ..parity.helpers import _make_inputs as make_inputs
+from ..parity.helpers import _np_of as np_of
+
 FLOATS = (np.float64, np.float32)
 _TOL = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e-5)}
-
-
-from ..parity.helpers import _arrays as arrays  # noqa: E402
-from ..parity.helpers import _as_outputs as outputs  # noqa: E402
-from ..parity.helpers import _grad_fn_name as grad_fn_name  # noqa: E402
-from ..parity.helpers import _make_inputs as make_inputs  # noqa: E402
-from ..parity.helpers import _np_of as np_of  # noqa: E402
 
 
 def assert_same(t: Any, r: Any, what: str, rtol: float, atol: float) -> None:
