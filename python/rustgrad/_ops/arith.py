@@ -55,6 +55,10 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
+    if type(b) is float and alpha == 1 and _out_dtype is None:
+        ad = a._data  # fast path: float tensor + Python float keeps the tensor's dtype
+        if ad.dtype.kind == "f":
+            return record(ad + b, (a, None), "AddBackward0", _add_scalar_bw, None, None)
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
@@ -177,6 +181,10 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
+    if type(b) is float and _out_dtype is None:
+        ad = a._data  # fast path: float tensor * Python float keeps the tensor's dtype
+        if ad.dtype.kind == "f":
+            return record(ad * b, (a, None), "MulBackward0", _mul_scalar_bw, None, b)
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
