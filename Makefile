@@ -28,6 +28,8 @@ demo: build
 	$(PY) examples/demo.py
 
 test: $(VENV)/.test build
+	cargo fmt --all -- --check
+	$(VENV)/bin/ruff check python tests benches examples
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
 
