@@ -3,6 +3,9 @@ kernels. `import rustgrad as torch` works for everything rustgrad supports."""
 
 from __future__ import annotations
 
+import builtins as _builtins
+from typing import Any as _Any
+
 from . import (
     _backends,
     _core,
@@ -11,6 +14,7 @@ from . import (
     autograd,
     cuda,
     memory,
+    return_types,
 )
 from ._backends import device
 from ._creation import (
@@ -63,6 +67,17 @@ from ._dtype import (
     uint8,
 )
 from ._functional_ext import *  # noqa: F401,F403,E402
+from ._legacy import (  # noqa: F401  (torch's typed constructors)
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from ._ops import arith as _arith
 from ._ops import linalg as _linalg
 from ._ops import reduce as _reduce
@@ -92,9 +107,38 @@ _core._register(
 )
 
 # the functional namespace, named as torch's
-add, sub, subtract, mul, multiply = _arith.add, _arith.sub, _arith.sub, _arith.mul, _arith.mul
-div, divide, true_divide, neg, negative = _arith.div, _arith.div, _arith.div, _arith.neg, _arith.neg
-pow, remainder = _arith.pow, _arith.remainder
+
+_NUMBERS = (_builtins.bool, _builtins.int, _builtins.float)
+
+
+def _scalar_first(op: _Any) -> _Any:
+    """torch.add(2., x): a Python number as the first operand is a wrapped 0-d tensor."""
+
+    def fn(input: _Any, other: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+        if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
+            input = tensor(input, device=other.device)
+        return op(input, other, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = op.__name__
+    fn.__doc__ = op.__doc__
+    fn.__wrapped__ = op  # type: ignore[attr-defined]  (the op registry keys ops by it)
+    return fn
+
+
+def pow(input: _Any, exponent: _Any, **kwargs: _Any) -> _Any:
+    if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
+        return _arith.rpow(exponent, input)  # torch's pow(Scalar, Tensor): PowBackward2
+    return _arith.pow(input, exponent, **kwargs)
+
+
+pow.__wrapped__ = _arith.pow  # type: ignore[attr-defined]
+
+
+add, sub, mul, div = (_scalar_first(_arith.add), _scalar_first(_arith.sub),
+                      _scalar_first(_arith.mul), _scalar_first(_arith.div))
+subtract, multiply, divide, true_divide = sub, mul, div, div
+neg, negative = _arith.neg, _arith.neg
+remainder = _arith.remainder
 exp, log, sqrt, abs = _unary.exp, _unary.log, _unary.sqrt, _unary.abs
 relu, sigmoid, tanh, sign, reciprocal = _unary.relu, _unary.sigmoid, _unary.tanh, _unary.sign, _unary.reciprocal
 clamp = clip = _unary.clamp

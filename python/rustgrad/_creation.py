@@ -46,6 +46,31 @@ def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
 
 
+def _check_ragged(data: Any) -> None:
+    """torch's errors for nested lists whose lengths disagree with the first element's."""
+    sizes = []
+    seq = data
+    while isinstance(seq, (list, tuple)):
+        sizes.append(len(seq))
+        if not seq:
+            break
+        seq = seq[0]
+
+    def check(x: Any, dim: int) -> None:
+        if dim == len(sizes):
+            return
+        if isinstance(x, Tensor) and x.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if not isinstance(x, (list, tuple)):
+            raise TypeError("not a sequence")
+        if len(x) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(x)})")
+        for e in x:
+            check(e, dim + 1)
+
+    check(data, 0)
+
+
 def _from_data(data: Any, exact: bool = False) -> Any:
     if isinstance(data, Tensor):
         return data._backend.to_numpy(data._data)
@@ -74,7 +99,11 @@ def tensor(
     pin_memory: bool = False,
 ) -> Tensor:
     """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
-    arr = _from_data(data, dtype is not None)
+    try:
+        arr = _from_data(data, dtype is not None)
+    except ValueError:
+        _check_ragged(data)
+        raise
     if isinstance(arr, _np.ndarray):
         _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
         if dtype is None and arr.dtype == _np.float64 and not isinstance(data, (_np.ndarray, Tensor)):

@@ -75,6 +75,7 @@ __all__ = [
     "moveaxis", "tril", "triu", "flip", "roll", "repeat_interleave", "tile",
     "outer", "ger", "dot", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum", "tensordot", "kron",
     "trace", "diag", "diag_embed",
+    "isclose", "allclose", "equal",
 ]
 
 # torch.nn.functional-only names (not exported above)
@@ -84,3 +85,32 @@ pad = _views.pad
 vector_norm = _reductions.vector_norm  # torch.linalg.vector_norm
 NN_FUNCTIONAL = ("softplus", "gelu", "silu", "leaky_relu", "elu", "hardtanh", "pad", "softmax",
                  "log_softmax")
+
+
+# comparisons of whole tensors (no autograd: they return bools)
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: ANN001,ANN201
+    """torch.isclose: |input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
+    import numpy as _np
+
+    from ._creation import _wrap
+    from ._ops._util import _type_name, broadcast_error
+
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{_type_name(input.dtype)} did not match {_type_name(other.dtype)}")
+    a, b = input._backend.to_numpy(input._data), other._backend.to_numpy(other._data)
+    try:
+        _np.broadcast_shapes(a.shape, b.shape)
+    except ValueError as e:
+        raise broadcast_error(e, a.shape, b.shape) from None
+    return _wrap(_np.asarray(_np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: ANN001,ANN201
+    """torch.allclose: whether isclose holds everywhere (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):  # noqa: ANN001,ANN201
+    """torch.equal: same shape and the same values (a Python bool)."""
+    a, b = input._backend.to_numpy(input._data), other._backend.to_numpy(other._data)
+    return a.shape == b.shape and bool((a == b).all())

@@ -87,9 +87,21 @@ def _reshape_as(self: Tensor, other: Tensor) -> Tensor:
 T.view_as, T.reshape_as = _view_as, _reshape_as
 
 
+_WARNED_T: list = []  # torch warns once per process
+
+
 @property  # type: ignore[misc]
 def _T(self: Tensor) -> Tensor:
     # torch's .T is permute(reversed dims) for every ndim (PermuteBackward0)
+    if self._data.ndim not in (0, 2) and not _WARNED_T:
+        import warnings
+
+        _WARNED_T.append(True)
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+            "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
     return shape.permute(self, tuple(reversed(range(self._data.ndim))))
 
 

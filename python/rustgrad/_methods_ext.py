@@ -64,3 +64,73 @@ T.mv, T.mm, T.bmm = linalg_ext.mv, linalg_ext.mm, linalg_ext.bmm
 T.addmm, T.baddbmm = linalg_ext.addmm, linalg_ext.baddbmm
 T.kron, T.trace = linalg_ext.kron, linalg_ext.trace
 T.diag, T.diag_embed = linalg_ext.diag, linalg_ext.diag_embed
+
+
+# new_* factories: torch's defaults are this tensor's dtype and device
+def _new_factory(fill: str) -> object:
+    def method(self: Tensor, *size: object, dtype: object = None, device: object = None,
+               requires_grad: bool = False) -> Tensor:
+        from . import _creation
+
+        return getattr(_creation, fill)(*size, dtype=dtype or self.dtype,
+                                        device=device or self.device,
+                                        requires_grad=requires_grad)
+
+    method.__name__ = f"new_{fill}"
+    return method
+
+
+def _new_full(self: Tensor, size: object, fill_value: object, *, dtype: object = None,
+              device: object = None, requires_grad: bool = False) -> Tensor:
+    from . import _creation
+
+    return _creation.full(size, fill_value, dtype=dtype or self.dtype,
+                          device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self: Tensor, data: object, *, dtype: object = None, device: object = None,
+                requires_grad: bool = False) -> Tensor:
+    from . import _creation
+
+    return _creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
+
+T.new_zeros, T.new_ones, T.new_empty = (_new_factory("zeros"), _new_factory("ones"),
+                                        _new_factory("empty"))
+T.new_full, T.new_tensor = _new_full, _new_tensor
+
+
+def _type(self: Tensor, dtype: object = None, non_blocking: bool = False) -> object:
+    """torch's Tensor.type(): the legacy type name, or a cast to a dtype or such a name."""
+    from . import _dtype
+
+    if dtype is None:
+        return "torch." + _dtype.LEGACY_NAMES[self.dtype.name]
+    if isinstance(dtype, str):
+        names = {"torch." + v: k for k, v in _dtype.LEGACY_NAMES.items()}
+        if dtype not in names:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _dtype.from_np(__import__("numpy").dtype(names[dtype]))
+    return self if dtype is self.dtype else self.to(dtype)
+
+
+T.type = _type
+
+
+def _bind_comparisons() -> None:
+    from . import _functional_ext as fx
+
+    T.isclose, T.allclose, T.equal = fx.isclose, fx.allclose, fx.equal
+
+
+_bind_comparisons()
+
+
+def _relu_(self: Tensor) -> Tensor:
+    from .nn import functional
+
+    return functional.relu_(self)
+
+
+T.relu_ = _relu_

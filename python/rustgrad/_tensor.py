@@ -14,6 +14,8 @@ from . import _core, _dtype
 from ._backends import namespace_of
 from ._size import Size
 
+_WARNED_FLOAT_OF_GRAD: list = []  # torch warns once per process: float() of a grad tensor
+
 
 class Tensor(_core.TensorBase):
     """A tensor: an array on a device plus its autograd state (`requires_grad`, `grad_fn`...)."""
@@ -122,9 +124,21 @@ class Tensor(_core.TensorBase):
         return bool(self.item())
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if self.requires_grad and not _WARNED_FLOAT_OF_GRAD:
+            _WARNED_FLOAT_OF_GRAD.append(True)  # torch warns once per process
+            warnings.warn(
+                "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                "behavior.\nConsider using tensor.detach() first.",
+                UserWarning,
+                stacklevel=2,
+            )
         return float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self) -> int:

@@ -1,14 +1,19 @@
-"""repr of tensors, formatted as torch formats them (precision 4, scientific when needed)."""
+"""repr of tensors, formatted as torch formats them (torch/_tensor_str.py's algorithm: precision 4,
+scientific when needed, lines wrapped at 80 columns, summarized above 1000 elements)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, List
 
+import numpy as np
+
 from . import _dtype
 
 _THRESHOLD = 1000
 _EDGE = 3
+_PRECISION = 4
+_LINEWIDTH = 80
 
 
 class _Formatter:
@@ -17,73 +22,78 @@ class _Formatter:
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
-        finite = [v for v in values if floating and math.isfinite(v)]
         if not floating:
             self.max_width = max((len(str(v)) for v in values), default=1)
             return
-        if not finite:
-            self.max_width = max((len(self._plain(v)) for v in values), default=1)
+        # as torch: only the nonzero finite values choose the mode and the width
+        vals = [v for v in values if math.isfinite(v) and v != 0]
+        if not vals:
             return
-        self.int_mode = all(float(v).is_integer() for v in finite)
-        nonzero = [abs(v) for v in finite if v != 0]
+        hi = max(abs(v) for v in vals)
+        lo = min(abs(v) for v in vals)
+        self.int_mode = all(float(v).is_integer() for v in vals)
         if self.int_mode:
-            if nonzero and max(nonzero) > 1e8:
+            if hi / lo > 1000.0 or hi > 1.0e8:
                 self.sci_mode = True
-        elif nonzero:
-            hi, lo = max(nonzero), min(nonzero)
-            if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
-                self.sci_mode = True
-        self.max_width = max(len(self.format_plain(v)) for v in values)
+                self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
+            else:
+                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
+        elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
+            self.sci_mode = True
+            self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
+        else:
+            self.max_width = max(len(f"{v:.{_PRECISION}f}") for v in vals)
 
-    def _plain(self, v: Any) -> str:
-        if isinstance(v, float) and math.isnan(v):
-            return "nan"
-        if isinstance(v, float) and math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return str(v)
-
-    def format_plain(self, v: Any) -> str:
-        if not self.floating:
-            return str(v)
-        if not math.isfinite(v):
-            return self._plain(v)
-        if self.sci_mode:
-            return f"{v:.4e}"
-        if self.int_mode:
-            return f"{v:.0f}."
-        return f"{v:.4f}"
+    def width(self) -> int:
+        return self.max_width
 
     def format(self, v: Any) -> str:
-        return self.format_plain(v).rjust(self.max_width)
+        if self.floating:
+            if self.sci_mode:
+                ret = f"{v:{self.max_width}.{_PRECISION}e}"
+            elif self.int_mode:
+                ret = f"{v:.0f}"
+                if not (math.isinf(v) or math.isnan(v)):
+                    ret += "."
+            else:
+                ret = f"{v:.{_PRECISION}f}"
+        else:
+            ret = f"{v}"
+        return (self.max_width - len(ret)) * " " + ret
 
 
-def _flat_values(arr: Any, summarize: bool) -> List[Any]:
-    if not summarize or arr.ndim == 0:
-        return arr.ravel().tolist()
-    out: List[Any] = []
+def _summarized(arr: Any) -> Any:
+    """torch's get_summarized_data: the edge items that a summarized repr shows."""
+    if arr.ndim == 0:
+        return arr
     if arr.ndim == 1:
         if arr.shape[0] > 2 * _EDGE:
-            return arr[:_EDGE].tolist() + arr[-_EDGE:].tolist()
-        return arr.tolist()
-    rows = range(arr.shape[0])
+            return np.concatenate((arr[:_EDGE], arr[-_EDGE:]))
+        return arr
     if arr.shape[0] > 2 * _EDGE:
         rows = list(range(_EDGE)) + list(range(arr.shape[0] - _EDGE, arr.shape[0]))
-    for i in rows:
-        out.extend(_flat_values(arr[i], summarize))
-    return out
+    else:
+        rows = list(range(arr.shape[0]))
+    return np.stack([_summarized(arr[i]) for i in rows])
+
+
+def _vector_str(arr: Any, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    element_length = fmt.width() + 2
+    per_line = max(1, int(math.floor((_LINEWIDTH - indent) / element_length)))
+    if summarize and arr.shape[0] > 2 * _EDGE:
+        data = [fmt.format(v) for v in arr[:_EDGE].tolist()] + [" ..."]
+        data += [fmt.format(v) for v in arr[-_EDGE:].tolist()]
+    else:
+        data = [fmt.format(v) for v in arr.tolist()]
+    lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
 def _render(arr: Any, fmt: _Formatter, indent: int, summarize: bool) -> str:
     if arr.ndim == 0:
         return fmt.format(arr.item())
     if arr.ndim == 1:
-        items = arr.tolist()
-        if summarize and len(items) > 2 * _EDGE:
-            parts = [fmt.format(v) for v in items[:_EDGE]] + ["..."]
-            parts += [fmt.format(v) for v in items[-_EDGE:]]
-        else:
-            parts = [fmt.format(v) for v in items]
-        return "[" + ", ".join(parts) + "]"
+        return _vector_str(arr, indent, summarize, fmt)
     n = arr.shape[0]
     idx: List[Any] = list(range(n))
     if summarize and n > 2 * _EDGE:
@@ -93,34 +103,47 @@ def _render(arr: Any, fmt: _Formatter, indent: int, summarize: bool) -> str:
     return "[" + sep.join(parts) + "]"
 
 
+def _add_suffixes(tensor_str: str, suffixes: List[str], indent: int) -> str:
+    out = [tensor_str]
+    last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > _LINEWIDTH:
+            out.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            out.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    out.append(")")
+    return "".join(out)
+
+
 def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     arr = t._data
     np_arr = t._backend.to_numpy(arr)
     dt = _dtype.from_np(np_arr.dtype)
     summarize = np_arr.size > _THRESHOLD
     suffixes = []
-    if np_arr.size == 0 and np_arr.ndim == 1:
-        body = "[]"
-    elif np_arr.size == 0:
-        body = "[]"
-        suffixes.append(f"size={tuple(np_arr.shape)}")
-    else:
-        vals = _flat_values(np_arr, summarize)
-        fmt = _Formatter(vals, dt.is_floating_point)
-        body = _render(np_arr, fmt, len(prefix), summarize)
+    indent = len(prefix)
     dev = t.device
     if dev.type != "cpu":
         suffixes.append(f"device='{dev}'")
-    if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
-        suffixes.append(f"dtype={dt!r}")
-    elif np_arr.size == 0 and dt is not _dtype.get_default_dtype():
-        suffixes.append(f"dtype={dt!r}")
+    if np_arr.size == 0:
+        body = "[]"
+        if np_arr.ndim != 1:
+            suffixes.append(f"size={tuple(np_arr.shape)}")
+        if dt is not _dtype.get_default_dtype():
+            suffixes.append(f"dtype={dt!r}")
+    else:
+        if np_arr.dtype == np.float16:
+            np_arr = np_arr.astype(np.float32)
+        shown = _summarized(np_arr) if summarize else np_arr
+        fmt = _Formatter(shown.ravel().tolist(), dt.is_floating_point)
+        body = _render(np_arr, fmt, indent, summarize)
+        if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
+            suffixes.append(f"dtype={dt!r}")
     fn = t.grad_fn
     if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name()}>")
+        suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    out = prefix + body
-    for s in suffixes:
-        out += ", " + s
-    return out + ")"
+    return _add_suffixes(prefix + body, suffixes, indent)

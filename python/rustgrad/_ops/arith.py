@@ -7,6 +7,7 @@ from typing import Any
 from .. import _core, _dtype
 from .._tensor import Tensor
 from ._util import (
+    _type_name,
     as_scalar,
     broadcast_error,
     cast_grad,
@@ -437,7 +438,8 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 def div_(self: Tensor, other: Any) -> Tensor:
     if self._data.dtype.kind != "f":
         raise RuntimeError(
-            f"result type Float can't be cast to the desired output type {self.dtype.name.capitalize()}"
+            "result type Float can't be cast to the desired output type "
+            f"{_type_name(self.dtype)}"
         )
     return _inplace(self, other, self._backend.true_divide, div)
 

@@ -26,6 +26,8 @@ def _normalize(idx: Any) -> tuple:
         elif isinstance(i, list):
             out.append(_list_index(i))
         else:
+            if type(i) is slice and i.step is not None and i.step < 0:
+                raise ValueError("step must be greater than zero")
             out.append(i)
     return tuple(out)
 
@@ -274,6 +276,13 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
 
 
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
+    if is_grad_enabled() and a.requires_grad and a.is_leaf:
+        # torch indexes first: an int or a partial slice makes a view of the leaf
+        if _setitem_name(_normalize(idx), a._data.shape, False) == "torch::autograd::CopySlices":
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
     check_inplace(a)
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):

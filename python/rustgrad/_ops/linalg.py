@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
 from ._util import cast_grad, promote, record, sum_to
 
@@ -68,10 +70,19 @@ def matmul(a: Tensor, b: Any) -> Any:
                 f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same "
                 f"number of elements, but got {ka} and {kb} elements respectively"
             )
-        left = f"{ad.shape[0]}x{ka}" if na == 2 else "x".join(str(s) for s in ad.shape)
-        right = f"{kb}x{bd.shape[-1]}" if nb >= 2 else f"{kb}"
+        rows = int(np.prod(ad.shape[:-1]))
+        if nb == 1:  # torch folds to mv
+            raise RuntimeError(
+                f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})"
+            )
+        if nb == 2:  # torch folds to mm
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{bd.shape[-1]})"
+            )
+        batch = int(np.prod(np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])))
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({left} and {right})"
+            "Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{batch}, {ka}] but got: [{batch}, {kb}]."
         )
     out = a._backend.matmul(ad, bd)
     saved = (a if b.requires_grad else None, b if a.requires_grad else None)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
-from ._util import record
+from ._util import _type_name, record
 
 Dims = Union[int, Sequence[int], None]
 _F16 = _dtype.float16.np
@@ -68,7 +68,7 @@ def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = Non
     if d.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {_dtype.from_np(d.dtype).name.capitalize()}"
+            f"or complex dtype. Got: {_type_name(_dtype.from_np(d.dtype))}"
         )
     dims = _dims(dim, d.ndim)
     if dtype is not None:
@@ -96,13 +96,8 @@ def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = Non
                   (d.shape, dims, keepdim, n))
 
 
-class _ValuesIndices(NamedTuple):
-    values: Tensor
-    indices: Tensor
-
-
-class max_result(_ValuesIndices):
-    pass
+max_result = return_types.max
+min_result = return_types.min
 
 
 def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -159,7 +154,7 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     name = "MaxBackward0" if is_max else "MinBackward0"
     v = record(vals, (a,), name, _select_bw, None, (d.shape, dd, keepdim, keep_idx))
     i = record(idx.astype(_dtype.int64.np, copy=False), (), "", None)
-    return max_result(v, i)
+    return (max_result if is_max else min_result)(v, i)
 
 
 def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ._util import _type_name, cast_grad, promote, record, sum_to
 
@@ -613,14 +613,8 @@ def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
 
 
 # ---- sort, argsort, topk ---------------------------------------------------------------
-class sort_result(NamedTuple):
-    values: Tensor
-    indices: Tensor
-
-
-class topk_result(NamedTuple):
-    values: Tensor
-    indices: Tensor
+sort_result = return_types.sort
+topk_result = return_types.topk
 
 
 def _order(xp: Any, src: Any, dim: int, descending: bool) -> Any:

@@ -44,7 +44,7 @@ def ops() -> Dict[str, List[Tuple[str, List[str], List[str]]]]:
     functions: Dict[int, List[str]] = {}
     for name in dir(rustgrad):
         if not name.startswith("_"):
-            functions.setdefault(id(getattr(rustgrad, name)), []).append(name)
+            functions.setdefault(id(inspect.unwrap(getattr(rustgrad, name))), []).append(name)
     out: Dict[str, List[Tuple[str, List[str], List[str]]]] = {}
     present = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
     for module in FAMILIES:

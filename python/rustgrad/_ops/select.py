@@ -7,6 +7,7 @@ from typing import Any
 from .. import _dtype
 from .._tensor import Tensor
 from ._util import (
+    _type_name,
     as_scalar,
     broadcast_error,
     cast_grad,
@@ -46,7 +47,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     cd = condition._data
     if cd.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {_dtype.from_np(cd.dtype).name.capitalize()}")
+                           f"with dtype {_type_name(_dtype.from_np(cd.dtype))}")
     tensors = [x for x in (input, other) if isinstance(x, Tensor)]
     ref = tensors[0] if tensors else condition
     xp = ref._backend

@@ -8,6 +8,7 @@ import threading
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _core
+from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
 from .._tensor import Tensor
 from . import functional, graph  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly

@@ -697,6 +697,14 @@ def _bshape(a: Tensor, b: Tensor) -> None:
             f"Using a target size ({b.shape}) that is different to the input size ({a.shape}). "
             "This will likely lead to incorrect results due to broadcasting. Please ensure they "
             "have the same size.", UserWarning, stacklevel=4)
+        import numpy as np
+
+        from .._ops._util import broadcast_error
+
+        try:
+            np.broadcast_shapes(a._data.shape, b._data.shape)
+        except ValueError as e:
+            raise broadcast_error(e, a._data.shape, b._data.shape) from None
 
 
 def _mse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -849,10 +857,10 @@ def _leaky_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return where(x > 0, g, g * ctx)
 
 
-def leaky_relu(x: Tensor, slope: float) -> Tensor:
+def leaky_relu(x: Tensor, slope: float, name: str = "LeakyReluBackward0") -> Tensor:
     xd = x._data
     out = x._backend.where(xd > 0, xd, xd * slope).astype(xd.dtype, copy=False)
-    return record(out, (x,), "LeakyReluBackward0", _leaky_bw, (x,), slope)
+    return record(out, (x,), name, _leaky_bw, (x,), slope)
 
 
 def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

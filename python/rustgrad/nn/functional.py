@@ -61,9 +61,27 @@ def _apply_reduction(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _inplace_src(x: Tensor, inplace: bool) -> Tensor:
+    """What an in-place activation computes from: with autograd, a copy of x's values with x's
+    history, so that whatever the op saves for backward is not overwritten by the write."""
+    from .. import _core
+    from .._ops._util import is_grad_enabled
+
+    if inplace and is_grad_enabled() and x.requires_grad:
+        return _core.shallow_copy(x, x._data.copy())
+    return x
+
+
 def _inplace(x: Tensor, out: Tensor) -> Tensor:
-    """Writes `out` into x as torch's in-place activations do (x's history becomes out's)."""
-    return x.copy_(out)
+    """Writes `out` into x as torch's in-place activations do: x takes out's node as its
+    grad_fn (ReluBackward0, ...), or CopySlices when x is a view."""
+    from .._ops._util import check_inplace, commit_inplace, is_grad_enabled
+
+    if not (is_grad_enabled() and out.requires_grad):
+        return x.copy_(out)
+    check_inplace(x)
+    commit_inplace(x, out)
+    return x
 
 
 # ---- linear and convolution ---------------------------------------------------------------
@@ -206,7 +224,7 @@ def _stack(ts: List[Tensor], dim: int) -> Tensor:
 
 # ---- activations --------------------------------------------------------------------------
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _unary.relu(input)
+    out = _unary.relu(_inplace_src(input, inplace))
     return _inplace(input, out) if inplace else out
 
 
@@ -220,12 +238,13 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
-    out = _prims.hardtanh(input, min_val, max_val)
+    out = _prims.hardtanh(_inplace_src(input, inplace), min_val, max_val)
     return _inplace(input, out) if inplace else out
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = _prims.elu(input, alpha)
+    out = _prims.elu(_inplace_src(input, inplace), alpha,
+                     name="EluBackward1" if inplace else "EluBackward0")
     return _inplace(input, out) if inplace else out
 
 
@@ -234,17 +253,20 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.elu(input, _SELU_ALPHA, _SELU_SCALE)
+    out = _prims.elu(_inplace_src(input, inplace), _SELU_ALPHA, _SELU_SCALE,
+                     name="EluBackward1" if inplace else "EluBackward0")
     return _inplace(input, out) if inplace else out
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = _prims.elu(input, alpha, 1.0, 1.0 / alpha, "CeluBackward0")
+    out = _prims.elu(_inplace_src(input, inplace), alpha, 1.0, 1.0 / alpha,
+                     "CeluBackward1" if inplace else "CeluBackward0")
     return _inplace(input, out) if inplace else out
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    out = _prims.leaky_relu(input, negative_slope)
+    out = _prims.leaky_relu(_inplace_src(input, inplace), negative_slope,
+                            "LeakyReluBackward1" if inplace else "LeakyReluBackward0")
     return _inplace(input, out) if inplace else out
 
 
@@ -253,12 +275,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.silu(input)
+    out = _prims.silu(_inplace_src(input, inplace))
     return _inplace(input, out) if inplace else out
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.mish(input)
+    out = _prims.mish(_inplace_src(input, inplace))
     return _inplace(input, out) if inplace else out
 
 
@@ -275,12 +297,12 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.hardsigmoid(input)
+    out = _prims.hardsigmoid(_inplace_src(input, inplace))
     return _inplace(input, out) if inplace else out
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.hardswish(input)
+    out = _prims.hardswish(_inplace_src(input, inplace))
     return _inplace(input, out) if inplace else out
 
 
@@ -343,7 +365,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     else:
         r = rand(input._data.shape, dtype=input.dtype, device=input.device)._data
         mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p))
-    out = input * _const(mask.astype(input._data.dtype, copy=False))
+    out = _inplace_src(input, inplace) * _const(mask.astype(input._data.dtype, copy=False))
     return _inplace(input, out) if inplace else out
 
 
@@ -359,7 +381,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     shape = input._data.shape[:-2] + (1, 1)
     r = rand(shape, dtype=input.dtype, device=input.device)._data
     mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p)) if p < 1 else r * 0
-    out = input * _const(mask.astype(input._data.dtype, copy=False))
+    out = _inplace_src(input, inplace) * _const(mask.astype(input._data.dtype, copy=False))
     return _inplace(input, out) if inplace else out
 
 

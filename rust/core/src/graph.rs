@@ -88,6 +88,11 @@ impl<V: GradValue> NodeBase<V> {
     pub fn next_edges(&self) -> MutexGuard<'_, Vec<Option<Edge<V>>>> {
         self.next_edges.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The edges unless this thread holds them locked (for garbage-collector traversal).
+    pub fn try_next_edges(&self) -> Option<MutexGuard<'_, Vec<Option<Edge<V>>>>> {
+        crate::hooks::try_lock(&self.next_edges)
+    }
 }
 
 impl<V: GradValue> Drop for NodeBase<V> {

@@ -90,10 +90,14 @@ impl<H: ?Sized> HookList<H> {
 
     /// Removes the hook with this id; false if there was none.
     pub fn remove(&self, id: HookId) -> bool {
-        let mut hooks = self.lock();
-        let before = hooks.len();
-        hooks.retain(|(i, _)| *i != id);
-        hooks.len() != before
+        // The hook is dropped after the lock is released: dropping it may run arbitrary code
+        // (a Python `__del__`) that registers or removes hooks on this very list.
+        let removed = {
+            let mut hooks = self.lock();
+            let i = hooks.iter().position(|(i, _)| *i == id);
+            i.map(|i| hooks.remove(i))
+        };
+        removed.is_some()
     }
 
     pub fn len(&self) -> usize {
@@ -111,8 +115,14 @@ impl<H: ?Sized> HookList<H> {
 
     /// Visits every hook in place (no clone, so `Arc::strong_count` of each is what others hold
     /// plus one), for the binding's garbage-collector traversal.
+    ///
+    /// A list locked by this thread right now (traversal inside a hook operation) is skipped:
+    /// reporting less only makes the collector keep more.
     pub fn for_each(&self, mut f: impl FnMut(&Arc<H>)) {
-        for (_, h) in self.lock().iter() {
+        let Some(hooks) = try_lock(&self.hooks) else {
+            return;
+        };
+        for (_, h) in hooks.iter() {
             f(h);
         }
     }
@@ -198,11 +208,20 @@ impl<V: GradValue> NodeHooks<V> {
     }
 
     /// Sets the retains-grad hook of input slot `slot`, replacing an earlier one.
-    pub fn set_retains_grad(&self, slot: usize, hook: Arc<dyn TensorHook<V>>) {
+    /// Returns the hook it replaced, for the caller to drop outside any borrow it holds.
+    pub fn set_retains_grad(
+        &self,
+        slot: usize,
+        hook: Arc<dyn TensorHook<V>>,
+    ) -> Option<Arc<dyn TensorHook<V>>> {
         self.any.store(true, Ordering::Relaxed);
         let mut hooks = self.retains_grad.lock().unwrap_or_else(|e| e.into_inner());
-        hooks.retain(|(s, _)| *s != slot);
+        let old = hooks
+            .iter()
+            .position(|(s, _)| *s == slot)
+            .map(|i| hooks.remove(i).1);
         hooks.push((slot, hook));
+        old
     }
 
     /// Removes and returns the retains-grad hook of input slot `slot` (an in-place op moves it
@@ -353,21 +372,15 @@ impl<V: GradValue> NodeHooks<V> {
         mut list: impl FnMut(&Arc<TensorHooks<V>>),
         mut retains: impl FnMut(&Arc<dyn TensorHook<V>>),
     ) {
-        for (_, l) in self
-            .tensor_pre
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            list(l);
+        if let Some(lists) = try_lock(&self.tensor_pre) {
+            for (_, l) in lists.iter() {
+                list(l);
+            }
         }
-        for (_, h) in self
-            .retains_grad
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            retains(h);
+        if let Some(hooks) = try_lock(&self.retains_grad) {
+            for (_, h) in hooks.iter() {
+                retains(h);
+            }
         }
     }
 
@@ -401,6 +414,16 @@ impl<V: GradValue> NodeHooks<V> {
         {
             f(h.as_any());
         }
+    }
+}
+
+/// The lock if no one holds it: the garbage collector's traversal may run while this thread is
+/// inside an operation that holds it, and must neither deadlock nor see a half-made change.
+pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
 

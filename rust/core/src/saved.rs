@@ -70,12 +70,39 @@ impl<T: Clone + 'static> SavedVariables<T> {
     }
 
     /// Unpacks every saved value; errors as `SavedTensor::unpack`, or SecondBackward once released.
+    ///
+    /// `describe` runs after the lock is released: it may call back into code (the binding's
+    /// Python) that needs this node's saved values (the garbage collector's traversal does).
     pub fn unpack_all(&self, node: &str, describe: impl Fn(&T) -> String) -> Result<Vec<T>> {
-        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match inner.as_ref() {
-            None => Err(Error::SecondBackward),
-            Some(saved) => saved.iter().map(|s| s.unpack(node, &describe)).collect(),
-        }
+        let failed = {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(saved) = inner.as_ref() else {
+                return Err(Error::SecondBackward);
+            };
+            let mut values = Vec::with_capacity(saved.len());
+            let mut failed = None;
+            for s in saved {
+                let version = s.version.current();
+                if version != s.saved_version {
+                    failed = Some((s.value.clone(), s.output_nr, version, s.saved_version));
+                    break;
+                }
+                values.push(s.value.clone());
+            }
+            match failed {
+                None => return Ok(values),
+                Some(f) => (values, f),
+            }
+        };
+        let (values, (value, output_nr, version, expected)) = failed;
+        drop(values);
+        Err(Error::ModifiedInplace {
+            tensor: describe(&value),
+            output_nr,
+            node: node.to_string(),
+            version,
+            expected,
+        })
     }
 
     /// Sets the saved values of a node made before they were known (the binding packs a
@@ -107,13 +134,12 @@ impl<T: Clone + 'static> SavedVariables<T> {
     }
 
     /// Visits every saved value still held (for garbage-collector traversal).
+    /// Skipped while this thread holds the lock (see `hooks::try_lock`).
     pub fn for_each(&self, mut f: impl FnMut(&T)) {
-        if let Some(saved) = self
-            .inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
+        let Some(inner) = crate::hooks::try_lock(&self.inner) else {
+            return;
+        };
+        if let Some(saved) = inner.as_ref() {
             for s in saved {
                 f(&s.value);
             }

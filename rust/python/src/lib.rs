@@ -86,7 +86,7 @@ fn device_of(inputs: &Bound<'_, PyTuple>) -> usize {
         .and_then(|t| {
             t.downcast::<PyTensor>()
                 .ok()
-                .and_then(|t| t.borrow().storage.as_ref().map(|s| s.device()))
+                .and_then(|t| t.try_borrow().ok()?.storage.as_ref().map(|s| s.device()))
         })
         .unwrap_or(0)
 }
@@ -120,7 +120,7 @@ fn record<'py>(
         for t in inputs.iter() {
             // None stands for a Python scalar operand: an input slot without an edge, as
             // torch's wrapped numbers (`(x * 2).grad_fn.next_functions` has `(None, 0)`).
-            if !t.is_none() && t.downcast::<PyTensor>()?.borrow().requires_grad {
+            if !t.is_none() && t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
                 needs_grad = true;
                 break;
             }
@@ -128,7 +128,7 @@ fn record<'py>(
     }
     let (version, storage, base) = match view_of {
         Some(v) => {
-            let b = v.borrow();
+            let b = v.try_borrow()?;
             let root = match &b.base {
                 Some(r) => r.clone_ref(py),
                 None => v.clone().into_any().unbind(),
@@ -173,7 +173,7 @@ fn record<'py>(
             } else {
                 let t = s.downcast::<PyTensor>()?;
                 let (v, nr) = {
-                    let b = t.borrow();
+                    let b = t.try_borrow()?;
                     (b.version.clone(), b.output_nr)
                 };
                 saved_values.push(SavedTensor::new(Saved::Input(s.unbind()), v, nr));
@@ -265,7 +265,7 @@ fn pack_saved<'py>(
             ToSave::Output(t, output_nr) => (t, Origin::SelfOutput { output_nr }),
         };
         let Some((pack, unpack)) = hooks else {
-            let b = t.borrow();
+            let b = t.try_borrow()?;
             let saved = match origin {
                 Origin::SelfOutput { output_nr } => SavedTensor::new(
                     Saved::Output {
@@ -285,7 +285,7 @@ fn pack_saved<'py>(
             out.push(saved);
             continue;
         };
-        let version = t.borrow().version.clone();
+        let version = t.try_borrow()?.version.clone();
         let before = version.current();
         let packed = pack.bind(py).call1((&t,))?;
         if version.current() != before {
@@ -375,7 +375,7 @@ fn record_multi<'py>(
     let mut needs_grad = false;
     if grad_mode::is_grad_enabled() {
         for t in inputs.iter() {
-            if t.downcast::<PyTensor>()?.borrow().requires_grad {
+            if t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
                 needs_grad = true;
                 break;
             }
@@ -425,7 +425,8 @@ fn record_multi<'py>(
     for (i, t) in outs.iter().enumerate() {
         if differentiable[i] {
             let f: NodeRef<PyGrad> = node.clone();
-            set_history(&mut t.borrow_mut(), f, i, true);
+            let old = set_history(&mut *t.try_borrow_mut()?, f, i, true);
+            drop(old);
         }
     }
     if let Some(saved) = saved {
@@ -488,7 +489,7 @@ fn make_leaf<'py>(
 #[pyo3(signature = (t, share_version=true))]
 fn detach<'py>(t: &Bound<'py, PyTensor>, share_version: bool) -> PyResult<Bound<'py, PyTensor>> {
     let py = t.py();
-    let b = t.borrow();
+    let b = t.try_borrow()?;
     let meta = TensorMeta {
         version: if share_version {
             b.version.clone()
@@ -507,17 +508,19 @@ fn detach<'py>(t: &Bound<'py, PyTensor>, share_version: bool) -> PyResult<Bound<
 /// `detach_()`: drops the history in place.
 #[pyfunction]
 fn detach_(t: &Bound<'_, PyTensor>) -> PyResult<()> {
-    let mut b = t.borrow_mut();
+    let mut b = t.try_borrow_mut()?;
     if b.base.is_some() {
         return Err(PyRuntimeError::new_err(
             "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.",
         ));
     }
-    if let Some(f) = b.grad_fn.take() {
-        rustgrad_core::drop_deferred(f);
-    }
+    let old = b.grad_fn.take();
     b.requires_grad = false;
     b.output_nr = 0;
+    drop(b); // dropping the history may run Python code that uses this tensor
+    if let Some(f) = old {
+        rustgrad_core::drop_deferred(f);
+    }
     Ok(())
 }
 
@@ -533,16 +536,16 @@ fn rebase_history(
     bump_version: bool,
 ) -> PyResult<()> {
     let (grad_fn, output_nr, requires_grad) = {
-        let o = out.borrow();
+        let o = out.try_borrow()?;
         (o.grad_fn.clone(), o.output_nr, o.requires_grad)
     };
-    let mut b = t.borrow_mut();
+    let mut b = t.try_borrow_mut()?;
     if bump_version {
         b.version.bump();
     }
-    if let Some(f) = grad_fn {
-        set_history(&mut b, f, output_nr, requires_grad);
-    }
+    let old = grad_fn.map(|f| set_history(&mut b, f, output_nr, requires_grad));
+    drop(b);
+    drop(old);
     Ok(())
 }
 
@@ -555,7 +558,7 @@ fn shallow_copy<'py>(
 ) -> PyResult<Bound<'py, PyTensor>> {
     let py = t.py();
     let edge = gradient_edge(t);
-    let b = t.borrow();
+    let b = t.try_borrow()?;
     let meta = TensorMeta {
         version: VersionCounter::new(),
         storage: Some(Storage::new(

@@ -369,7 +369,7 @@ impl PyNode {
         origin: &Origin,
     ) -> PyResult<Bound<'py, PyTensor>> {
         let (data, storage) = {
-            let b = unpacked.borrow();
+            let b = unpacked.try_borrow()?;
             (b.data.clone_ref(py), b.storage.clone())
         };
         let meta = |requires_grad| TensorMeta {
@@ -418,8 +418,8 @@ fn describe(py: Python<'_>, saved: &Saved) -> String {
         Saved::Input(t) => t
             .bind(py)
             .downcast::<PyTensor>()
-            .map(|t| t.borrow().data.clone_ref(py))
-            .ok(),
+            .ok()
+            .and_then(|t| Some(t.try_borrow().ok()?.data.clone_ref(py))),
         Saved::Output { data, .. } => Some(data.clone_ref(py)),
         Saved::Packed { .. } | Saved::NoneValue => None,
     };

@@ -137,20 +137,47 @@ pub fn leaf_accumulator(t: &Bound<'_, PyTensor>) -> Option<Arc<AccumulateGrad<Py
 /// output). As torch: tensor hooks registered before stay with the old grad_fn (they see the
 /// gradient of the old value); later ones go to a fresh list on the new grad_fn. The
 /// retains-grad hook moves, so `.grad` is the gradient of the new value.
-pub fn set_history(b: &mut PyTensor, f: NodeRef<PyGrad>, output_nr: usize, requires_grad: bool) {
-    b.hooks = None;
+///
+/// Returns what `b` let go of, for the caller to drop once its borrow of the tensor is released:
+/// dropping it may run Python code (a `__del__`, a weakref callback) that uses the tensor.
+#[must_use = "drop the old history after releasing the borrow"]
+pub fn set_history(
+    b: &mut PyTensor,
+    f: NodeRef<PyGrad>,
+    output_nr: usize,
+    requires_grad: bool,
+) -> OldHistory {
+    let hooks = b.hooks.take();
     let moved = b
         .grad_fn
         .as_ref()
         .and_then(|old| old.base().hooks.take_retains_grad(b.output_nr));
-    if let Some(hook) = moved {
-        f.base().hooks.set_retains_grad(output_nr, hook);
-    }
-    if let Some(old) = b.grad_fn.replace(f) {
-        rustgrad_core::drop_deferred(old);
-    }
+    let replaced = moved.and_then(|hook| f.base().hooks.set_retains_grad(output_nr, hook));
+    let grad_fn = b.grad_fn.replace(f);
     b.output_nr = output_nr;
     b.requires_grad = requires_grad;
+    OldHistory {
+        hooks,
+        replaced,
+        grad_fn,
+    }
+}
+
+/// What `set_history` took out of a tensor; dropped (through `drop_deferred`) when it goes.
+pub struct OldHistory {
+    hooks: Option<Arc<TensorHooks>>,
+    replaced: Option<Arc<dyn TensorHook<PyGrad>>>,
+    grad_fn: Option<NodeRef<PyGrad>>,
+}
+
+impl Drop for OldHistory {
+    fn drop(&mut self) {
+        drop(self.hooks.take());
+        drop(self.replaced.take());
+        if let Some(old) = self.grad_fn.take() {
+            rustgrad_core::drop_deferred(old);
+        }
+    }
 }
 
 /// The leaf's AccumulateGrad, made anew when no graph holds the old one.
@@ -238,10 +265,16 @@ impl PyTensor {
     }
 
     /// Replaces the array (`x.data = y`); keeps grad_fn and version counter, as torch's set_data.
-    fn _set_data(&mut self, data: Py<PyAny>, nbytes: usize) {
-        let device = self.storage.as_ref().map_or(0, |s| s.device());
-        self.storage = Some(Storage::new(device, nbytes));
-        self.data = data;
+    /// The old array is dropped after the borrow ends (its finalizers may use this tensor).
+    fn _set_data(slf: &Bound<'_, Self>, data: Py<PyAny>, nbytes: usize) -> PyResult<()> {
+        let old = {
+            let mut b = slf.try_borrow_mut()?;
+            let device = b.storage.as_ref().map_or(0, |s| s.device());
+            let storage = b.storage.replace(Storage::new(device, nbytes));
+            (std::mem::replace(&mut b.data, data), storage)
+        };
+        drop(old);
+        Ok(())
     }
 
     #[getter]
@@ -251,7 +284,7 @@ impl PyTensor {
 
     #[setter]
     fn set_requires_grad(slf: &Bound<'_, Self>, value: bool) -> PyResult<()> {
-        let mut b = slf.borrow_mut();
+        let b = slf.try_borrow()?;
         if !b.is_leaf() {
             let hint = if value {
                 ""
@@ -262,12 +295,14 @@ impl PyTensor {
                 "you can only change requires_grad flags of leaf variables.{hint}"
             )));
         }
+        let data = b.data.clone_ref(slf.py());
+        drop(b); // the check below runs Python code, which may use this tensor
         if value {
             let py = slf.py();
             let ok = crate::callbacks(py)
                 .can_require_grad
                 .bind(py)
-                .call1((b.data.bind(py),))?
+                .call1((data.bind(py),))?
                 .is_truthy()?;
             if !ok {
                 return Err(PyRuntimeError::new_err(
@@ -275,7 +310,15 @@ impl PyTensor {
                 ));
             }
         }
+        let mut b = slf.try_borrow_mut()?;
+        if !b.is_leaf() {
+            return Err(PyRuntimeError::new_err(
+                "you can only change requires_grad flags of leaf variables.",
+            ));
+        }
         b.requires_grad = value;
+        drop(b);
+        drop(data);
         Ok(())
     }
 
@@ -300,9 +343,12 @@ impl PyTensor {
         self.grad.as_ref().map(|g| g.clone_ref(py))
     }
 
+    /// The old gradient is dropped after the borrow ends: its finalizers may use this tensor.
     #[setter(_grad)]
-    fn set_raw_grad(&mut self, value: Option<Py<PyAny>>) {
-        self.grad = value;
+    fn set_raw_grad(slf: &Bound<'_, Self>, value: Option<Py<PyAny>>) -> PyResult<()> {
+        let old = std::mem::replace(&mut slf.try_borrow_mut()?.grad, value);
+        drop(old);
+        Ok(())
     }
 
     #[getter]
@@ -347,7 +393,7 @@ impl PyTensor {
     }
 
     fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
-        let mut b = slf.borrow_mut();
+        let mut b = slf.try_borrow_mut()?;
         if !b.requires_grad {
             return Err(PyRuntimeError::new_err(
                 "cannot register a hook on a tensor that doesn't require gradient",
@@ -377,7 +423,7 @@ impl PyTensor {
         hook: Py<PyAny>,
     ) -> PyResult<PyHookHandle> {
         let weak = PyWeakrefReference::new(slf)?.unbind();
-        let mut b = slf.borrow_mut();
+        let mut b = slf.try_borrow_mut()?;
         if !b.requires_grad {
             return Err(PyRuntimeError::new_err(
                 "cannot register a hook on a tensor that doesn't require gradient",
@@ -401,14 +447,20 @@ impl PyTensor {
 
     /// Installs `hook` (which stores the gradient into `.grad`) as this non-leaf's
     /// retains-grad hook. See Note [Hook order].
-    fn _set_retains_grad(&mut self, hook: Py<PyAny>) -> PyResult<()> {
-        let Some(f) = &self.grad_fn else {
-            return Err(PyRuntimeError::new_err("retain_grad on a leaf is a no-op"));
+    fn _set_retains_grad(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<()> {
+        let replaced = {
+            let mut b = slf.try_borrow_mut()?;
+            let Some(f) = &b.grad_fn else {
+                return Err(PyRuntimeError::new_err("retain_grad on a leaf is a no-op"));
+            };
+            let replaced = f
+                .base()
+                .hooks
+                .set_retains_grad(b.output_nr, Arc::new(PyTensorHook(hook)));
+            b.retains_grad = true;
+            replaced
         };
-        f.base()
-            .hooks
-            .set_retains_grad(self.output_nr, Arc::new(PyTensorHook(hook)));
-        self.retains_grad = true;
+        drop(replaced); // may run Python code that uses this tensor
         Ok(())
     }
 
@@ -417,6 +469,20 @@ impl PyTensor {
         visit.call(&self.data)?;
         if let Some(g) = &self.grad {
             visit.call(g)?;
+            // See Note [GC traversal]: the graph below a grad held by this tensor alone.
+            // SAFETY: `g` is live (held here); reading its count takes no reference.
+            if unsafe { pyo3::ffi::Py_REFCNT(g.as_ptr()) } == 1 {
+                // SAFETY: traversal runs with the GIL held; only a type check and a borrow-flag
+                // read follow, which neither allocate nor run Python code.
+                let py = unsafe { Python::assume_gil_acquired() };
+                if let Ok(g) = g.bind(py).downcast::<PyTensor>() {
+                    if let Ok(b) = g.try_borrow() {
+                        if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) == 1) {
+                            crate::node::traverse_below(f, &visit)?;
+                        }
+                    }
+                }
+            }
         }
         if let Some(b) = &self.base {
             visit.call(b)?;
