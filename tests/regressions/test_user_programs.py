@@ -122,6 +122,29 @@ CASES = [
     ("negative_step", "x = torch.arange(5)\ne = err(lambda: x[::-1])\n"
      "e2 = err(lambda: x.__setitem__(slice(None, None, -1), 0))\nf = x.flip(0)",
      ["e", "e2", "f"]),
+    # in-place activations (DCGAN's LeakyReLU(0.2, inplace=True)): the backward works and
+    # the tensor takes the activation's node
+    ("inplace_activations",
+     "nn, F = torch.nn, torch.nn.functional\nouts, grads = [], []\n"
+     "for f in (lambda t: nn.LeakyReLU(0.2, inplace=True)(t), lambda t: F.relu(t, inplace=True),\n"
+     "          lambda t: t.relu_(), lambda t: F.leaky_relu(t, 0.1, inplace=True),\n"
+     "          lambda t: F.hardtanh(t, inplace=True), lambda t: nn.ReLU6(inplace=True)(t)):\n"
+     "    a = torch.tensor([-1., 0.5, 2.], requires_grad=True)\n    z = a * 1\n"
+     "    r = f(z)\n    (r * torch.tensor([1., 2., 3.])).sum().backward()\n"
+     "    outs.append((r is z, z._version, r.grad_fn.name()))\n    grads.append(a.grad)\n"
+     "b = torch.tensor([[-1., 2.], [3., -4.]], requires_grad=True) * 1\n"
+     "nn.LeakyReLU(0.1, inplace=True)(b[0])\nb.sum().backward()\n"
+     "w = torch.tensor([-1., 2.], requires_grad=True)\n"
+     "e = err(lambda: F.leaky_relu(w, inplace=True))\n"
+     "y = torch.tensor([-1., 2.], requires_grad=True).sigmoid()\nF.relu(y, inplace=True)\n"
+     "e2 = err(lambda: y.sum().backward())\ne2 = (e2[0], e2[1].split(' Hint')[0])",
+     ["outs", "grads", "b", "e", "e2"]),
+    ("softmax_of_long",
+     "e = err(lambda: torch.tensor([1, 2]).softmax(0))\n"
+     "e2 = err(lambda: torch.tensor([[1, 2]]).softmax(0))\n"
+     "e3 = err(lambda: torch.tensor([[1, 2]]).log_softmax(-1))", ["e", "e2", "e3"]),
+    ("float_index", "t = torch.tensor([[1, 2], [3, 4]])\ne = err(lambda: t[0.5])\n"
+     "e2 = err(lambda: t[0, 1.0])", ["e", "e2"]),
     # legacy type names
     ("tensor_type",
      "a = torch.ones(2).type()\nb = torch.tensor([1]).type()\nc = torch.ones(2).type(torch.int64)\n"

@@ -28,6 +28,11 @@ def _normalize(idx: Any) -> tuple:
         else:
             if type(i) is slice and i.step is not None and i.step < 0:
                 raise ValueError("step must be greater than zero")
+            if isinstance(i, float):
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                    f"Variables are valid indices (got {type(i).__name__})"
+                )
             out.append(i)
     return tuple(out)
 

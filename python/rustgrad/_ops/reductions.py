@@ -93,9 +93,9 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
         input = input.to(dtype)
     d = input._data
     if d.dtype.kind != "f":
-        raise NotImplementedError(
-            f'"softmax_kernel_impl" not implemented for \'{_float_name(d)}\''
-        )
+        last = d.ndim <= 1 or dim is not None and _wrap_dim(dim, d.ndim) == d.ndim - 1
+        kernel = f"{name}_lastdim_kernel_impl" if last else "softmax_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_float_name(d)}\'')
     if dim is None:
         dim = _softmax_dim(d.ndim, name)
     return input, _wrap_dim(dim, d.ndim)
