@@ -50,7 +50,10 @@ def _add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 # Python-scalar operands are inputs without an edge (None), as torch's wrapped numbers, so the
-# scalar forms' formulas return a None gradient for them.
+# scalar forms' formulas return a None gradient for them. mul and div save the wrapped scalar as
+# torch does (a saved slot that is released after backward, so a second backward raises).
+_SCALAR_SAVED = (None,)
+
 def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (g if ctx is None else cast_grad(g, ctx)), None
 
@@ -185,7 +188,7 @@ def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     if type(b) is float and _out_dtype is None:
         ad = a._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
-            return record(ad * b, (a, None), "MulBackward0", _mul_scalar_bw, None, b)
+            return record(ad * b, (a, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, b)
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
         try:
@@ -199,7 +202,7 @@ def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     s = as_scalar(b)
     if s is None:
         return NotImplemented
-    return record(scalar_operand(a._data, s) * s, (a, None), "MulBackward0", _mul_scalar_bw, None, s)
+    return record(scalar_operand(a._data, s) * s, (a, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, s)
 
 
 def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -240,7 +243,7 @@ def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None)
     ft = _float_dtype_for_div(ad)
     if ft is not None:
         ad = ad.astype(ft)
-    return record(ad / s, (a, None), "DivBackward0", _div_scalar_bw, None, s)
+    return record(ad / s, (a, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
 
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:

@@ -58,12 +58,12 @@ def _tensor(value: Any) -> Any:
 # torch's `grad_fn._saved_<name>` for a few common nodes: name -> (saved tuple, ctx) -> value.
 _SAVED: Dict[str, Dict[str, Callable[[Tuple[Any, ...], Any], Any]]] = {
     "MulBackward0": {
-        "self": lambda s, c: s[1] if s else None,
-        "other": lambda s, c: s[0] if s else _tensor(c),
+        "self": lambda s, c: s[1] if len(s) > 1 else None,
+        "other": lambda s, c: s[0] if len(s) > 1 else _tensor(c),
     },
     "DivBackward0": {
-        "self": lambda s, c: s[1] if s else None,
-        "other": lambda s, c: s[0] if s else _tensor(c),
+        "self": lambda s, c: s[1] if len(s) > 1 else None,
+        "other": lambda s, c: s[0] if len(s) > 1 else _tensor(c),
     },
     "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
     "PowBackward1": {

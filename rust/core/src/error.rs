@@ -54,8 +54,14 @@ impl fmt::Display for Error {
                 }
                 write!(
                     f,
-                    " is at version {version}; expected version {expected} instead. Hint: the backtrace further above can point at the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
-                )
+                    " is at version {version}; expected version {expected} instead. Hint: "
+                )?;
+                // torch's two hints: with anomaly mode the forward traceback was just printed
+                if crate::grad_mode::is_anomaly_enabled() {
+                    f.write_str("the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!")
+                } else {
+                    f.write_str("enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+                }
             }
             Error::Runtime(msg) => f.write_str(msg),
             Error::Foreign(_) => f.write_str("error raised by a foreign callback"),

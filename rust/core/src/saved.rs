@@ -127,7 +127,15 @@ impl<T: Clone + 'static> SavedVariables<T> {
 
     /// Frees the saved values (dropped through `drop_deferred`, see Note [Iterative drop]).
     pub fn release(&self) {
-        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // A node that saved nothing can run again, as in torch: only unpacking a freed value is
+        // "backward through the graph a second time".
+        let taken = {
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if inner.as_ref().is_some_and(Vec::is_empty) {
+                return;
+            }
+            inner.take()
+        };
         if let Some(saved) = taken {
             crate::graph::drop_deferred(saved);
         }
