@@ -79,6 +79,13 @@ fn _register(
     Ok(())
 }
 
+/// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
+/// (as `x * 2` does, like torch) allocates nothing.
+fn none_version() -> Arc<VersionCounter> {
+    static NONE: std::sync::OnceLock<Arc<VersionCounter>> = std::sync::OnceLock::new();
+    NONE.get_or_init(VersionCounter::new).clone()
+}
+
 fn device_of(inputs: &Bound<'_, PyTuple>) -> usize {
     inputs
         .iter()
@@ -169,7 +176,7 @@ fn record<'py>(
         saved_values.reserve(saved.len() + save_output as usize);
         for s in saved.iter() {
             if s.is_none() {
-                saved_values.push(SavedTensor::new(Saved::NoneValue, VersionCounter::new(), 0));
+                saved_values.push(SavedTensor::new(Saved::NoneValue, none_version(), 0));
             } else {
                 let t = s.downcast::<PyTensor>()?;
                 let (v, nr) = {
@@ -233,7 +240,7 @@ fn pack_saved<'py>(
     for item in items {
         let (t, origin) = match item {
             ToSave::Input(s) if s.is_none() => {
-                out.push(SavedTensor::new(Saved::NoneValue, VersionCounter::new(), 0));
+                out.push(SavedTensor::new(Saved::NoneValue, none_version(), 0));
                 continue;
             }
             ToSave::Input(s) => {
