@@ -1,9 +1,10 @@
 """rustgrad.autograd.functional: vjp, jvp, jacobian, hessian, vhp, hvp, as torch's.
 
 Ported from torch/autograd/functional.py (PyTorch, BSD-3-Clause: see
-LICENSES/PyTorch-BSD-3-Clause.txt), with its argument checks and error messages, on rustgrad ops. `vectorize=True` (torch's vmap) computes the same values by
-the row-by-row loop of `vectorize=False`; forward-mode strategies are not available. `jvp` and
-`hvp` use the double-backward trick, as torch's.
+LICENSES/PyTorch-BSD-3-Clause.txt), with its argument checks and error messages, on rustgrad
+ops. `vectorize=True` (torch's vmap) computes the same values by the row-by-row loop of
+`vectorize=False`; forward-mode strategies are not available. `jvp` and `hvp` use the
+double-backward trick, as torch's.
 """
 
 from __future__ import annotations
