@@ -255,8 +255,16 @@ impl PyTensor {
         py: Python<'_>,
         _args: &Bound<'_, pyo3::types::PyTuple>,
         _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
-    ) -> Self {
-        PyTensor::placeholder(py)
+    ) -> PyResult<Self> {
+        // Ops make tensors by calling the class with no arguments and filling them in; torch's
+        // legacy constructor `Tensor(data)` / `Tensor(2, 3)` is refused rather than half-built.
+        if !_args.is_empty() || _kwargs.is_some_and(|k| !k.is_empty()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "rustgrad.Tensor(...) does not take data or sizes: use rustgrad.tensor(data) or \
+                 rustgrad.empty(*sizes) (torch.Tensor(...) is torch's legacy constructor)",
+            ));
+        }
+        Ok(PyTensor::placeholder(py))
     }
 
     #[getter]
