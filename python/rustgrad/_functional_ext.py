@@ -6,6 +6,7 @@ torch spells them at top level (`rustgrad.sin(x)`, `rustgrad.einsum(...)`).
 
 from __future__ import annotations
 
+from ._ops import extra as _extra
 from ._ops import gather as _gather
 from ._ops import linalg_ext as _linalg_ext
 from ._ops import pointwise as _pointwise
@@ -60,6 +61,12 @@ addmm, baddbmm = _linalg_ext.addmm, _linalg_ext.baddbmm
 einsum, tensordot, kron = _linalg_ext.einsum, _linalg_ext.tensordot, _linalg_ext.kron
 trace, diag, diag_embed = _linalg_ext.trace, _linalg_ext.diag, _linalg_ext.diag_embed
 
+# more ops
+index_add, index_put = _extra.index_add, _extra.index_put
+broadcast_to, hstack, vstack = _extra.broadcast_to, _extra.hstack, _extra.vstack
+addcmul, addcdiv, nan_to_num = _extra.addcmul, _extra.addcdiv, _extra.nan_to_num
+randperm, median, unique = _extra.randperm, _extra.median, _extra.unique
+
 __all__ = [
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "arcsin", "arccos", "arctan",
     "arctan2", "sinh", "cosh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square",
@@ -76,6 +83,8 @@ __all__ = [
     "outer", "ger", "dot", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum", "tensordot", "kron",
     "trace", "diag", "diag_embed",
     "isclose", "allclose", "equal",
+    "index_add", "index_put", "broadcast_to", "hstack", "vstack", "addcmul", "addcdiv",
+    "nan_to_num", "randperm", "median", "unique",
 ]
 
 # torch.nn.functional-only names (not exported above)

@@ -134,3 +134,19 @@ def _relu_(self: Tensor) -> Tensor:
 
 
 T.relu_ = _relu_
+
+
+def _bind_extra() -> None:
+    from ._ops import extra
+
+    T.exp_, T.sigmoid_, T.tanh_, T.sqrt_ = extra.exp_, extra.sigmoid_, extra.tanh_, extra.sqrt_
+    T.abs_, T.neg_, T.square_ = extra.abs_, extra.neg_, extra.square_
+    T.absolute_, T.negative_ = extra.abs_, extra.neg_
+    T.index_add, T.index_add_ = extra.index_add, extra.index_add_
+    T.index_put, T.index_put_ = extra.index_put, extra.index_put_
+    T.normal_, T.uniform_, T.bernoulli_ = extra.normal_, extra.uniform_, extra.bernoulli_
+    T.broadcast_to, T.addcmul, T.addcdiv = extra.broadcast_to, extra.addcmul, extra.addcdiv
+    T.nan_to_num, T.median, T.unique = extra.nan_to_num, extra.median, extra.unique
+
+
+_bind_extra()
