@@ -657,7 +657,25 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-class SequentialLR(LRScheduler):
+class _ComposedStateMixin:
+    """state_dict of a scheduler made of schedulers: its own fields plus each inner one's."""
+
+    _schedulers: List[Any]
+
+    def state_dict(self) -> Dict[str, Any]:
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        scheds = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = scheds
+        for i, s in enumerate(scheds):
+            self._schedulers[i].load_state_dict(s)
+
+
+class SequentialLR(_ComposedStateMixin, LRScheduler):
     """Runs schedulers one after another, switching at the milestones."""
 
     def __init__(self, optimizer: Optimizer, schedulers: List[LRScheduler],
@@ -700,20 +718,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> Dict[str, Any]:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = scheds
-        for i, s in enumerate(scheds):
-            self._schedulers[i].load_state_dict(s)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_ComposedStateMixin, LRScheduler):
     """Steps every scheduler in the list at each step."""
 
     def __init__(self, schedulers: Sequence[LRScheduler],
@@ -730,15 +736,3 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = self._group_lrs()
-
-    def state_dict(self) -> Dict[str, Any]:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
-
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = scheds
-        for i, s in enumerate(scheds):
-            self._schedulers[i].load_state_dict(s)
