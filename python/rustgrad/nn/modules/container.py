@@ -14,6 +14,16 @@ from .module import Module, _addindent
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
+def _abs_string_index(self: Any, idx: int) -> str:
+    """The registered name of list position idx (negative counts from the end)."""
+    idx = operator.index(idx)
+    if not (-len(self) <= idx < len(self)):
+        raise IndexError(f"index {idx} is out of range")
+    if idx < 0:
+        idx += len(self)
+    return str(idx)
+
+
 class Sequential(Module):
     """Calls its modules in order, each on the previous one's output."""
 
@@ -122,13 +132,7 @@ class ModuleList(Module):
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _abs_string_index
 
     def __getitem__(self, idx: Union[int, slice]) -> Any:
         if isinstance(idx, slice):
@@ -281,13 +285,7 @@ class ParameterList(Module):
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _abs_string_index
 
     def __getitem__(self, idx: Union[int, slice]) -> Any:
         if isinstance(idx, slice):
