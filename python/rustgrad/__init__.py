@@ -8,9 +8,8 @@ from typing import Any as _Any
 
 from . import (
     _backends,
+    _bind,
     _core,
-    _methods,  # noqa: F401  (binds ops to Tensor)
-    _methods_ext,  # noqa: F401,E402
     autograd,
     cuda,
     memory,
@@ -66,7 +65,6 @@ from ._dtype import (
     short,
     uint8,
 )
-from ._functional_ext import *  # noqa: F401,F403,E402
 from ._legacy import (  # noqa: F401  (torch's typed constructors)
     BoolTensor,
     ByteTensor,
@@ -78,12 +76,6 @@ from ._legacy import (  # noqa: F401  (torch's typed constructors)
     LongTensor,
     ShortTensor,
 )
-from ._ops import arith as _arith
-from ._ops import linalg as _linalg
-from ._ops import reduce as _reduce
-from ._ops import select as _select
-from ._ops import shape as _shape
-from ._ops import unary as _unary
 from ._ops._util import can_require_grad as _can_require_grad
 from ._ops._util import describe as _describe
 from ._size import Size
@@ -106,63 +98,26 @@ _core._register(
     _backends.as_array,
 )
 
-# the functional namespace, named as torch's
-
-_NUMBERS = (_builtins.bool, _builtins.int, _builtins.float)
-
-
-def _scalar_first(op: _Any) -> _Any:
-    """torch.add(2., x): a Python number as the first operand is a wrapped 0-d tensor."""
-
-    def fn(input: _Any, other: _Any, *args: _Any, **kwargs: _Any) -> _Any:
-        if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
-            input = tensor(input, device=other.device)
-        return op(input, other, *args, **kwargs)
-
-    fn.__name__ = fn.__qualname__ = op.__name__
-    fn.__doc__ = op.__doc__
-    fn.__wrapped__ = op  # type: ignore[attr-defined]  (the op registry keys ops by it)
-    return fn
+# every declared op name (methods, operators, `rustgrad.<op>`), bound once; see _bind.py
+_bind.bind_tensor(Tensor)
+_OP_NAMES = _bind.bind_namespace(globals(), "rustgrad", "function")
 
 
-def pow(input: _Any, exponent: _Any, **kwargs: _Any) -> _Any:
-    if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
-        return _arith.rpow(exponent, input)  # torch's pow(Scalar, Tensor): PowBackward2
-    return _arith.pow(input, exponent, **kwargs)
-
-
-pow.__wrapped__ = _arith.pow  # type: ignore[attr-defined]
-
-
-add, sub, mul, div = (_scalar_first(_arith.add), _scalar_first(_arith.sub),
-                      _scalar_first(_arith.mul), _scalar_first(_arith.div))
-subtract, multiply, divide, true_divide = sub, mul, div, div
-neg, negative = _arith.neg, _arith.neg
-remainder = _arith.remainder
-exp, log, sqrt, abs = _unary.exp, _unary.log, _unary.sqrt, _unary.abs
-relu, sigmoid, tanh, sign, reciprocal = _unary.relu, _unary.sigmoid, _unary.tanh, _unary.sign, _unary.reciprocal
-clamp = clip = _unary.clamp
-sum, mean, max, min = _reduce.sum, _reduce.mean, _reduce.max, _reduce.min
-matmul = _linalg.matmul
-reshape, flatten, transpose, t, permute = _shape.reshape, _shape.flatten, _shape.transpose, _shape.t, _shape.permute
-unsqueeze, squeeze, cat, concat, stack = _shape.unsqueeze, _shape.squeeze, _shape.cat, _shape.cat, _shape.stack
-clone = _shape.clone
-where, maximum, minimum = _select.where, _select.maximum, _select.minimum
-eq, ne, lt, le, gt, ge = _select.eq, _select.ne, _select.lt, _select.le, _select.gt, _select.ge
-
-
-def is_tensor(obj: object) -> bool:
+def is_tensor(obj: object) -> _builtins.bool:
+    """Whether obj is a rustgrad Tensor."""
     return isinstance(obj, Tensor)
 
 
-def numel(t: Tensor) -> int:
-    return t.numel()
+def numel(input: Tensor) -> _builtins.int:
+    """The number of elements of input."""
+    return input.numel()
 
 
-def result_type(a: object, b: object) -> dtype:
-    from ._dtype import result_type as _rt
+def result_type(tensor1: _Any, tensor2: _Any) -> dtype:
+    """The dtype torch's type promotion gives an op on these two operands."""
+    from ._dtype import result_type as _result_type
 
-    return _rt(a, b)
+    return _result_type(tensor1, tensor2)
 
 
 __version__ = "0.1.0"

@@ -65,6 +65,13 @@ LEGACY_NAMES = {
     "bool": "BoolTensor",
 }
 
+BY_NAME = {d.name: d for d in ALL}
+
+
+def scalar_type_name(d: dtype) -> str:
+    """torch's ScalarType name of a dtype, as its error messages print it ('Float', 'Long')."""
+    return LEGACY_NAMES[d.name][: -len("Tensor")]
+
 
 def from_np(np_dtype: Any) -> dtype:
     """The rustgrad dtype of an array dtype; TypeError for types torch has no tensor for."""

@@ -12,6 +12,11 @@ is_grad_enabled = _core.is_grad_enabled
 _SCALAR_TYPES = (int, float, bool)
 
 
+def const(array: Any) -> Tensor:
+    """A tensor around an array that never requires grad: a constant of a formula."""
+    return record(array, (), "", None)
+
+
 def as_scalar(x: Any) -> Any:
     """A Python number for torch's "wrapped scalar" rules, or None if x is not a number."""
     t = type(x)
@@ -153,11 +158,7 @@ def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
         )
 
 
-def _type_name(d: _dtype.dtype) -> str:
-    return {
-        "float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
-        "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-    }[d.name]
+_type_name = _dtype.scalar_type_name
 
 
 def describe(array: Any) -> str:

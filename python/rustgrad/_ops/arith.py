@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import _core, _dtype
 from .._tensor import Tensor
+from ._declare import op
 from ._util import (
     _type_name,
     as_scalar,
@@ -54,10 +55,25 @@ def _add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 # torch does (a saved slot that is released after backward, so a second backward raises).
 _SCALAR_SAVED = (None,)
 
+# torch's `_saved_self` / `_saved_other` of a binary node: a tensor operand saves both tensors
+# (in the order other, self); a Python-scalar operand saves the number as ctx
+_SAVED_BINARY = {
+    "self": lambda s, c: s[1] if len(s) > 1 else None,
+    "other": lambda s, c: s[0] if len(s) > 1 else _wrapped_number(c),
+}
+
+
+def _wrapped_number(x: Any) -> Tensor:
+    from .._creation import tensor
+
+    return tensor(x)
+
+
 def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (g if ctx is None else cast_grad(g, ctx)), None
 
 
+@op(method="add", dunder="__add__", grad_fn="AddBackward0")
 def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     if type(b) is float and alpha == 1 and _out_dtype is None:
         ad = a._data  # fast path: float tensor + Python float keeps the tensor's dtype
@@ -84,6 +100,7 @@ def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
                   None if out.dtype == a._data.dtype else a._data.dtype)
 
 
+@op(dunder="__radd__")
 def radd(a: Tensor, b: Any) -> Tensor:
     return add(a, b)
 
@@ -113,6 +130,7 @@ def _check_sub_bool(a: Any, b: Any) -> None:
         )
 
 
+@op(method=("sub", "subtract"), dunder="__sub__", grad_fn="SubBackward0")
 def sub(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     _check_sub_bool(a, b)
     if isinstance(b, Tensor):
@@ -140,6 +158,7 @@ def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g if ctx is None else cast_grad(-g, ctx)
 
 
+@op(dunder="__rsub__", grad_fn="RsubBackward1")
 def rsub(a: Tensor, b: Any) -> Tensor:
     """b - a for a Python scalar b (torch's RsubBackward1)."""
     _check_sub_bool(a, b)
@@ -156,6 +175,7 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g
 
 
+@op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
 def neg(a: Tensor) -> Tensor:
     if a._data.dtype.kind == "b":
         raise RuntimeError(
@@ -165,6 +185,7 @@ def neg(a: Tensor) -> Tensor:
     return record(-a._data, (a,), "NegBackward0", _neg_bw)
 
 
+@op(dunder="__pos__")
 def pos(a: Tensor) -> Tensor:
     return a
 
@@ -184,6 +205,8 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * ctx, None
 
 
+@op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0",
+    saved={"MulBackward0": _SAVED_BINARY})
 def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     if type(b) is float and _out_dtype is None:
         ad = a._data  # fast path: float tensor * Python float keeps the tensor's dtype
@@ -220,6 +243,8 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / ctx, None
 
 
+@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn="DivBackward0",
+    saved={"DivBackward0": _SAVED_BINARY})
 def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     if rounding_mode is not None:
         return _div_rounding(a, b, rounding_mode)
@@ -261,6 +286,7 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
     return record(out, (), "DivBackward1", None)
 
 
+@op(dunder="__rtruediv__")
 def rdiv(a: Tensor, b: Any) -> Tensor:
     """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
     s = as_scalar(b)
@@ -271,15 +297,18 @@ def rdiv(a: Tensor, b: Any) -> Tensor:
     return mul(reciprocal(a), s)
 
 
+@op(dunder="__floordiv__")
 def floordiv(a: Tensor, b: Any) -> Tensor:
     return _div_rounding(a, b, "floor")
 
 
+@op(dunder="__rfloordiv__")
 def rfloordiv(a: Tensor, b: Any) -> Tensor:
     xp = a._backend
     return record(xp.floor_divide(b, a._data), (), "", None)
 
 
+@op(method="remainder", dunder="__mod__", function="remainder")
 def remainder(a: Tensor, b: Any) -> Tensor:
     xp = a._backend
     bd = b._data if isinstance(b, Tensor) else b
@@ -326,6 +355,10 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (out * math.log(ctx))
 
 
+@op(method="pow", dunder="__pow__", grad_fn=("PowBackward0", "PowBackward1"), saved={
+    "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
+    "PowBackward1": {"self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2]},
+})
 def pow(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     if isinstance(b, Tensor):
         ad, bd = promote(a, b)
@@ -345,6 +378,7 @@ def pow(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
     return record(ad**s, (a,), "PowBackward0", _pow_scalar_bw, (a,), s)
 
 
+@op(dunder="__rpow__", grad_fn="PowBackward2")
 def rpow(a: Tensor, b: Any) -> Tensor:
     """b ** a for a Python scalar b (torch's PowBackward2)."""
     s = as_scalar(b)
@@ -357,7 +391,7 @@ def rpow(a: Tensor, b: Any) -> Tensor:
 
 
 # ---- in-place --------------------------------------------------------------------------
-def _inplace(self: Tensor, other: Any, op: Any, out_of_place: Any, **kw: Any) -> Tensor:
+def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any) -> Tensor:
     """Runs an in-place op: refuses what torch refuses, writes into self's array, bumps the
     version, and with grad gives self the out-of-place op's history (rebase)."""
     if not isinstance(self, Tensor):
@@ -399,7 +433,7 @@ def _inplace(self: Tensor, other: Any, op: Any, out_of_place: Any, **kw: Any) ->
             raise RuntimeError(
                 f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(shape)}"
             )
-    op(sd, od, out=sd, casting="unsafe")
+    ufunc(sd, od, out=sd, casting="unsafe")
     self._bump_version()
     return self
 
@@ -419,6 +453,7 @@ def _broadcast_shape(a: Any, b: Any) -> Any:
     return tuple(out)
 
 
+@op(method="add_", dunder="__iadd__")
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     xp = self._backend
     if alpha != 1:
@@ -426,6 +461,7 @@ def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     return _inplace(self, other, xp.add, add)
 
 
+@op(method="sub_", dunder="__isub__")
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     _check_sub_bool(self, other)
     xp = self._backend
@@ -434,10 +470,12 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     return _inplace(self, other, xp.subtract, sub)
 
 
+@op(method="mul_", dunder="__imul__")
 def mul_(self: Tensor, other: Any) -> Tensor:
     return _inplace(self, other, self._backend.multiply, mul)
 
 
+@op(method="div_", dunder="__itruediv__")
 def div_(self: Tensor, other: Any) -> Tensor:
     if self._data.dtype.kind != "f":
         raise RuntimeError(
@@ -447,5 +485,56 @@ def div_(self: Tensor, other: Any) -> Tensor:
     return _inplace(self, other, self._backend.true_divide, div)
 
 
+@op(method="pow_", dunder="__ipow__")
 def pow_(self: Tensor, other: Any) -> Tensor:
     return _inplace(self, other, self._backend.power, pow)
+
+
+# ---- the functional forms: a Python number first is a wrapped 0-d tensor (torch.add(2., x)) ----
+_NUMBERS = (bool, int, float)
+
+
+def _tensor_like(number: Any, other: Tensor) -> Tensor:
+    from .._creation import tensor
+
+    return tensor(number, device=other.device)
+
+
+@op(function="add", grad_fn="AddBackward0")
+def add_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input + alpha * other, broadcast, with torch's type promotion."""
+    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
+        input = _tensor_like(input, other)
+    return add(input, other, alpha=alpha)
+
+
+@op(function=("sub", "subtract"), grad_fn="SubBackward0")
+def sub_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input - alpha * other, broadcast, with torch's type promotion."""
+    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
+        input = _tensor_like(input, other)
+    return sub(input, other, alpha=alpha)
+
+
+@op(function=("mul", "multiply"), grad_fn="MulBackward0")
+def mul_function(input: Any, other: Any) -> Tensor:
+    """input * other, broadcast, with torch's type promotion."""
+    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
+        input = _tensor_like(input, other)
+    return mul(input, other)
+
+
+@op(function=("div", "divide", "true_divide"), grad_fn="DivBackward0")
+def div_function(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
+    """input / other (true division unless rounding_mode is "trunc" or "floor")."""
+    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
+        input = _tensor_like(input, other)
+    return div(input, other, rounding_mode=rounding_mode)
+
+
+@op(function="pow", grad_fn=("PowBackward0", "PowBackward1", "PowBackward2"))
+def pow_function(input: Any, exponent: Any) -> Tensor:
+    """input ** exponent; a number base with a tensor exponent is torch's pow(Scalar, Tensor)."""
+    if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
+        return rpow(exponent, input)
+    return pow(input, exponent)

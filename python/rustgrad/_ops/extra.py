@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import (
     _type_name,
     cast_grad,
@@ -18,6 +19,9 @@ from ._util import (
     record,
     same_device,
     sum_to,
+)
+from ._util import (
+    const as _const,
 )
 
 _INT64 = _dtype.int64.np
@@ -30,8 +34,6 @@ def _check_bounds(xp: Any, index: Any, size: int, dim: int) -> None:
     check(xp, index, size, dim)
 
 
-def _const(array: Any) -> Tensor:
-    return record(array, (), "", None)
 
 
 def _inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
@@ -51,23 +53,27 @@ def _inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
 def _unary_inplace(method: str, saves_input: bool = False) -> Any:
     """saves_input: the backward formula reads the input, which the write will change, so
     the op runs on a clone (as torch's generated in-place kernels save self.clone())."""
-    def op(self: Tensor) -> Tensor:
+    def inplace(self: Tensor) -> Tensor:
         check_inplace(self)
         src = self.clone() if saves_input and is_grad_enabled() and self.requires_grad else self
         return _inplace(self, getattr(src, method)(), self.requires_grad)
 
-    op.__name__ = method + "_"
-    op.__qualname__ = method + "_"
-    return op
+    inplace.__name__ = method + "_"
+    inplace.__qualname__ = method + "_"
+    inplace.__doc__ = f"In-place {method}."
+    return inplace
 
 
-exp_ = _unary_inplace("exp")
-sigmoid_ = _unary_inplace("sigmoid")
-tanh_ = _unary_inplace("tanh")
-sqrt_ = _unary_inplace("sqrt")
-abs_ = _unary_inplace("abs", True)
-neg_ = _unary_inplace("neg")
-square_ = _unary_inplace("square", True)
+exp_ = op(method="exp_", function="exp_", grad_fn="ExpBackward0")(_unary_inplace("exp"))
+sigmoid_ = op(method="sigmoid_", function="sigmoid_", grad_fn="SigmoidBackward0")(_unary_inplace("sigmoid"))
+tanh_ = op(method="tanh_", function="tanh_", grad_fn="TanhBackward0")(_unary_inplace("tanh"))
+sqrt_ = op(method="sqrt_", function="sqrt_", grad_fn="SqrtBackward0")(_unary_inplace("sqrt"))
+abs_ = op(method=("abs_", "absolute_"), function=("abs_", "absolute_"), grad_fn="AbsBackward0")(
+    _unary_inplace("abs", True))
+neg_ = op(method=("neg_", "negative_"), function=("neg_", "negative_"), grad_fn="NegBackward0")(
+    _unary_inplace("neg"))
+square_ = op(method="square_", function="square_", grad_fn="PowBackward0")(_unary_inplace("square", True))
+relu_ = op(method="relu_", function="relu_", grad_fn="ReluBackward0")(_unary_inplace("relu"))
 
 
 # ---- index_add / index_put ---------------------------------------------------------------
@@ -79,6 +85,7 @@ def _index_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return cast_grad(g, in_dt), cast_grad(gs.reshape(src_shape), src_dt)
 
 
+@op(method="index_add", function="index_add", grad_fn="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     d, s, idx = input._data, source._data, index._data
     same_device(d, idx)
@@ -105,6 +112,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
                   None, (dim, idx, alpha, s.shape, d.dtype, s.dtype))
 
 
+@op(method="index_add_")
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
                alpha: Any = 1) -> Tensor:
     check_inplace(self)
@@ -119,6 +127,7 @@ def _index_put_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return cast_grad(gi, in_dt), cast_grad(gv, v_dt)
 
 
+@op(method="index_put", function="index_put", grad_fn="IndexPutBackward0")
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
               accumulate: bool = False) -> Tensor:
     d, v = input._data, values._data
@@ -142,6 +151,7 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
                   (mask, idx, accumulate, v.shape, d.dtype, v.dtype))
 
 
+@op(method="index_put_")
 def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
                accumulate: bool = False) -> Tensor:
     check_inplace(self)
@@ -161,12 +171,14 @@ def _fill_random(self: Tensor, draw: Any) -> Tensor:
     return self
 
 
+@op(method="normal_")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill_random(self, lambda rng, shape: rng.normal(mean, std, shape))
 
 
+@op(method="uniform_")
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
     if a > b:
         raise RuntimeError(
@@ -174,6 +186,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
     return _fill_random(self, lambda rng, shape: rng.uniform(a, b, shape))
 
 
+@op(method="bernoulli_")
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     if isinstance(p, Tensor):
         pa = p._backend.to_numpy(p._data)
@@ -185,10 +198,12 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
 
 
 # ---- shapes and joins ------------------------------------------------------------------------
+@op(method="broadcast_to", function="broadcast_to")
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     return input.expand(tuple(size))
 
 
+@op(function="hstack")
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     from .. import cat
 
@@ -196,6 +211,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
 
 
+@op(function="vstack")
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     from .. import cat
 
@@ -247,10 +263,12 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
                    (input._data.dtype, tensor1._data.dtype, tensor2._data.dtype)))
 
 
+@op(method="addcmul", function="addcmul")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     return _addc("mul", input, tensor1, tensor2, value)
 
 
+@op(method="addcdiv", function="addcdiv")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     return _addc("div", input, tensor1, tensor2, value)
 
@@ -260,6 +278,7 @@ def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * _const(ctx.astype(g._data.dtype))
 
 
+@op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
     d = input._data
     xp = input._backend
@@ -274,6 +293,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
 
 
 # ---- randperm --------------------------------------------------------------------------------
+@op(function="randperm")
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     from .. import _creation
@@ -303,6 +323,7 @@ def _median_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return scatter_add_into_zeros(g, shape, dim, idx)
 
 
+@op(method="median", function="median", grad_fn=("MedianBackward0", "MedianBackward1"))
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     d = input._data
     xp = input._backend
@@ -344,6 +365,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 # ---- unique ----------------------------------------------------------------------------------
+@op(method="unique", function="unique")
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: Any = None) -> Any:
     if dim is not None:
@@ -358,3 +380,4 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     if return_counts:
         outs.append(_const(counts.astype(_INT64)))
     return outs[0] if len(outs) == 1 else tuple(outs)
+

@@ -10,6 +10,7 @@ from typing import Any, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import (
     _type_name,
     as_scalar,
@@ -21,12 +22,13 @@ from ._util import (
     same_device,
     sum_to,
 )
+from ._util import (
+    const as _const,
+)
 
 _INT64 = _dtype.int64.np
 
 
-def _const(array: Any) -> Tensor:
-    return record(array, (), "", None)
 
 
 def _index_tensor(idx: Any) -> Tensor:
@@ -128,6 +130,7 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 
 
 # ---- index_select ----------------------------------------------------------------------
+@op(method="index_select", function="index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = input._data
     idx = index._data
@@ -183,6 +186,7 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
         )
 
 
+@op(method="gather", function="gather")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = input._data
     idx = index._data
@@ -196,6 +200,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     return _gather_raw(input, dim, idx)
 
 
+@op(method="take_along_dim", function="take_along_dim")
 def take_along_dim(input: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
     idx = indices._data
     same_device(input._data, idx)
@@ -295,6 +300,7 @@ def _scatter_forward(name: str, input: Tensor, dim: int, index: Tensor, src: Any
     return out, dim, widx
 
 
+@op(method="scatter", function="scatter", grad_fn=("ScatterBackward0", "ScatterBackward1"))
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: Any = None) -> Tensor:
     if reduce is not None:
@@ -313,6 +319,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
                   (dim, widx, src._data.shape, True))
 
 
+@op(method="scatter_add", function="scatter_add", grad_fn="ScatterAddBackward0")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     out, dim, widx = _scatter_forward("scatter_add", input, dim, index, src, True)
     return record(out, (input, src), "ScatterAddBackward0", _scatter_add_bw, None,
@@ -339,11 +346,13 @@ def _inplace(self: Tensor, out_of_place: Any, others: Tuple[Any, ...], *args: An
     return self
 
 
+@op(method="scatter_")
 def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: Any = None) -> Tensor:
     return _inplace(self, scatter, (src,), dim, index, src, value=value, reduce=reduce)
 
 
+@op(method="scatter_add_")
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return _inplace(self, scatter_add, (src,), dim, index, src)
 
@@ -377,6 +386,7 @@ def _masked_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gv
 
 
+@op(method="masked_fill", function="masked_fill", grad_fn=("MaskedFillBackward0", "MaskedFillBackward1"))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     md = mask._data
     if md.dtype.kind != "b":
@@ -409,6 +419,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                   (mask_b, d.shape, d.dtype, None))
 
 
+@op(method="masked_fill_")
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
     return _inplace(self, masked_fill, (value,), mask, value)
 
@@ -429,6 +440,7 @@ def _masked_select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return cast_grad(sum_to(_masked_scatter_zeros(g, mask), shape), dtype)
 
 
+@op(method="masked_select", function="masked_select", grad_fn="MaskedSelectBackward0")
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     md = mask._data
     if md.dtype.kind != "b":
@@ -444,6 +456,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 
 # ---- nonzero ---------------------------------------------------------------------------
+@op(method="nonzero", function="nonzero")
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     d = input._data
     xp = input._backend
@@ -457,5 +470,6 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     return _const(xp.stack(xp.nonzero(d), axis=1).astype(_INT64))
 
 
+@op(method="argwhere", function="argwhere")
 def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from .._tensor import Tensor
+from ._declare import op
 from ._util import check_inplace, commit_inplace, is_grad_enabled, record, sum_to
 
 
@@ -142,6 +143,7 @@ def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return index_into_zeros(g, shape, idx, not basic)
 
 
+@op(dunder="__getitem__", grad_fn=("IndexBackward0", "SliceBackward0"))
 def getitem(a: Tensor, idx: Any) -> Tensor:
     d = a._data
     nidx = _normalize(idx)
@@ -280,6 +282,7 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
     return "torch::autograd::CopyBackwards" if value_is_tensor else "FillBackward3"
 
 
+@op(dunder="__setitem__", grad_fn="torch::autograd::CopySlices")
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
     if is_grad_enabled() and a.requires_grad and a.is_leaf:
         # torch indexes first: an int or a partial slice makes a view of the leaf

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
+from ._declare import op
 from ._util import cast_grad, promote, record, sum_to
 
 
@@ -53,6 +54,12 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
+@op(
+    method="matmul",
+    dunder="__matmul__",
+    function="matmul",
+    grad_fn=("DotBackward0", "MmBackward0", "MvBackward0"),
+)
 def matmul(a: Tensor, b: Any) -> Any:
     if not isinstance(b, Tensor):
         return NotImplemented
@@ -117,6 +124,7 @@ def _batched_name(a: Tensor, b: Tensor) -> str:
     return "UnsafeViewBackward0"
 
 
+@op(dunder="__rmatmul__")
 def rmatmul(a: Tensor, b: Any) -> Any:
     if not isinstance(b, Tensor):
         return NotImplemented

@@ -8,17 +8,12 @@ from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import cast_grad, record, same_device, sum_to
 
 
-def _const(array: Any) -> Tensor:
-    return record(array, (), "", None)
-
-
 def _scalar_name(d: Any) -> str:
-    return {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}[_dtype.from_np(d.dtype).name]
+    return _dtype.scalar_type_name(_dtype.from_np(d.dtype))
 
 
 def _c10_name(d: Any) -> str:
@@ -41,6 +36,7 @@ def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (None if b is None else g * b), (None if a is None else g * a)
 
 
+@op(method="dot", function="dot", grad_fn="DotBackward0")
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     ad, bd = input._data, tensor._data
     same_device(ad, bd)
@@ -65,6 +61,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 inner_1d = dot
 
 
+@op(method=("ger", "outer"), function=("ger", "outer"))
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     for name, t in (("self", input), ("vec2", vec2)):
         if t._data.ndim != 1:
@@ -82,6 +79,7 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gv
 
 
+@op(method="mv", function="mv", grad_fn="MvBackward0")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     ad, vd = input._data, vec._data
     if ad.ndim != 2 or vd.ndim != 1:
@@ -123,6 +121,7 @@ def _check_mm(a: Any, b: Any, first: str = "self") -> None:
         )
 
 
+@op(method="mm", function="mm", grad_fn="MmBackward0")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
     same_device(ad, bd)
@@ -151,6 +150,7 @@ def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
+@op(method="bmm", function="bmm", grad_fn="BmmBackward0")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
     _check_bmm(ad, bd)
@@ -230,10 +230,12 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
                   _addmm_bw, (m1, m2), (input._data.shape, input._data.dtype, beta, alpha, batched))
 
 
+@op(method="addmm", function="addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     return _addmm(input, mat1, mat2, beta, alpha, False)
 
 
+@op(method="baddbmm", function="baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     return _addmm(input, batch1, batch2, beta, alpha, True)
@@ -267,8 +269,8 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> Tuple[List[List[str]], 
     spare = [c for c in _LETTERS if c not in used]
     ell_n = 0
     subs: List[List[str]] = []
-    for k, (term, op) in enumerate(zip(terms, operands)):
-        nd = op._data.ndim
+    for k, (term, operand) in enumerate(zip(terms, operands)):
+        nd = operand._data.ndim
         if "..." in term:
             left, right = term.split("...", 1)
             n_ell = nd - len(left) - len(right)
@@ -322,8 +324,8 @@ def _einsum_core_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     subs, out_sub = ctx
     ops = saved
     grads = []
-    for k, (op, s) in enumerate(zip(ops, subs)):
-        if not op.requires_grad:
+    for k, (operand, s) in enumerate(zip(ops, subs)):
+        if not operand.requires_grad:
             grads.append(None)
             continue
         others = [o for j, o in enumerate(ops) if j != k]
@@ -347,6 +349,7 @@ def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
                   (tuple(tuple(s) for s in subs), tuple(out_sub)))
 
 
+@op(function="einsum", grad_fn="MulBackward0")
 def einsum(equation: str, *operands: Any) -> Tensor:
     """torch.einsum. Repeated subscripts in an operand take its diagonal; a subscript of one
     operand that the output lacks is summed first; size-1 dims broadcast. One operand: the
@@ -357,13 +360,13 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ops = list(operands)
-    for op in ops[1:]:
-        _same_dtype(ops[0], op)
+    for operand in ops[1:]:
+        _same_dtype(ops[0], operand)
     subs, out_sub = _parse(equation, ops)
     # sizes must agree (size 1 broadcasts)
     sizes: dict = {}
-    for k, (op, s) in enumerate(zip(ops, subs)):
-        for c, n in zip(s, op._data.shape):
+    for k, (operand, s) in enumerate(zip(ops, subs)):
+        for c, n in zip(s, operand._data.shape):
             prev = sizes.get(c)
             if prev is None or prev == 1:
                 sizes[c] = n
@@ -415,6 +418,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 
 
 # ---- tensordot, kron -------------------------------------------------------------------
+@op(function="tensordot")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     from .shape import permute
 
@@ -468,6 +472,7 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.reshape(ctx)
 
 
+@op(method="kron", function="kron", grad_fn="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
     na, nb = input._data.ndim, other._data.ndim
     n = max(na, nb)
@@ -494,6 +499,7 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g.expand(k), (n, m), 0, 0, 1)
 
 
+@op(method="trace", function="trace", grad_fn="TraceBackward0")
 def trace(input: Tensor) -> Tensor:
     d = input._data
     if d.ndim != 2:
@@ -512,6 +518,7 @@ def _diag_embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return diagonal(g, offset, d1, d2)
 
 
+@op(method="diag_embed", function="diag_embed", grad_fn="DiagEmbedBackward0")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     d = input._data
     n_out = d.ndim + 1
@@ -539,6 +546,7 @@ def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g, shape, offset, 0, 1)
 
 
+@op(method="diag", function="diag")
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     d = input._data
     if d.ndim == 1:
@@ -548,3 +556,5 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     out = input._backend.diagonal(d, diagonal).copy()
     return record(out, (input,), "DiagonalBackward0_copy", _diag_copy_bw, None,
                   (d.shape, diagonal))
+
+

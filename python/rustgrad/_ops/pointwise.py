@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
+from ._declare import op
 from ._util import (
     _type_name,
     as_scalar,
@@ -20,6 +21,9 @@ from ._util import (
     same_device,
     scalar_operand,
     sum_to,
+)
+from ._util import (
+    const as _const,
 )
 
 _LN2 = math.log(2.0)
@@ -58,9 +62,6 @@ def _errstate(xp: Any) -> Any:
     return es(all="ignore")
 
 
-def _const(array: Any) -> Tensor:
-    """A tensor outside the graph holding `array`."""
-    return record(array, (), "", None)
 
 
 def _unary(a: Tensor, fn: Any, name: str, bw: Any, save: str) -> Tensor:
@@ -93,6 +94,7 @@ def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * saved[0].cos()
 
 
+@op(method="sin", function="sin", grad_fn="SinBackward0")
 def sin(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.sin(d), "SinBackward0", _sin_bw, "in")
 
@@ -101,6 +103,7 @@ def _cos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * -saved[0].sin()
 
 
+@op(method="cos", function="cos", grad_fn="CosBackward0")
 def cos(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.cos(d), "CosBackward0", _cos_bw, "in")
 
@@ -110,6 +113,7 @@ def _tan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (1 + out * out)
 
 
+@op(method="tan", function="tan", grad_fn="TanBackward0")
 def tan(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.tan(d), "TanBackward0", _tan_bw, "out")
 
@@ -119,6 +123,7 @@ def _asin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * rsqrt(-a * a + 1)
 
 
+@op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0")
 def asin(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.arcsin(d), "AsinBackward0", _asin_bw, "in")
 
@@ -128,6 +133,7 @@ def _acos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * -rsqrt(-a * a + 1)
 
 
+@op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0")
 def acos(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.arccos(d), "AcosBackward0", _acos_bw, "in")
 
@@ -137,6 +143,7 @@ def _atan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (a * a + 1)
 
 
+@op(method=("arctan", "atan"), function=("arctan", "atan"), grad_fn="AtanBackward0")
 def atan(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.arctan(d), "AtanBackward0", _atan_bw, "in")
 
@@ -145,6 +152,7 @@ def _sinh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * cosh(saved[0])
 
 
+@op(method="sinh", function="sinh", grad_fn="SinhBackward0")
 def sinh(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.sinh(d), "SinhBackward0", _sinh_bw, "in")
 
@@ -153,6 +161,7 @@ def _cosh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * sinh(saved[0])
 
 
+@op(method="cosh", function="cosh", grad_fn="CoshBackward0")
 def cosh(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.cosh(d), "CoshBackward0", _cosh_bw, "in")
 
@@ -163,6 +172,7 @@ def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _binary_grads(g * b * recip, g * -a * recip, ctx)
 
 
+@op(method=("arctan2", "atan2"), function=("arctan2", "atan2"))
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(
@@ -188,6 +198,7 @@ def _exp2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (saved[0] * _LN2)
 
 
+@op(method="exp2", function="exp2")
 def exp2(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.exp2(d), "Exp2Backward0", _exp2_bw, "out")
 
@@ -196,6 +207,7 @@ def _expm1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (saved[0] + 1)
 
 
+@op(method="expm1", function="expm1")
 def expm1(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.expm1(d), "Expm1Backward0", _expm1_bw, "out")
 
@@ -204,6 +216,7 @@ def _log2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] * _LN2)
 
 
+@op(method="log2", function="log2")
 def log2(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.log2(d), "Log2Backward0", _log2_bw, "in")
 
@@ -212,6 +225,7 @@ def _log10_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] * _LN10)
 
 
+@op(method="log10", function="log10")
 def log10(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.log10(d), "Log10Backward0", _log10_bw, "in")
 
@@ -220,6 +234,7 @@ def _log1p_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] + 1)
 
 
+@op(method="log1p", function="log1p")
 def log1p(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: xp.log1p(d), "Log1PBackward0", _log1p_bw, "in")
 
@@ -229,10 +244,12 @@ def _rsqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -0.5 * g * out * out * out
 
 
+@op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0")
 def rsqrt(input: Tensor) -> Tensor:
     return _unary(input, lambda xp, d: 1 / xp.sqrt(d), "RsqrtBackward0", _rsqrt_bw, "out")
 
 
+@op(method="square", function="square")
 def square(input: Tensor) -> Tensor:
     """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
     if input._data.dtype.kind == "b":
@@ -255,14 +272,17 @@ def _rounding(a: Tensor, fn: Any, name: str, kernel: str) -> Tensor:
     return record(out, (a,), name, _zeros_bw)
 
 
+@op(method="floor", function="floor", grad_fn="FloorBackward0")
 def floor(input: Tensor) -> Tensor:
     return _rounding(input, lambda xp, d: xp.floor(d), "FloorBackward0", "floor_vml_cpu")
 
 
+@op(method="ceil", function="ceil", grad_fn="CeilBackward0")
 def ceil(input: Tensor) -> Tensor:
     return _rounding(input, lambda xp, d: xp.ceil(d), "CeilBackward0", "ceil_vml_cpu")
 
 
+@op(method=("fix", "trunc"), function=("fix", "trunc"), grad_fn="TruncBackward0")
 def trunc(input: Tensor) -> Tensor:
     return _rounding(input, lambda xp, d: xp.trunc(d), "TruncBackward0", "trunc_vml_cpu")
 
@@ -270,6 +290,7 @@ def trunc(input: Tensor) -> Tensor:
 fix = trunc
 
 
+@op(method="round", function="round", grad_fn=("RoundBackward0", "RoundBackward1"))
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
     if decimals == 0:
@@ -320,6 +341,7 @@ def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (_TWO_OVER_SQRT_PI * (-(a * a)).exp())
 
 
+@op(method="erf", function="erf", grad_fn="ErfBackward0")
 def erf(input: Tensor) -> Tensor:
     return _unary(input, _erf_array, "ErfBackward0", _erf_bw, "in")
 
@@ -470,6 +492,7 @@ def _lerp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(sum_to(x, s) for x, s in zip(grads, shapes))
 
 
+@op(method="lerp", function="lerp", grad_fn=("LerpBackward0", "LerpBackward1"))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
     _check_same_dtype(input, end, "end")
@@ -503,6 +526,7 @@ def _fmod_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _binary_grads(g, gb, ctx)
 
 
+@op(method="fmod", function="fmod", grad_fn=("FmodBackward0", "FmodBackward1"))
 def fmod(input: Tensor, other: Any) -> Tensor:
     """C's fmod: the remainder has the sign of the dividend."""
     xp = input._backend
@@ -529,22 +553,27 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 
 
 # ---- floating-point tests and logical ops (bool results, no gradient) -----------------
+@op(method="isnan", function="isnan")
 def isnan(input: Tensor) -> Tensor:
     return _const(input._backend.isnan(input._data))
 
 
+@op(method="isinf", function="isinf")
 def isinf(input: Tensor) -> Tensor:
     return _const(input._backend.isinf(input._data))
 
 
+@op(method="isfinite", function="isfinite")
 def isfinite(input: Tensor) -> Tensor:
     return _const(input._backend.isfinite(input._data))
 
 
+@op(method="isposinf", function="isposinf")
 def isposinf(input: Tensor) -> Tensor:
     return _const(input._backend.isposinf(input._data))
 
 
+@op(method="isneginf", function="isneginf")
 def isneginf(input: Tensor) -> Tensor:
     return _const(input._backend.isneginf(input._data))
 
@@ -558,17 +587,23 @@ def _logical(name: str, a: Tensor, b: Any) -> Tensor:
     return _const(getattr(a._backend, name)(a._data, b._data))
 
 
+@op(method="logical_and", function="logical_and")
 def logical_and(input: Tensor, other: Tensor) -> Tensor:
     return _logical("logical_and", input, other)
 
 
+@op(method="logical_or", function="logical_or")
 def logical_or(input: Tensor, other: Tensor) -> Tensor:
     return _logical("logical_or", input, other)
 
 
+@op(method="logical_xor", function="logical_xor")
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:
     return _logical("logical_xor", input, other)
 
 
+@op(method="logical_not", function="logical_not")
 def logical_not(input: Tensor) -> Tensor:
     return _const(input._backend.logical_not(input._data))
+
+

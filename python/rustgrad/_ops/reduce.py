@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence, Union
 
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import _type_name, record
 
 Dims = Union[int, Sequence[int], None]
@@ -41,6 +42,7 @@ def _sum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim)
 
 
+@op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"))
 def sum(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = a._data
     dims = _dims(dim, d.ndim)
@@ -63,6 +65,7 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim) / n
 
 
+@op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
 def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = a._data
     if d.dtype.kind not in "fc" and dtype is None:
@@ -157,9 +160,11 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     return (max_result if is_max else min_result)(v, i)
 
 
+@op(method="max", function="max")
 def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _reduce_minmax(a, dim, keepdim, True)
 
 
+@op(method="min", function="min")
 def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _reduce_minmax(a, dim, keepdim, False)

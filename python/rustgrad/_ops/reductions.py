@@ -14,13 +14,13 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import _type_name, cast_grad, promote, record, sum_to
+from ._util import const as _const
 
 Dims = Union[int, Sequence[int], None]
 
 
-def _const(array: Any) -> Tensor:
-    return record(array, (), "", None)
 
 
 def _errstate(xp: Any) -> Any:
@@ -106,6 +106,7 @@ def _softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (g - (g * out).sum(ctx, keepdim=True)) * out
 
 
+@op(method="softmax", function="softmax", grad_fn="SoftmaxBackward0")
 def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
             _stacklevel: int = 3) -> Tensor:
     input, dim = _softmax_input(input, dim, dtype, "softmax")
@@ -126,6 +127,7 @@ def _log_softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g - out.exp() * g.sum(ctx, keepdim=True)
 
 
+@op(method="log_softmax", function="log_softmax", grad_fn="LogSoftmaxBackward0")
 def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
                 _stacklevel: int = 3) -> Tensor:
     input, dim = _softmax_input(input, dim, dtype, "log_softmax")
@@ -148,6 +150,7 @@ def _logsumexp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _back(_kept(g, kshape) * (a - _kept(out, kshape)).exp(), a._data.shape)
 
 
+@op(method="logsumexp", function="logsumexp", grad_fn="LogsumexpBackward0")
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, shifted by the max (an infinite max shifts by 0, as torch)."""
     d = input._data
@@ -224,6 +227,7 @@ def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
     return input
 
 
+@op(method="prod", function="prod", grad_fn=("ProdBackward0", "ProdBackward1"))
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     input = _reduce_dtype(input, dtype)
@@ -253,6 +257,7 @@ def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g if g._data.ndim == 0 else _reverse_cumsum(g, dim)
 
 
+@op(method="cumsum", function="cumsum", grad_fn="CumsumBackward0")
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     in_dt = input._data.dtype
     input = _reduce_dtype(input, dtype)
@@ -283,6 +288,7 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return movedim((c * gm.unsqueeze(-2)).sum(-1), -1, dim)
 
 
+@op(method="cumprod", function="cumprod", grad_fn="CumprodBackward0")
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     input = _reduce_dtype(input, dtype)
     d = input._data
@@ -342,6 +348,7 @@ def _var_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _var_grad(g, a, *ctx)
 
 
+@op(method="var", function="var", grad_fn="VarBackward0")
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     dim, correction = _var_args(dim, unbiased, correction)
@@ -354,6 +361,7 @@ def _std_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _var_grad(g / (out * 2), a, *ctx)
 
 
+@op(method="std", function="std", grad_fn="StdBackward0")
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     dim, correction = _var_args(dim, unbiased, correction)
@@ -362,12 +370,14 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     return record(out, (input,), "StdBackward0", _std_bw, (input,), (axes, kshape, dof), True)
 
 
+@op(function="var_mean")
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> Tuple[Tensor, Tensor]:
     return (var(input, dim, unbiased, keepdim, correction=correction),
             input.mean(_mean_dims(dim, input), keepdim=keepdim))
 
 
+@op(function="std_mean")
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> Tuple[Tensor, Tensor]:
     return (std(input, dim, unbiased, keepdim, correction=correction),
@@ -469,6 +479,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
                   (p, axes, kshape), True)
 
 
+@op(method="norm", function="norm")
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
@@ -500,6 +511,7 @@ def _dist_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
+@op(method="dist", function="dist", grad_fn="DistBackward0")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     ad, bd = promote(input, other)
     if ad.dtype.kind != "f":
@@ -551,10 +563,12 @@ def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
                   (input,), (axes, kshape), True)
 
 
+@op(method="amax", function="amax")
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     return _amax(input, dim, keepdim, True)
 
 
+@op(method="amin", function="amin")
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     return _amax(input, dim, keepdim, False)
 
@@ -571,10 +585,12 @@ def _all_any(input: Tensor, dim: Dims, keepdim: bool, is_all: bool) -> Tensor:
     return _const(out)
 
 
+@op(method="all", function="all")
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     return _all_any(input, dim, keepdim, True)
 
 
+@op(method="any", function="any")
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     return _all_any(input, dim, keepdim, False)
 
@@ -604,10 +620,12 @@ def _arg(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tens
     return _const(out.astype(_dtype.int64.np, copy=False))
 
 
+@op(method="argmax", function="argmax")
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     return _arg(input, dim, keepdim, True)
 
 
+@op(method="argmin", function="argmin")
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     return _arg(input, dim, keepdim, False)
 
@@ -640,6 +658,7 @@ def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return scatter_add_into_zeros(g, shape, dim, idx)
 
 
+@op(method="sort", function="sort", grad_fn=("SortBackward0", "SortBackward1"))
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = None) -> Any:
     """Always a stable sort; torch names the node SortBackward1 when `stable` is given."""
     d = input._data
@@ -654,6 +673,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = N
     return sort_result(v, i)
 
 
+@op(method="argsort", function="argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
@@ -661,6 +681,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     return _const(idx.reshape(d.shape).astype(_dtype.int64.np, copy=False))
 
 
+@op(method="topk", function="topk", grad_fn="TopkBackward0")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
     d = input._data
     xp = input._backend

@@ -6,11 +6,13 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
+from ._declare import op
 from ._util import (
     _type_name,
     as_scalar,
     broadcast_error,
     cast_grad,
+    const,
     promote,
     record,
     same_device,
@@ -39,6 +41,7 @@ def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     )
 
 
+@op(function="where", grad_fn="WhereBackward0")
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if input is None and other is None:
         return tuple(
@@ -104,10 +107,12 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
     return record(out, (a, b), name, _maxmin_bw, (a, b), (is_max, shapes))
 
 
+@op(method="maximum", function="maximum")
 def maximum(a: Tensor, b: Any) -> Tensor:
     return _binary_max(a, b, True)
 
 
+@op(method="minimum", function="minimum")
 def minimum(a: Tensor, b: Any) -> Tensor:
     return _binary_max(a, b, False)
 
@@ -128,26 +133,32 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
     return record(out, (), "", None)
 
 
+@op(method="eq", dunder="__eq__", function="eq")
 def eq(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "equal")
 
 
+@op(method="ne", dunder="__ne__", function="ne")
 def ne(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "not_equal")
 
 
+@op(method="lt", dunder="__lt__", function="lt")
 def lt(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "less")
 
 
+@op(method="le", dunder="__le__", function="le")
 def le(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "less_equal")
 
 
+@op(method="gt", dunder="__gt__", function="gt")
 def gt(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "greater")
 
 
+@op(method="ge", dunder="__ge__", function="ge")
 def ge(a: Tensor, b: Any) -> Any:
     return _compare(a, b, "greater_equal")
 
@@ -164,19 +175,61 @@ def _logical(a: Tensor, b: Any, op: str) -> Any:
     return record(getattr(xp, op)(ad, bd), (), "", None)
 
 
+@op(dunder=("__and__", "__rand__"))
 def and_(a: Tensor, b: Any) -> Any:
     return _logical(a, b, "bitwise_and")
 
 
+@op(dunder=("__or__", "__ror__"))
 def or_(a: Tensor, b: Any) -> Any:
     return _logical(a, b, "bitwise_or")
 
 
+@op(dunder="__xor__")
 def xor(a: Tensor, b: Any) -> Any:
     return _logical(a, b, "bitwise_xor")
 
 
+@op(dunder="__invert__")
 def invert(a: Tensor) -> Any:
     if a._data.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return record(a._backend.invert(a._data), (), "", None)
+
+
+@op(method="where", grad_fn="WhereBackward0")
+def where_method(self: Tensor, condition: Tensor, other: Any) -> Any:
+    """self where condition holds, else other (torch's Tensor.where)."""
+    return where(condition, self, other)
+
+
+# ---- comparisons of whole tensors: no autograd (they return bools) -----------------------------
+@op(method="isclose", function="isclose")
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{_type_name(input.dtype)} did not match {_type_name(other.dtype)}")
+    same_device(input._data, other._data)
+    xp = input._backend
+    a, b = input._data, other._data
+    try:
+        xp.broadcast_shapes(a.shape, b.shape)
+    except ValueError as e:
+        raise broadcast_error(e, a.shape, b.shape) from None
+    return const(xp.asarray(xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@op(method="allclose", function="allclose")
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether isclose holds everywhere (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+@op(method="equal", function="equal")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Same shape and the same values (a Python bool)."""
+    same_device(input._data, other._data)
+    a, b = input._data, other._data
+    return a.shape == b.shape and bool((a == b).all())

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
 from ._util import record, sum_to
 
 
@@ -47,6 +48,7 @@ def _try_view(d: Any, shape: tuple) -> Any:
     return v
 
 
+@op(method="view", grad_fn="ViewBackward0")
 def view(a: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("view(dtype) is not supported")
@@ -61,6 +63,7 @@ def view(a: Tensor, *shape: Any) -> Tensor:
     return record(v, (a,), "ViewBackward0", _reshape_bw, None, d.shape, False, a)
 
 
+@op(method="reshape", function="reshape", grad_fn=("UnsafeViewBackward0", "ViewBackward0"))
 def reshape(a: Tensor, *shape: Any) -> Tensor:
     d = a._data
     shape = _infer(_shape_arg(shape), d.size)
@@ -70,6 +73,7 @@ def reshape(a: Tensor, *shape: Any) -> Tensor:
     return record(d.reshape(shape), (a,), "UnsafeViewBackward0", _reshape_bw, None, d.shape)
 
 
+@op(method="flatten", function="flatten")
 def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     d = a._data
     if d.ndim == 0:
@@ -86,6 +90,7 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(a, d.shape[:s] + (n,) + d.shape[e + 1 :])
 
 
+@op(method="unflatten")
 def unflatten(a: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     d = a._data
     dim = _wrap_dim(dim, d.ndim)
@@ -96,6 +101,7 @@ def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.transpose(*ctx)
 
 
+@op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
 def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     d = a._data
     d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
@@ -107,6 +113,7 @@ def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.t()
 
 
+@op(method="t", function="t", grad_fn="TBackward0")
 def t(a: Tensor) -> Tensor:
     d = a._data
     if d.ndim > 2:
@@ -118,6 +125,7 @@ def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.permute(ctx)
 
 
+@op(method="permute", function="permute", grad_fn="PermuteBackward0")
 def permute(a: Tensor, *dims: Any) -> Tensor:
     d = a._data
     dims = _shape_arg(dims)
@@ -141,6 +149,7 @@ def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.squeeze(ctx)
 
 
+@op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")
 def unsqueeze(a: Tensor, dim: int) -> Tensor:
     d = a._data
     dim = _wrap_dim(dim, d.ndim + 1)
@@ -148,6 +157,11 @@ def unsqueeze(a: Tensor, dim: int) -> Tensor:
     return record(out, (a,), "UnsqueezeBackward0", _unsqueeze_bw, None, dim, False, a)
 
 
+@op(
+    method="squeeze",
+    function="squeeze",
+    grad_fn=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
+)
 def squeeze(a: Tensor, dim: Any = None) -> Tensor:
     d = a._data
     if dim is None:
@@ -165,6 +179,7 @@ def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return sum_to(g, ctx)
 
 
+@op(method="expand", grad_fn="ExpandBackward0")
 def expand(a: Tensor, *sizes: Any) -> Tensor:
     d = a._data
     sizes = _shape_arg(sizes)
@@ -199,6 +214,7 @@ def expand(a: Tensor, *sizes: Any) -> Tensor:
     return record(out, (a,), "ExpandBackward0", _expand_bw, None, d.shape, False, a)
 
 
+@op(method="expand_as")
 def expand_as(a: Tensor, other: Tensor) -> Tensor:
     return expand(a, other._data.shape)
 
@@ -207,10 +223,12 @@ def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g
 
 
+@op(method="clone", function="clone", grad_fn="CloneBackward0")
 def clone(a: Tensor, *, memory_format: Any = None) -> Tensor:
     return record(a._data.copy(), (a,), "CloneBackward0", _clone_bw)
 
 
+@op(method="contiguous", grad_fn="CloneBackward0")
 def contiguous(a: Tensor, memory_format: Any = None) -> Tensor:
     if a._data.flags.c_contiguous:
         return a
@@ -247,6 +265,7 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(out)
 
 
+@op(function=("cat", "concat"), grad_fn="CatBackward0")
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
@@ -297,6 +316,7 @@ def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(g[lead + (i,)] for i in range(n))
 
 
+@op(function="stack", grad_fn="StackBackward0")
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
@@ -313,3 +333,35 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     arrays = [t._data if rt is None else t._data.astype(rt) for t in tensors]
     out = tensors[0]._backend.stack(arrays, axis=dim)
     return record(out, tuple(tensors), "StackBackward0", _stack_bw, None, (dim, len(tensors)))
+
+
+
+
+@op(method="view_as", grad_fn="ViewBackward0")
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    """input viewed with other's shape."""
+    return view(input, other._data.shape)
+
+
+@op(method="reshape_as", grad_fn=("UnsafeViewBackward0", "ViewBackward0"))
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    """input reshaped to other's shape."""
+    return reshape(input, other._data.shape)
+
+
+_WARNED_T: list = []  # torch warns once per process
+
+
+@op(prop="T", grad_fn="PermuteBackward0")
+def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
+    """The dimensions reversed (permute), as torch's `.T` for every ndim."""
+    if input._data.ndim not in (0, 2) and not _WARNED_T:
+        import warnings
+
+        _WARNED_T.append(True)
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+            "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+    return permute(input, tuple(reversed(range(input._data.ndim))))

@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import _dtype
 from .._tensor import Tensor
+from ._declare import op
 from ._util import as_scalar, check_inplace, commit_inplace, is_grad_enabled, record
 
 
@@ -22,6 +23,13 @@ def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * out
 
 
+# torch's `_saved_result` / `_saved_self` of a unary node that saves one tensor
+_SAVED_RESULT = {"result": lambda s, c: s[0]}
+_SAVED_SELF = {"self": lambda s, c: s[0]}
+
+
+@op(method="exp", function="exp", grad_fn="ExpBackward0",
+    saved={"ExpBackward0": _SAVED_RESULT})
 def exp(a: Tensor) -> Tensor:
     return record(a._backend.exp(_floating(a)), (a,), "ExpBackward0", _exp_bw, (), None, True)
 
@@ -31,6 +39,8 @@ def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / a
 
 
+@op(method="log", function="log", grad_fn="LogBackward0",
+    saved={"LogBackward0": _SAVED_SELF})
 def log(a: Tensor) -> Tensor:
     return record(a._backend.log(_floating(a)), (a,), "LogBackward0", _log_bw, (a,))
 
@@ -40,6 +50,8 @@ def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (2 * out)
 
 
+@op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0",
+    saved={"SqrtBackward0": _SAVED_RESULT})
 def sqrt(a: Tensor) -> Tensor:
     return record(a._backend.sqrt(_floating(a)), (a,), "SqrtBackward0", _sqrt_bw, (), None, True)
 
@@ -49,10 +61,13 @@ def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * a.sign()
 
 
+@op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0",
+    saved={"AbsBackward0": _SAVED_SELF})
 def abs(a: Tensor) -> Tensor:
     return record(a._backend.abs(a._data), (a,), "AbsBackward0", _abs_bw, (a,))
 
 
+@op(method="sign", function="sign", grad_fn="SignBackward0")
 def sign(a: Tensor) -> Tensor:
     d = a._data
     if d.dtype.kind == "b":
@@ -74,6 +89,8 @@ def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * ~(out <= 0)
 
 
+@op(method="relu", function="relu", grad_fn="ReluBackward0",
+    saved={"ReluBackward0": _SAVED_RESULT})
 def relu(a: Tensor) -> Tensor:
     xp = a._backend
     d = a._data
@@ -85,6 +102,8 @@ def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (out * (1 - out))
 
 
+@op(method="sigmoid", function="sigmoid", grad_fn="SigmoidBackward0",
+    saved={"SigmoidBackward0": _SAVED_RESULT})
 def sigmoid(a: Tensor) -> Tensor:
     xp = a._backend
     d = _floating(a)
@@ -99,6 +118,8 @@ def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (1 - out * out)
 
 
+@op(method="tanh", function="tanh", grad_fn="TanhBackward0",
+    saved={"TanhBackward0": _SAVED_RESULT})
 def tanh(a: Tensor) -> Tensor:
     return record(a._backend.tanh(_floating(a)), (a,), "TanhBackward0", _tanh_bw, (), None, True)
 
@@ -108,6 +129,8 @@ def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g * out * out
 
 
+@op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0",
+    saved={"ReciprocalBackward0": _SAVED_RESULT})
 def reciprocal(a: Tensor) -> Tensor:
     d = _floating(a)
     return record(1 / d, (a,), "ReciprocalBackward0", _reciprocal_bw, (), None, True)
@@ -147,6 +170,7 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "uint8": "unsigned char", "bool": "bool"}
 
 
+@op(method=("clamp", "clip"), function=("clamp", "clip"), grad_fn="ClampBackward1")
 def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(a, min, max)
@@ -211,6 +235,7 @@ def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
     return record(out, tuple(present), "ClampBackward0", _clamp_tensor_bw, (a, lo, hi), ctx)
 
 
+@op(method=("clamp_", "clip_"))
 def clamp_(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
     check_inplace(a)
     if a._data.dtype.kind != "f":

@@ -9,11 +9,9 @@ from typing import Any, Sequence, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+from ._declare import op
+from ._util import const as _const
 from ._util import record
-
-
-def _const(array: Any) -> Tensor:
-    return record(array, (), "", None)
 
 
 def _int_list(args: Any) -> Tuple[int, ...]:
@@ -61,6 +59,7 @@ def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
 
 
 # ---- narrow, select, unbind ------------------------------------------------------------
+@op(method="narrow", function="narrow", grad_fn="SliceBackward0")
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     d = input._data
     if d.ndim == 0:
@@ -84,6 +83,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     return _view(input, (slice(None),) * dim + (slice(start, start + length),), "SliceBackward0")
 
 
+@op(method="select", function="select", grad_fn="SelectBackward0")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     d = input._data
     if d.ndim == 0:
@@ -101,6 +101,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _view(input, (slice(None),) * dim + (index, Ellipsis), "SelectBackward0")
 
 
+@op(method="unbind", function="unbind", grad_fn="UnbindBackward0")
 def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
     d = input._data
     if d.ndim == 0:
@@ -122,6 +123,7 @@ def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str) -> Tuple[T
     return tuple(out)
 
 
+@op(method="split", function="split", grad_fn="SplitBackward0")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
     d = tensor._data
     if d.ndim == 0:
@@ -142,6 +144,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Te
     return split_with_sizes(tensor, s, dim)
 
 
+@op(method="split_with_sizes", function="split_with_sizes", grad_fn="SplitWithSizesBackward0")
 def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -> Tuple[Tensor,
                                                                                          ...]:
     d = tensor._data
@@ -161,6 +164,7 @@ def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -
     return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
 
 
+@op(method="chunk", function="chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
     d = input._data
     if d.ndim == 0:
@@ -195,6 +199,7 @@ def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g, shape, offset, d1, d2)
 
 
+@op(method="diagonal", function="diagonal", grad_fn="DiagonalBackward0")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     d = input._data
     d1, d2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
@@ -205,7 +210,9 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
                   (d.shape, offset, d1, d2), False, input)
 
 
-def mT(input: Tensor) -> Tensor:
+@op(prop="mT", grad_fn="TransposeBackward0")
+def mT(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
+    """The last two dimensions swapped."""
     from .shape import transpose
 
     n = input._data.ndim
@@ -216,6 +223,7 @@ def mT(input: Tensor) -> Tensor:
     return transpose(input, -2, -1)
 
 
+@op(method=("moveaxis", "movedim"), function=("moveaxis", "movedim"))
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     from .shape import permute
 
@@ -268,6 +276,7 @@ def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _unfold_grad(g, shape, dim, size, step)
 
 
+@op(method="unfold", grad_fn="UnfoldBackward0")
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     d = input._data
     xp = input._backend
@@ -310,10 +319,12 @@ def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
                   (upper, k))
 
 
+@op(method="tril", function="tril")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(input, diagonal, False)
 
 
+@op(method="triu", function="triu")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(input, diagonal, True)
 
@@ -322,6 +333,7 @@ def _flip_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return flip(g, ctx)
 
 
+@op(method="flip", function="flip", grad_fn="FlipBackward0")
 def flip(input: Tensor, *dims: Any) -> Tensor:
     d = input._data
     dl = _int_list(dims) if dims else ()
@@ -337,6 +349,7 @@ def _roll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return roll(g, tuple(-s for s in shifts), dims)
 
 
+@op(method="roll", function="roll", grad_fn="RollBackward0")
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     d = input._data
     sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
@@ -369,6 +382,7 @@ def _repeat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return gg.reshape(in_shape)
 
 
+@op(method="repeat", grad_fn="RepeatBackward0")
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
@@ -390,6 +404,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     return record(out, (input,), "RepeatBackward0", _repeat_bw, None, (d.shape, sizes))
 
 
+@op(method="tile", function="tile")
 def tile(input: Tensor, *dims: Any) -> Tensor:
     dims = _int_list(dims) if dims else ()
     n = input._data.ndim
@@ -398,6 +413,7 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
     return repeat(input, dims)
 
 
+@op(method="repeat_interleave", function="repeat_interleave")
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
                       output_size: Any = None) -> Tensor:
     from .gather import index_select
@@ -480,3 +496,5 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Any = 
     else:
         out = input._backend.pad(cropped, widths, mode="constant", constant_values=fill)
     return record(out, (input,), "ConstantPadNdBackward0", _pad_bw, None, pads)
+
+

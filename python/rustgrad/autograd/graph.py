@@ -8,9 +8,10 @@ attributes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Tuple
 
 from .. import _core
+from .._ops._declare import SAVED  # torch's `_saved_<name>` getters, declared with each op
 
 Node = _core.Node
 
@@ -49,34 +50,6 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
-def _tensor(value: Any) -> Any:
-    from .._creation import tensor
-
-    return tensor(value)
-
-
-# torch's `grad_fn._saved_<name>` for a few common nodes: name -> (saved tuple, ctx) -> value.
-_SAVED: Dict[str, Dict[str, Callable[[Tuple[Any, ...], Any], Any]]] = {
-    "MulBackward0": {
-        "self": lambda s, c: s[1] if len(s) > 1 else None,
-        "other": lambda s, c: s[0] if len(s) > 1 else _tensor(c),
-    },
-    "DivBackward0": {
-        "self": lambda s, c: s[1] if len(s) > 1 else None,
-        "other": lambda s, c: s[0] if len(s) > 1 else _tensor(c),
-    },
-    "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
-    "PowBackward1": {
-        "self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2],
-    },
-    "LogBackward0": {"self": lambda s, c: s[0]},
-    "AbsBackward0": {"self": lambda s, c: s[0]},
-}
-for _name in ("ExpBackward0", "SqrtBackward0", "TanhBackward0", "SigmoidBackward0",
-              "ReluBackward0", "ReciprocalBackward0"):
-    _SAVED[_name] = {"result": lambda s, c: s[0]}
-
-
 def _node_getattr(node: Any, attr: str) -> Any:
     """Attributes of grad_fn objects beyond the Rust ones (called by Node.__getattr__)."""
     name = node.name()
@@ -93,7 +66,7 @@ def _node_getattr(node: Any, attr: str) -> Any:
                 pass
     elif attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
         key = attr[len("_raw_saved_"):] if attr.startswith("_raw") else attr[len("_saved_"):]
-        getter = _SAVED.get(name, {}).get(key)
+        getter = SAVED.get(name, {}).get(key)
         if getter is not None:
             return getter(node._saved_values(), ctx)
     raise AttributeError(f"'{name}' object has no attribute '{attr}'")

@@ -1,0 +1,266 @@
+"""Copies and conversions: `to` and the dtype/device casts, `copy_`, `fill_`, `zero_`, and the
+`new_*` factories (fresh tensors with this tensor's dtype and device)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _core, _dtype
+from .._tensor import Tensor
+from ._declare import op
+from ._util import cast_grad, check_inplace, is_grad_enabled, record, sum_to
+from .shape import clone, to_dtype
+
+
+@op(method="to", grad_fn="ToCopyBackward0")
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Tensor.to(dtype), to(device), to(other), to(device, dtype); copy=False returns self if
+    nothing changes."""
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    for a in args:
+        if isinstance(a, _dtype.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif a is not None:
+            dev = a
+    out = self
+    if dev is not None:
+        from .._backends import device as _device
+
+        target = _device(dev) if not isinstance(dev, _device) else dev
+        if target != out.device:
+            from .._devices import to_device
+
+            out = to_device(out, target)
+    if dtype is not None:
+        out = to_dtype(out, dtype, copy and out is self)
+    elif copy and out is self:
+        out = clone(self)
+    return out
+
+
+@op(method="float")
+def float(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
+    """self.to(torch.float32)."""
+    return to_dtype(self, _dtype.float32)
+
+
+@op(method="double")
+def double(self: Tensor) -> Tensor:
+    """self.to(torch.float64)."""
+    return to_dtype(self, _dtype.float64)
+
+
+@op(method="half")
+def half(self: Tensor) -> Tensor:
+    """self.to(torch.float16)."""
+    return to_dtype(self, _dtype.float16)
+
+
+@op(method="long")
+def long(self: Tensor) -> Tensor:
+    """self.to(torch.int64)."""
+    return to_dtype(self, _dtype.int64)
+
+
+@op(method="int")
+def int(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
+    """self.to(torch.int32)."""
+    return to_dtype(self, _dtype.int32)
+
+
+@op(method="bool")
+def bool(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
+    """self.to(torch.bool)."""
+    return to_dtype(self, _dtype.bool_)
+
+
+@op(method="bfloat16")
+def bfloat16(self: Tensor) -> Tensor:
+    """Refused: no backend has bfloat16 arrays."""
+    raise TypeError(
+        "rustgrad: bfloat16 is not available: the NumPy and CuPy backends have no bfloat16 "
+        "arrays; use half() (float16) or float() instead"
+    )
+
+
+@op(method="type_as")
+def type_as(self: Tensor, other: Tensor) -> Tensor:
+    """self cast to other's dtype."""
+    return to_dtype(self, other.dtype)
+
+
+@op(method="cpu")
+def cpu(self: Tensor) -> Tensor:
+    """This tensor on the CPU (self if it is there already)."""
+    return to(self, "cpu")
+
+
+@op(method="cuda")
+def cuda(self: Tensor, device: Any = None) -> Tensor:
+    """This tensor on a CUDA device (the current one by default)."""
+    return to(self, "cuda" if device is None else device)
+
+
+@op(method="type")
+def type(self: Tensor, dtype: Any = None, non_blocking: Any = False) -> Any:  # noqa: A001
+    """torch's Tensor.type(): the legacy type name, or a cast to a dtype or such a name."""
+    if dtype is None:
+        return "torch." + _dtype.LEGACY_NAMES[self.dtype.name]
+    if isinstance(dtype, str):
+        by_name = {"torch." + v: k for k, v in _dtype.LEGACY_NAMES.items()}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _dtype.BY_NAME[by_name[dtype]]
+    return self if dtype is self.dtype else to(self, dtype)
+
+
+# ---- zero_, fill_, copy_: torch's ZeroBackward0, FillBackward2/3, CopyBackwards ----------------
+def _overwrite_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    """The old value is overwritten: its history gets zeros (torch sends zeros, not None)."""
+    return g.new_zeros(g.shape)
+
+
+def _fill_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.new_zeros(g.shape), cast_grad(g.sum(), ctx)
+
+
+def _copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    src_shape, src_dtype = ctx
+    return g.new_zeros(g.shape), cast_grad(sum_to(g, src_shape), src_dtype)
+
+
+def _overwrite(self: Tensor, data: Any, inputs: tuple, name: str, bw: Any, ctx: Any) -> Tensor:
+    """Writes `data` (self's new values) into self with the history of node `name`; on a view,
+    the base's history becomes CopySlices and the view's AsStridedBackward0, as torch's."""
+    out = record(data, inputs, name, bw, None, ctx)
+    if self._base is not None:
+        from .copyslices import commit
+
+        commit(self, out)
+    else:
+        self._data[...] = data
+        _core.rebase_history(self, out)
+    return self
+
+
+@op(method="zero_", grad_fn="ZeroBackward0")
+def zero_(self: Tensor) -> Tensor:
+    """Fills self with zeros, in place."""
+    return _fill(self, 0, "ZeroBackward0")
+
+
+@op(method="fill_", grad_fn=("FillBackward2", "FillBackward3"))
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Fills self with a number or a 0-d tensor's value, in place."""
+    return _fill(self, value, "FillBackward2")
+
+
+def _fill(self: Tensor, value: Any, name: str) -> Tensor:
+    check_inplace(self)
+    value_t = isinstance(value, Tensor)
+    if value_t and value._data.ndim != 0:
+        raise RuntimeError(
+            "fill_ only supports 0-dimension value tensor but got tensor with "
+            f"{value._data.ndim} dimensions."
+        )
+    if is_grad_enabled() and (self.requires_grad or (value_t and value.requires_grad)):
+        data = self._data.copy()
+        if value_t:
+            data[...] = value._data
+            return _overwrite(self, data, (self, value), "FillBackward3", _fill_tensor_bw,
+                              value._data.dtype)
+        data[...] = value
+        return _overwrite(self, data, (self,), name, _overwrite_bw, None)
+    self._data[...] = value._data if value_t else value
+    self._bump_version()
+    return self
+
+
+@op(method="copy_", grad_fn="torch::autograd::CopyBackwards")
+def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
+    """Copies src's values (broadcast, cast, moved across devices) into self, in place."""
+    from .arith import _broadcast_shape
+
+    check_inplace(self)
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
+    if src.device != self.device:
+        from .._devices import to_device
+
+        src = to_device(src, self.device)
+    try:
+        shape_ok = _broadcast_shape(self._data.shape, src._data.shape) == self._data.shape
+    except RuntimeError:
+        shape_ok = False
+    if not shape_ok:
+        raise RuntimeError(
+            f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must match "
+            f"the size of tensor b ({src._data.shape[-1] if src._data.ndim else 1}) at "
+            "non-singleton dimension"
+        )
+    if is_grad_enabled() and (self.requires_grad or src.requires_grad):
+        data = self._data.copy()
+        data[...] = src._data
+        return _overwrite(self, data, (self, src), "torch::autograd::CopyBackwards", _copy_bw,
+                          (src._data.shape, src._data.dtype))
+    self._data[...] = src._data
+    self._bump_version()
+    return self
+
+
+# ---- new_* factories: torch's defaults are this tensor's dtype and device ---------------------
+def _like_self(self: Tensor, dtype: Any, device: Any) -> dict:
+    return {"dtype": dtype or self.dtype, "device": device or self.device}
+
+
+@op(method="new_zeros")
+def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: Any = False) -> Tensor:
+    """A tensor of zeros with self's dtype and device (unless given)."""
+    from .. import _creation
+
+    return _creation.zeros(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
+
+
+@op(method="new_ones")
+def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+             requires_grad: Any = False) -> Tensor:
+    """A tensor of ones with self's dtype and device (unless given)."""
+    from .. import _creation
+
+    return _creation.ones(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
+
+
+@op(method="new_empty")
+def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              requires_grad: Any = False) -> Tensor:
+    """An uninitialised tensor with self's dtype and device (unless given)."""
+    from .. import _creation
+
+    return _creation.empty(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
+
+
+@op(method="new_full")
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
+             device: Any = None, requires_grad: Any = False) -> Tensor:
+    """A tensor filled with fill_value, with self's dtype and device (unless given)."""
+    from .. import _creation
+
+    return _creation.full(size, fill_value, requires_grad=requires_grad,
+                          **_like_self(self, dtype, device))
+
+
+@op(method="new_tensor")
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
+               requires_grad: Any = False) -> Tensor:
+    """A copy of data as a tensor with self's dtype and device (unless given)."""
+    from .. import _creation
+
+    return _creation.tensor(data, requires_grad=requires_grad, **_like_self(self, dtype, device))
+
+
