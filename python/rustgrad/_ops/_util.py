@@ -170,3 +170,19 @@ def describe(array: Any) -> str:
 
 def can_require_grad(array: Any) -> bool:
     return array.dtype.kind in "fc"
+
+
+def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
+    """Ends an in-place op whose result `out` was computed out of place: refuses a dtype self
+    cannot hold, then with autograd gives self out's history, else just writes the values."""
+    if out._data.dtype != self._data.dtype:
+        raise RuntimeError(
+            f"result type {_type_name(_dtype.from_np(out._data.dtype))} can't be cast to the "
+            f"desired output type {_type_name(self.dtype)}"
+        )
+    if is_grad_enabled() and needs_grad:
+        commit_inplace(self, out)
+    else:
+        self._data[...] = out._data
+        self._bump_version()
+    return self

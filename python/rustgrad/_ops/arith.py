@@ -18,6 +18,7 @@ from ._util import (
     is_grad_enabled,
     promote,
     record,
+    same_device,
     scalar_operand,
     sum_to,
 )
@@ -538,3 +539,51 @@ def pow_function(input: Any, exponent: Any) -> Tensor:
     if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
         return rpow(exponent, input)
     return pow(input, exponent)
+
+
+# ---- addcmul / addcdiv -----------------------------------------------------------------------
+def _addc_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    t1, t2 = saved
+    kind, value, shapes, dts = ctx
+    if kind == "mul":
+        g1, g2 = g * t2 * value, g * t1 * value
+    else:
+        g1, g2 = g * value / t2, -g * value * t1 / (t2 * t2)
+    return tuple(cast_grad(sum_to(x, s), dt) for x, s, dt in zip((g, g1, g2), shapes, dts))
+
+
+def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
+    a, b, c = input._data, tensor1._data, tensor2._data
+    same_device(a, b)
+    same_device(a, c)
+    rt = _dtype.result_type(_dtype.result_type(input, tensor1), tensor2).np
+    if kind == "div" and rt.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+            "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    a, b, c = a.astype(rt, copy=False), b.astype(rt, copy=False), c.astype(rt, copy=False)
+    try:
+        out = a + value * (b * c if kind == "mul" else b / c)
+    except ValueError as e:
+        from ._util import broadcast_error
+
+        raise broadcast_error(e, a.shape, b.shape, c.shape) from None
+    out = out.astype(rt, copy=False)
+    name = "AddcmulBackward0" if kind == "mul" else "AddcdivBackward0"
+    return record(out, (input, tensor1, tensor2), name, _addc_bw, (tensor1, tensor2),
+                  (kind, value, (a.shape, b.shape, c.shape),
+                   (input._data.dtype, tensor1._data.dtype, tensor2._data.dtype)))
+
+
+@op(method="addcmul", function="addcmul")
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    return _addc("mul", input, tensor1, tensor2, value)
+
+
+@op(method="addcdiv", function="addcdiv")
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    return _addc("div", input, tensor1, tensor2, value)

@@ -4,11 +4,23 @@ and boolean-mask indexing copy (gradients of repeated indices add up); index ass
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
-from .._tensor import Tensor
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import check_inplace, commit_inplace, is_grad_enabled, record, sum_to
+from ._util import (
+    _type_name,
+    cast_grad,
+    check_inplace,
+    commit_inplace,
+    const,
+    is_grad_enabled,
+    record,
+    same_device,
+    sum_to,
+    write_inplace,
+)
 
 
 def _normalize(idx: Any) -> tuple:
@@ -228,7 +240,7 @@ def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return record(keep, (g,), "IndexPutBackward0", _mask_bw, None, ctx)
 
 
-def index_put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
+def _put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
     """Out-of-place `a[idx] = value`, differentiable in a and value."""
     nidx = _normalize(idx)
     out = a._data.copy()
@@ -294,7 +306,7 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     check_inplace(a)
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
-        out = index_put(a, idx, value, _setitem_name(_normalize(idx), a._data.shape, vt))
+        out = _put(a, idx, value, _setitem_name(_normalize(idx), a._data.shape, vt))
         commit_inplace(a, out)
         return
     nidx = _normalize(idx)
@@ -309,3 +321,92 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     except ValueError as e:
         raise RuntimeError(f"shape mismatch: {e}") from None
     a._bump_version()
+
+
+def _check_index_bounds(xp: Any, index: Any, size: int, dim: int) -> None:
+    from .gather import _check_bounds as check
+
+    check(xp, index, size, dim)
+
+
+# ---- index_add / index_put ---------------------------------------------------------------
+def _index_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, idx, alpha, src_shape, in_dt, src_dt = ctx
+    gs = g.index_select(dim, const(idx)) if g._data.ndim else g.reshape(1)
+    if alpha != 1:
+        gs = gs * alpha
+    return cast_grad(g, in_dt), cast_grad(gs.reshape(src_shape), src_dt)
+
+
+@op(method="index_add", function="index_add", grad_fn="IndexAddBackward0")
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    d, s, idx = input._data, source._data, index._data
+    same_device(d, idx)
+    same_device(d, s)
+    if idx.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    if idx.dtype not in (_dtype.int64.np, _dtype.int32.np):
+        raise RuntimeError("index_add_(): Expected dtype int32/int64 for index")
+    if s.dtype != d.dtype:
+        raise RuntimeError(
+            f"index_add_(): self ({_type_name(input.dtype)}) and source "
+            f"({_type_name(source.dtype)}) must have the same scalar type"
+        )
+    xp = input._backend
+    dim = _wrap_dim(dim, max(d.ndim, 1))
+    idx = idx.reshape(-1)
+    n = d.shape[dim] if d.ndim else 1
+    _check_index_bounds(xp, idx, n, dim)
+    out = d.reshape(d.shape or (1,)).copy()
+    src = s.reshape(out.shape[:dim] + (idx.size,) + out.shape[dim + 1:])
+    if idx.size:
+        xp.add_at(out, (slice(None),) * dim + (idx,), src * alpha if alpha != 1 else src)
+    return record(out.reshape(d.shape), (input, source), "IndexAddBackward0", _index_add_bw,
+                  None, (dim, idx, alpha, s.shape, d.dtype, s.dtype))
+
+
+@op(method="index_add_")
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
+               alpha: Any = 1) -> Tensor:
+    check_inplace(self)
+    out = index_add(self, dim, index, source, alpha=alpha)
+    return write_inplace(self, out, self.requires_grad or source.requires_grad)
+
+
+def _index_put_op_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    mask, idx, accumulate, vshape, in_dt, v_dt = ctx
+    gi = g if accumulate else g.masked_fill(const(mask), 0)
+    gv = sum_to(g[tuple(const(i) for i in idx)], vshape)
+    return cast_grad(gi, in_dt), cast_grad(gv, v_dt)
+
+
+@op(method="index_put", function="index_put", grad_fn="IndexPutBackward0")
+def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
+              accumulate: bool = False) -> Tensor:
+    d, v = input._data, values._data
+    xp = input._backend
+    idx = tuple(i._data for i in indices)
+    if v.dtype != d.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got "
+            f"{_type_name(input.dtype)} for the destination and {_type_name(values.dtype)} for "
+            "the source."
+        )
+    out = d.copy()
+    if accumulate:
+        sel_shape = out[idx].shape
+        xp.add_at(out, idx, xp.broadcast_to(v, sel_shape))
+    else:
+        out[idx] = v
+    mask = xp.zeros(d.shape, dtype=bool)
+    mask[idx] = True
+    return record(out, (input, values), "IndexPutBackward0", _index_put_op_bw, None,
+                  (mask, idx, accumulate, v.shape, d.dtype, v.dtype))
+
+
+@op(method="index_put_")
+def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
+               accumulate: bool = False) -> Tensor:
+    check_inplace(self)
+    out = index_put(self, indices, values, accumulate)
+    return write_inplace(self, out, self.requires_grad or values.requires_grad)

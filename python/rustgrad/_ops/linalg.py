@@ -1,23 +1,561 @@
-"""matmul and `@`: 1-D, 2-D and batched, with torch's grad_fn names."""
+"""Linear algebra: matmul and `@` (1-D, 2-D and batched), outer, dot, mv, mm, bmm, addmm,
+baddbmm, einsum, tensordot, kron, trace, diag, diag_embed. Shapes and dtypes are checked as torch checks them (mm wants
+matrices, the operands one dtype)."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, List, Sequence, Tuple
 
-import numpy as np
-
-from .._tensor import Tensor
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import cast_grad, promote, record, sum_to
+from ._util import cast_grad, promote, record, same_device, sum_to
+
+
+def _scalar_name(d: Any) -> str:
+    return _dtype.scalar_type_name(_dtype.from_np(d.dtype))
+
+
+def _c10_name(d: Any) -> str:
+    return {"float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
+            "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}[_dtype.from_np(d.dtype).name]
+
+
+def _same_dtype(a: Tensor, b: Tensor) -> None:
+    same_device(a._data, b._data)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"expected scalar type {_scalar_name(a._data)} but found {_scalar_name(b._data)}"
+        )
+
+
+# ---- dot, outer, mv, mm, bmm -----------------------------------------------------------
+def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    return (None if b is None else g * b), (None if a is None else g * a)
+
+
+@op(method="dot", function="dot", grad_fn="DotBackward0")
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    ad, bd = input._data, tensor._data
+    same_device(ad, bd)
+    if ad.ndim != 1 or bd.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {ad.ndim}D and {bd.ndim}D tensors")
+    if ad.dtype != bd.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{_scalar_name(ad)} and {_scalar_name(bd)}"
+        )
+    if ad.shape[0] != bd.shape[0]:
+        n, m = ad.shape[0], bd.shape[0]
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+            f"number of elements, but got {n} and {m} elements respectively"
+        )
+    out = input._backend.asarray(ad @ bd)
+    saved = (input if tensor.requires_grad else None, tensor if input.requires_grad else None)
+    return record(out, (input, tensor), "DotBackward0", _dot_bw, saved)
+
+
+
+@op(method=("ger", "outer"), function=("ger", "outer"))
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
+    return input.reshape(input._data.shape[0], 1) * vec2
+
+
+
+def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, v = saved
+    ga = None if v is None else outer(g, v)
+    gv = None if a is None else mv(a.t(), g)
+    return ga, gv
+
+
+@op(method="mv", function="mv", grad_fn="MvBackward0")
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    ad, vd = input._data, vec._data
+    if ad.ndim != 2 or vd.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got 1, {ad.ndim}, {vd.ndim}"
+        )
+    if ad.shape[1] != vd.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({ad.shape[0]}), mat ({ad.shape[0]}x{ad.shape[1]}), "
+            f"vec ({vd.shape[0]})"
+        )
+    _same_dtype(input, vec)
+    out = ad @ vd
+    saved = (input if vec.requires_grad else None, vec if input.requires_grad else None)
+    return record(out, (input, vec), "MvBackward0", _mv_bw, saved)
 
 
 def _mm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
-    ga = None if b is None else g @ b.transpose(-1, -2)
-    gb = None if a is None else a.transpose(-1, -2) @ g
+    ga = None if b is None else mm(g, b.t())
+    gb = None if a is None else mm(a.t(), g)
     return ga, gb
 
 
+def _check_mm(a: Any, b: Any, first: str = "self") -> None:
+    if a.ndim != 2:
+        raise RuntimeError(f"{first} must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+            f"{b.shape[0]}x{b.shape[1]})"
+        )
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{_c10_name(a)} != {_c10_name(b)}"
+        )
+
+
+@op(method="mm", function="mm", grad_fn="MmBackward0")
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    ad, bd = input._data, mat2._data
+    same_device(ad, bd)
+    _check_mm(ad, bd)
+    out = ad @ bd
+    saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
+    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved)
+
+
+def _check_bmm(a: Any, b: Any) -> None:
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise RuntimeError(
+            "Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}]."
+        )
+
+
+def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    ga = None if b is None else bmm(g, b.transpose(1, 2))
+    gb = None if a is None else bmm(a.transpose(1, 2), g)
+    return ga, gb
+
+
+@op(method="bmm", function="bmm", grad_fn="BmmBackward0")
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    ad, bd = input._data, mat2._data
+    _check_bmm(ad, bd)
+    _same_dtype(input, mat2)
+    out = input._backend.matmul(ad, bd)
+    saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
+    return record(out, (input, mat2), "BmmBackward0", _bmm_bw, saved)
+
+
+def _expanded_shape(shape: tuple, target: tuple) -> None:
+    """torch's expand check for addmm/baddbmm's `input` against the product's shape."""
+    lead = len(target) - len(shape)
+    ok = lead >= 0
+    if ok:
+        for i, s in enumerate(shape):
+            if s != 1 and s != target[lead + i]:
+                ok = False
+                bad = lead + i
+                break
+    if not ok:
+        if lead < 0:
+            raise RuntimeError(
+                f"expand: the number of sizes provided ({len(target)}) must be greater or equal "
+                f"to the number of dimensions in the tensor ({len(shape)})"
+            )
+        raise RuntimeError(
+            f"The expanded size of the tensor ({target[bad]}) must match the existing size "
+            f"({shape[bad - lead]}) at non-singleton dimension {bad}.  Target sizes: "
+            f"{list(target)}.  Tensor sizes: {list(shape)}"
+        )
+
+
+def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    m1, m2 = saved
+    in_shape, in_dt, beta, alpha, batched = ctx
+    gi = cast_grad(sum_to(g if beta == 1 else g * beta, in_shape), in_dt)
+    prod = bmm if batched else mm
+    tr = (lambda t: t.transpose(1, 2)) if batched else (lambda t: t.t())
+    g1 = g2 = None
+    if m1.requires_grad:
+        g1 = prod(g, tr(m2))
+        if alpha != 1:
+            g1 = g1 * alpha
+    if m2.requires_grad:
+        g2 = prod(tr(m1), g)
+        if alpha != 1:
+            g2 = g2 * alpha
+    return gi, g1, g2
+
+
+def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched: bool) -> Tensor:
+    ad, bd = m1._data, m2._data
+    same_device(ad, bd)
+    same_device(input._data, ad)
+    if batched:
+        _check_bmm(ad, bd)
+    else:
+        _check_mm(ad, bd, "mat1")
+    xp = m1._backend
+    prod = xp.matmul(ad, bd)
+    _expanded_shape(input._data.shape, prod.shape)
+    if input._data.dtype != ad.dtype or bd.dtype != ad.dtype:
+        if batched:
+            raise RuntimeError(
+                f"Input dtypes must be the same, got: input {_c10_name(input._data)}, batch1: "
+                f"{_c10_name(ad)}, batch2: {_c10_name(bd)}"
+            )
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got "
+            f"{_scalar_name(input._data)} and {_scalar_name(bd)}"
+        )
+    out = prod if alpha == 1 else prod * alpha
+    if beta != 0:
+        out = out + (input._data if beta == 1 else input._data * beta)
+    out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
+    return record(out, (input, m1, m2), "BaddbmmBackward0" if batched else "AddmmBackward0",
+                  _addmm_bw, (m1, m2), (input._data.shape, input._data.dtype, beta, alpha, batched))
+
+
+@op(method="addmm", function="addmm")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    return _addmm(input, mat1, mat2, beta, alpha, False)
+
+
+@op(method="baddbmm", function="baddbmm")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
+            alpha: Any = 1) -> Tensor:
+    return _addmm(input, batch1, batch2, beta, alpha, True)
+
+
+# ---- einsum ----------------------------------------------------------------------------
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse(equation: str, operands: Sequence[Tensor]) -> Tuple[List[List[str]], List[str]]:
+    """Subscripts of each operand and of the output, ellipses expanded to spare letters."""
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->", 1)
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) > len(operands):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(terms) < len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    pos = 0
+    for ch in eq:
+        if not (ch in _LETTERS or ch in ".,->"):
+            raise RuntimeError(
+                f"einsum(): invalid subscript given at index {pos} in the equation string, "
+                "subscripts must be in [a-zA-Z]"
+            )
+        pos += 1
+    used = set(c for c in eq if c in _LETTERS)
+    spare = [c for c in _LETTERS if c not in used]
+    ell_n = 0
+    subs: List[List[str]] = []
+    for k, (term, operand) in enumerate(zip(terms, operands)):
+        nd = operand._data.ndim
+        if "..." in term:
+            left, right = term.split("...", 1)
+            n_ell = nd - len(left) - len(right)
+            if n_ell < 0:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({len(left) + len(right)})"
+                    f" is more than the number of dimensions ({nd}) for operand {k}"
+                )
+            ell_n = max(ell_n, n_ell)
+            subs.append(list(left) + ["..."] * n_ell + list(right))
+        else:
+            if len(term) != nd:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({len(term)}) does not "
+                    f"match the number of dimensions ({nd}) for operand {k} and no ellipsis was "
+                    "given"
+                )
+            subs.append(list(term))
+    ell = spare[:ell_n]
+    # ellipsis dims align from the right
+    for k, s in enumerate(subs):
+        n = s.count("...")
+        if n:
+            i = s.index("...")
+            subs[k] = s[:i] + ell[ell_n - n:] + s[i + n:]
+    if rhs is None:
+        counts: dict = {}
+        for s in subs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + sorted(c for c, n in counts.items() if n == 1 and c not in ell)
+    else:
+        if "..." in rhs:
+            left, right = rhs.split("...", 1)
+            out = list(left) + ell + list(right)
+        else:
+            out = list(rhs)
+        seen = set()
+        for c in out:
+            if c in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the "
+                                   "output")
+            seen.add(c)
+            if not any(c in s for s in subs):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+    return subs, out
+
+
+def _einsum_core_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    subs, out_sub = ctx
+    ops = saved
+    grads = []
+    for k, (operand, s) in enumerate(zip(ops, subs)):
+        if not operand.requires_grad:
+            grads.append(None)
+            continue
+        others = [o for j, o in enumerate(ops) if j != k]
+        other_subs = [sub for j, sub in enumerate(subs) if j != k]
+        grads.append(_einsum_core([g] + others, [list(out_sub)] + other_subs, list(s)))
+    return tuple(grads)
+
+
+def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
+                 name: str = "EinsumBackward0") -> Tensor:
+    """One graph node: the backend's einsum over operands whose labels are distinct within each
+    operand and each appear in the output or in another operand (so gradients are einsums)."""
+    xp = ops[0]._backend
+    eq = ",".join("".join(s) for s in subs) + "->" + "".join(out_sub)
+    arrays = [o._data for o in ops]
+    out = xp.einsum(eq, *arrays, optimize=len(arrays) > 2)
+    out = xp.asarray(out)
+    if out.dtype != arrays[0].dtype:
+        out = out.astype(arrays[0].dtype)
+    return record(out, tuple(ops), name, _einsum_core_bw, tuple(ops),
+                  (tuple(tuple(s) for s in subs), tuple(out_sub)))
+
+
+@op(function="einsum", grad_fn="MulBackward0")
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """torch.einsum. Repeated subscripts in an operand take its diagonal; a subscript of one
+    operand that the output lacks is summed first; size-1 dims broadcast. One operand: the
+    result of diagonal/permute/sum (a view when nothing is summed); several: a product node,
+    viewed to the output shape when something is contracted (torch's ViewBackward0)."""
+    from .shape import permute, squeeze
+
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ops = list(operands)
+    for operand in ops[1:]:
+        _same_dtype(ops[0], operand)
+    subs, out_sub = _parse(equation, ops)
+    # sizes must agree (size 1 broadcasts)
+    sizes: dict = {}
+    for k, (operand, s) in enumerate(zip(ops, subs)):
+        for c, n in zip(s, operand._data.shape):
+            prev = sizes.get(c)
+            if prev is None or prev == 1:
+                sizes[c] = n
+            elif n != prev and n != 1:
+                raise RuntimeError(
+                    f"einsum(): subscript {c} has size {n} for operand {k} which does not "
+                    f"broadcast with previously seen size {prev}"
+                )
+    # repeated subscripts within an operand: take the diagonal
+    for k in range(len(ops)):
+        s = subs[k]
+        while len(set(s)) != len(s):
+            c = next(c for c in s if s.count(c) > 1)
+            i = s.index(c)
+            j = s.index(c, i + 1)
+            from .views import diagonal
+
+            ops[k] = diagonal(ops[k], 0, i, j)
+            s = [x for n, x in enumerate(s) if n not in (i, j)] + [c]
+        subs[k] = s
+    if len(ops) == 1:
+        s = subs[0]
+        summed = [c for c in s if c not in out_sub]
+        order = [s.index(c) for c in out_sub] + [s.index(c) for c in summed]
+        res = permute(ops[0], tuple(order))
+        if summed:
+            res = res.sum(tuple(range(len(out_sub), len(s))))
+        return res
+    # size-1 dims against a larger size elsewhere broadcast: squeeze them away
+    for k in range(len(ops)):
+        s = subs[k]
+        drop = [i for i, c in enumerate(s) if ops[k]._data.shape[i] == 1 and sizes[c] != 1]
+        if drop:
+            ops[k] = squeeze(ops[k], tuple(drop))
+            subs[k] = [c for i, c in enumerate(s) if i not in drop]
+    contracted = any(c not in out_sub for s in subs for c in s)
+    # a subscript only one operand has and the output lacks is summed out first
+    for k in range(len(ops)):
+        s = subs[k]
+        lone = [i for i, c in enumerate(s)
+                if c not in out_sub and not any(c in subs[j] for j in range(len(ops)) if j != k)]
+        if lone:
+            ops[k] = ops[k].sum(tuple(lone))
+            subs[k] = [c for i, c in enumerate(s) if i not in lone]
+    if contracted:
+        return _einsum_core(ops, subs, out_sub).view(tuple(sizes[c] for c in out_sub))
+    # nothing contracted: an elementwise product, as torch names it
+    return _einsum_core(ops, subs, out_sub, "MulBackward0")
+
+
+# ---- tensordot, kron -------------------------------------------------------------------
+@op(function="tensordot")
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
+    from .shape import permute
+
+    na, nb = a._data.ndim, b._data.ndim
+    if isinstance(dims, Tensor):
+        dd = dims.tolist()
+        dims = dd if dims._data.ndim else int(dd)
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(na, nb):
+            raise RuntimeError(
+                f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}"
+            )
+        da = list(range(na - dims, na))
+        db = list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+        if len(da) != len(db):
+            raise RuntimeError("both dimension lists should have same length")
+    da = [_wrap_dim(x, na) for x in da]
+    db = [_wrap_dim(x, nb) for x in db]
+    for x, y in zip(da, db):
+        sa, sb = a._data.shape[x], b._data.shape[y]
+        if sa != sb:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {sa} in dim {x} and "
+                f"second has size {sb} in dim {y}"
+            )
+    _same_dtype(a, b)
+    fa = [i for i in range(na) if i not in da]
+    fb = [i for i in range(nb) if i not in db]
+    m = 1
+    for i in fa:
+        m *= a._data.shape[i]
+    k = 1
+    for i in da:
+        k *= a._data.shape[i]
+    n = 1
+    for i in fb:
+        n *= b._data.shape[i]
+    am = permute(a, tuple(fa + da)).reshape(m, k)
+    bm = permute(b, tuple(db + fb)).reshape(k, n)
+    shape = tuple(a._data.shape[i] for i in fa) + tuple(b._data.shape[i] for i in fb)
+    return mm(am, bm).reshape(shape)
+
+
+def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.reshape(ctx)
+
+
+@op(method="kron", function="kron", grad_fn="UnsafeViewBackward0")
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    na, nb = input._data.ndim, other._data.ndim
+    n = max(na, nb)
+    ash = (1,) * (n - na) + tuple(input._data.shape)
+    bsh = (1,) * (n - nb) + tuple(other._data.shape)
+    ai: list = []
+    bi: list = []
+    for x, y in zip(ash, bsh):
+        ai += [x, 1]
+        bi += [1, y]
+    prod = input.reshape(tuple(ai)) * other.reshape(tuple(bi))
+    shape = tuple(x * y for x, y in zip(ash, bsh))
+    pd = prod._data
+    return record(pd.reshape(shape).copy(), (prod,), "UnsafeViewBackward0", _unsafe_view_bw, None,
+                  pd.shape)
+
+
+# ---- trace, diag, diag_embed -----------------------------------------------------------
+def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .views import _diag_into_zeros
+
+    n, m = ctx
+    k = min(n, m)
+    return _diag_into_zeros(g.expand(k), (n, m), 0, 0, 1)
+
+
+@op(method="trace", function="trace", grad_fn="TraceBackward0")
+def trace(input: Tensor) -> Tensor:
+    d = input._data
+    if d.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
+    xp = input._backend
+    out = xp.asarray(xp.trace(d))
+    if d.dtype.kind in "biu":
+        out = out.astype(_dtype.int64.np)
+    return record(out, (input,), "TraceBackward0", _trace_bw, None, d.shape)
+
+
+def _diag_embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .views import diagonal
+
+    offset, d1, d2 = ctx
+    return diagonal(g, offset, d1, d2)
+
+
+@op(method="diag_embed", function="diag_embed", grad_fn="DiagEmbedBackward0")
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    d = input._data
+    n_out = d.ndim + 1
+    d1, d2 = _wrap_dim(dim1, n_out), _wrap_dim(dim2, n_out)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    xp = input._backend
+    last = d.shape[-1] if d.ndim else 1
+    size = last + abs(offset)
+    rest = list(d.shape[:-1])
+    shape = []
+    for i in range(n_out):
+        shape.append(size if i in (d1, d2) else rest.pop(0))
+    z = xp.zeros(tuple(shape), dtype=d.dtype)
+    from .views import _writeable
+
+    _writeable(xp.diagonal(z, offset, d1, d2))[...] = d
+    return record(z, (input,), "DiagEmbedBackward0", _diag_embed_bw, None, (offset, d1, d2))
+
+
+def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .views import _diag_into_zeros
+
+    shape, offset = ctx
+    return _diag_into_zeros(g, shape, offset, 0, 1)
+
+
+@op(method="diag", function="diag")
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    d = input._data
+    if d.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if d.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
+    out = input._backend.diagonal(d, diagonal).copy()
+    return record(out, (input,), "DiagonalBackward0_copy", _diag_copy_bw, None,
+                  (d.shape, diagonal))
+
+
+# ---- matmul: torch folds it to dot / mv / mm, or a batched product -------------------------
 def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
     ash, bsh, adt, bdt = ctx
@@ -39,18 +577,6 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         if len(bsh) == 1:
             gb = gb.squeeze(-1)
         gb = cast_grad(sum_to(gb, bsh), bdt)
-    return ga, gb
-
-
-def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
-    return (None if b is None else g * b), (None if a is None else g * a)
-
-
-def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
-    ga = None if b is None else g.unsqueeze(1) * b.unsqueeze(0)
-    gb = None if a is None else a.t() @ g
     return ga, gb
 
 
@@ -77,7 +603,7 @@ def matmul(a: Tensor, b: Any) -> Any:
                 f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same "
                 f"number of elements, but got {ka} and {kb} elements respectively"
             )
-        rows = int(np.prod(ad.shape[:-1]))
+        rows = math.prod(ad.shape[:-1])
         if nb == 1:  # torch folds to mv
             raise RuntimeError(
                 f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})"
@@ -86,7 +612,7 @@ def matmul(a: Tensor, b: Any) -> Any:
             raise RuntimeError(
                 f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{bd.shape[-1]})"
             )
-        batch = int(np.prod(np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])))
+        batch = math.prod(a._backend.broadcast_shapes(ad.shape[:-2], bd.shape[:-2]))
         raise RuntimeError(
             "Expected size for first two dimensions of batch2 tensor to be: "
             f"[{batch}, {ka}] but got: [{batch}, {kb}]."

@@ -365,3 +365,31 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
             "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
             "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
     return permute(input, tuple(reversed(range(input._data.ndim))))
+
+
+# ---- shapes and joins ------------------------------------------------------------------------
+@op(method="broadcast_to", function="broadcast_to")
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    return input.expand(tuple(size))
+
+
+@op(function="hstack")
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    from .. import cat
+
+    ts = [t.reshape(1) if t.dim() == 0 else t for t in tensors]
+    return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
+
+
+@op(function="vstack")
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    from .. import cat
+
+    ts = []
+    for t in tensors:
+        if t.dim() == 0:
+            t = t.reshape(1, 1)
+        elif t.dim() == 1:
+            t = t.unsqueeze(0)
+        ts.append(t)
+    return cat(ts, 0)

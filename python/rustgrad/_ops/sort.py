@@ -1,0 +1,93 @@
+"""Order statistics and sorting: median, unique."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _dtype, return_types
+from .._tensor import Tensor, _wrap_dim
+from ._declare import op
+from ._util import (
+    const as _const,
+)
+from ._util import (
+    record,
+)
+
+_INT64 = _dtype.int64.np
+_median_type = return_types._make("median")
+
+
+# ---- median ----------------------------------------------------------------------------------
+def _median_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    mask, dt = ctx
+    m = _const(mask.astype(dt))
+    return m * (g / float(mask.sum()))
+
+
+def _median_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .gather import scatter_add_into_zeros
+
+    shape, dim, idx, keepdim = ctx
+    if not keepdim and len(shape):
+        g = g.unsqueeze(dim)
+    return scatter_add_into_zeros(g, shape, dim, idx)
+
+
+@op(method="median", function="median", grad_fn=("MedianBackward0", "MedianBackward1"))
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    d = input._data
+    xp = input._backend
+    if dim is None:
+        if d.size == 0:
+            return record(xp.asarray(xp.nan, dtype=d.dtype), (), "", None)
+        flat = xp.sort(d.reshape(-1))
+        val = flat[(d.size - 1) // 2]
+        mask = d == val
+        if d.dtype.kind == "f" and bool(xp.isnan(d).any()):
+            val = xp.asarray(xp.nan, dtype=d.dtype)
+            mask = xp.isnan(d)
+        return record(xp.asarray(val, dtype=d.dtype).reshape(()), (input,), "MedianBackward0",
+                      _median_all_bw, None, (mask, d.dtype))
+    nd = d.ndim
+    dim = _wrap_dim(dim, max(nd, 1))
+    src = d.reshape(1) if nd == 0 else d
+    n = src.shape[dim]
+    if n == 0:
+        raise IndexError(
+            f"median(): Expected reduction dim {dim} to have non-zero size.")
+    order = xp.argsort(src, axis=dim, kind="stable")
+    k = (n - 1) // 2
+    idx = xp.take(order, [k], axis=dim)
+    if src.dtype.kind == "f":  # a NaN in a row is that row's median (its first one), as torch's
+        nans = xp.isnan(src)
+        idx = xp.where(nans.any(axis=dim, keepdims=True),
+                       xp.argmax(nans, axis=dim, keepdims=True), idx)
+    vals = xp.take_along_axis(src, idx, axis=dim)
+    if not keepdim or nd == 0:
+        vals_o = vals.reshape(d.shape) if nd == 0 else xp.squeeze(vals, axis=dim)
+        idx_o = idx.reshape(d.shape) if nd == 0 else xp.squeeze(idx, axis=dim)
+    else:
+        vals_o, idx_o = vals, idx
+    values = record(vals_o, (input,), "MedianBackward1", _median_dim_bw, None,
+                    (d.shape, dim, idx.reshape(d.shape) if nd == 0 else idx, keepdim or nd == 0))
+    indices = _const(idx_o.astype(_INT64))
+    return _median_type(values, indices)
+
+
+# ---- unique ----------------------------------------------------------------------------------
+@op(method="unique", function="unique")
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: Any = None) -> Any:
+    if dim is not None:
+        raise NotImplementedError("rustgrad.unique: dim is not supported")
+    d = input._data
+    xp = input._backend
+    res = xp.unique(d.reshape(-1), return_inverse=True, return_counts=True)
+    vals, inv, counts = res
+    outs = [_const(vals)]
+    if return_inverse:
+        outs.append(_const(inv.reshape(d.shape).astype(_INT64)))
+    if return_counts:
+        outs.append(_const(counts.astype(_INT64)))
+    return outs[0] if len(outs) == 1 else tuple(outs)
