@@ -77,8 +77,7 @@ class Tensor(_core.TensorBase):
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
-        return int(self._backend.data_ptr(self._data)) if hasattr(self._backend, "data_ptr") \
-            else int(self._data.__array_interface__["data"][0])
+        return int(self._backend.data_ptr(self._data))
 
     def item(self) -> Any:
         if self._data.size != 1:

@@ -12,6 +12,8 @@ from typing import Any, Union
 from . import cpu
 
 _BY_ARRAY_TYPE: dict = {cpu.ndarray: cpu}
+# device types `device()` accepts: torch's two, plus those of backends registered later (tests)
+_DEVICE_TYPES = {"cpu", "cuda"}
 
 
 class device:
@@ -32,7 +34,7 @@ class device:
                 )
             type, idx = type.split(":", 1)
             index = int(idx)
-        if type not in ("cpu", "cuda", "fake"):
+        if type not in _DEVICE_TYPES:
             raise RuntimeError(
                 f"Expected one of cpu, cuda device type at start of device string: {type}"
             )
@@ -82,6 +84,7 @@ def as_array(x: Any) -> Any:
 def register(array_type: type, backend: Any) -> None:
     """Registers a backend module for arrays of `array_type` (used by the CUDA and fake backends)."""
     _BY_ARRAY_TYPE[array_type] = backend
+    _DEVICE_TYPES.add(backend.DEVICE_TYPE)
 
 
 def namespace(dev: Any) -> Any:

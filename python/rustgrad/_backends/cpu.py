@@ -1,14 +1,27 @@
-"""The CPU backend: NumPy. Exposes the array API the ops use plus device bookkeeping."""
+"""The CPU backend: NumPy. Exposes NumPy's array namespace to the ops plus device bookkeeping.
+
+Only NumPy's main namespace is re-exported: `from numpy import *` would also load f2py, testing,
+ma, polynomial and friends (most of `import rustgrad`'s time), which no op uses."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-from numpy import *  # noqa: F403  (the backend namespace is numpy's)
+from numpy.lib.stride_tricks import as_strided as _as_strided
+
+# numpy's lazily imported submodules that ops never touch
+_SKIP = frozenset({
+    "char", "core", "ctypeslib", "dtypes", "emath", "exceptions", "f2py", "fft", "lib", "linalg",
+    "ma", "matlib", "matrixlib", "polynomial", "random", "rec", "strings", "testing", "typing",
+    "version",
+})
+globals().update({name: getattr(np, name) for name in np.__all__ if name not in _SKIP})
 
 DEVICE_TYPE = "cpu"
 DEVICE_INDEX = 0  # storage accounting slot (see rust/core/src/storage.rs)
+ndarray = np.ndarray
+generic = np.generic
 
 
 def device_of(array: Any) -> Any:
@@ -31,3 +44,13 @@ def from_numpy(array: np.ndarray, index: Any = None) -> np.ndarray:
 
 def add_at(target: Any, index: Any, values: Any) -> None:
     np.add.at(target, index, values)
+
+
+def data_ptr(array: Any) -> int:
+    """The address of the array's first element."""
+    return int(array.__array_interface__["data"][0])
+
+
+def as_strided(array: Any, shape: Any, strides: Any) -> Any:
+    """A view of array's memory with these shape and byte strides (writable)."""
+    return _as_strided(array, shape=shape, strides=strides)

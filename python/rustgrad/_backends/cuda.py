@@ -66,3 +66,17 @@ def _register() -> None:
 
 
 _register()
+
+
+def as_strided(array: Any, shape: Any, strides: Any) -> Any:
+    """A view of array's memory with these shape and byte strides (writable)."""
+    return _cp.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
+
+
+if not hasattr(_cp, "errstate"):
+
+    def errstate(**kwargs: Any) -> Any:
+        """CuPy kernels never warn on overflow or division by zero: nothing to silence."""
+        import contextlib
+
+        return contextlib.nullcontext()

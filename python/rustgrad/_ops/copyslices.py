@@ -24,7 +24,8 @@ Region = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides,
 def region_of(view: Any, base: Any) -> Region:
     """Where `view` (an array) lies in the C-contiguous array `base`, in elements."""
     item = base.itemsize
-    off = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    xp = _backend_of(base)
+    off = xp.data_ptr(view) - xp.data_ptr(base)
     return tuple(view.shape), tuple(s // item for s in view.strides), off // item
 
 
@@ -34,9 +35,7 @@ def _region(array: Any, region: Region) -> Any:
     xp = _backend_of(array)
     flat = array.reshape(-1)
     item = array.itemsize
-    return xp.lib.stride_tricks.as_strided(
-        flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
-    )
+    return xp.as_strided(flat[offset:], shape, tuple(s * item for s in strides))
 
 
 def _backend_of(array: Any) -> Any:

@@ -23,7 +23,7 @@ from ._util import (
 )
 
 
-def _normalize(idx: Any) -> tuple:
+def _normalize(idx: Any, xp: Any) -> tuple:
     """The index as a tuple of array-level indices; tensors become their arrays."""
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -37,7 +37,7 @@ def _normalize(idx: Any) -> tuple:
                 )
             out.append(d)
         elif isinstance(i, list):
-            out.append(_list_index(i))
+            out.append(_list_index(i, xp))
         else:
             if type(i) is slice and i.step is not None and i.step < 0:
                 raise ValueError("step must be greater than zero")
@@ -50,13 +50,12 @@ def _normalize(idx: Any) -> tuple:
     return tuple(out)
 
 
-def _list_index(i: list) -> Any:
-    import numpy as np  # lists of Python ints are host data; the backend converts them
-
-    arr = np.asarray([x.item() if isinstance(x, Tensor) else x for x in i])
+def _list_index(i: list, xp: Any) -> Any:
+    """A list index as an index array of the indexed tensor's backend."""
+    arr = xp.asarray([x.item() if isinstance(x, Tensor) else x for x in i])
     if arr.dtype.kind not in "biu" and arr.size:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return arr.astype(np.int64) if arr.size == 0 else arr
+    return arr.astype(_dtype.int64.np) if arr.size == 0 else arr
 
 
 def _is_basic(idx: tuple) -> bool:
@@ -158,7 +157,7 @@ def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(dunder="__getitem__", grad_fn=("IndexBackward0", "SliceBackward0"))
 def getitem(a: Tensor, idx: Any) -> Tensor:
     d = a._data
-    nidx = _normalize(idx)
+    nidx = _normalize(idx, a._backend)
     basic = _is_basic(nidx)
     if d.ndim == 0:
         err = _zero_dim_error(idx, nidx)
@@ -242,7 +241,7 @@ def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def _put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
     """Out-of-place `a[idx] = value`, differentiable in a and value."""
-    nidx = _normalize(idx)
+    nidx = _normalize(idx, a._backend)
     out = a._data.copy()
     vt = isinstance(value, Tensor)
     try:
@@ -298,7 +297,7 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
     if is_grad_enabled() and a.requires_grad and a.is_leaf:
         # torch indexes first: an int or a partial slice makes a view of the leaf
-        if _setitem_name(_normalize(idx), a._data.shape, False) == "torch::autograd::CopySlices":
+        if _setitem_name(_normalize(idx, a._backend), a._data.shape, False) == "torch::autograd::CopySlices":
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
@@ -306,10 +305,10 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     check_inplace(a)
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
-        out = _put(a, idx, value, _setitem_name(_normalize(idx), a._data.shape, vt))
+        out = _put(a, idx, value, _setitem_name(_normalize(idx, a._backend), a._data.shape, vt))
         commit_inplace(a, out)
         return
-    nidx = _normalize(idx)
+    nidx = _normalize(idx, a._backend)
     if vt and type(value._data) is not type(a._data):
         from ._util import same_device
 

@@ -81,9 +81,7 @@ def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = Non
     if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
         import warnings
 
-        import numpy as np
-
-        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        with warnings.catch_warnings(), a._backend.errstate(invalid="ignore", divide="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
     else:

@@ -1,14 +1,13 @@
 """gradcheck and gradgradcheck: compare analytical gradients (and gradients of gradients) with
 central finite differences, in float64, with torch's defaults (eps=1e-6, atol=1e-5, rtol=1e-3).
 
+Jacobians are arrays of the inputs' own backend (NumPy or CuPy), so a check runs on any device.
 The finite differences run with grad mode as the caller has it: gradgradcheck's function takes
 an `autograd.grad(..., create_graph=True)` inside, which needs a graph."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence, Tuple, Union
-
-import numpy as _np
 
 from .._tensor import Tensor
 
@@ -30,16 +29,16 @@ def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, e
         if not (isinstance(inp, Tensor) and inp.requires_grad):
             jacs.append(None)
             continue
-        data = inp._backend.to_numpy(inp._data)
-        flat = data.reshape(-1)
+        xp = inp._backend
+        flat = inp._data.reshape(-1)  # a view: perturbing it perturbs the input
         out0 = _as_tuple(fn(*inputs))[out_index]
-        jac = _np.zeros((flat.size, out0.numel()))
+        jac = xp.zeros((flat.size, out0.numel()))
         for i in range(flat.size):
-            orig = flat[i]
+            orig = flat[i].copy()
             flat[i] = orig + eps
-            plus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            plus = _as_tuple(fn(*inputs))[out_index].detach()._data.astype(xp.float64)
             flat[i] = orig - eps
-            minus = _as_tuple(fn(*inputs))[out_index].detach().numpy().astype(_np.float64)
+            minus = _as_tuple(fn(*inputs))[out_index].detach()._data.astype(xp.float64)
             flat[i] = orig
             jac[i] = ((plus - minus) / (2 * eps)).reshape(-1)
         jacs.append(jac)
@@ -52,7 +51,7 @@ def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) 
 
     out = _as_tuple(fn(*inputs))[out_index]
     diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
-    jacs = [_np.zeros((x.numel(), out.numel())) for x in diff]
+    jacs = [x._backend.zeros((x.numel(), out.numel())) for x in diff]
     if not out.requires_grad:
         return [None if not (isinstance(x, Tensor) and x.requires_grad) else j
                 for x, j in zip(inputs, _fill(inputs, jacs))]
@@ -62,7 +61,7 @@ def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) 
         gs = grad(out, diff, go, retain_graph=True, allow_unused=True)
         for k, g in enumerate(gs):
             if g is not None:
-                jacs[k][:, j] = g.detach().numpy().reshape(-1)
+                jacs[k][:, j] = g.detach()._data.reshape(-1)
     return _fill(inputs, jacs)
 
 
@@ -103,7 +102,7 @@ def gradcheck(
         for ii, (n, a) in enumerate(zip(num, ana)):
             if n is None:
                 continue
-            if not _np.allclose(a, n, rtol=rtol, atol=atol):
+            if not bool(ins[ii]._backend.allclose(a, n, rtol=rtol, atol=atol)):
                 if not raise_exception:
                     return False
                 raise GradcheckError(
