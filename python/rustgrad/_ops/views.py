@@ -295,7 +295,7 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
         shape = d.shape[:dim] + (num,) + d.shape[dim + 1:] + (size,)
         st = d.strides
         strides = st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],)
-        out = xp.lib.stride_tricks.as_strided(d, shape, strides)
+        out = xp.as_strided(d, shape, strides)
         if type(out) is not type(d):  # an ndarray subclass backend keeps its array type
             out = out.view(type(d))
     return record(out, (input,), "UnfoldBackward0", _unfold_bw, None, (d.shape, dim, size, step),
