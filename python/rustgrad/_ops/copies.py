@@ -1,4 +1,4 @@
-"""Copies and conversions: `to` and the dtype/device casts, `copy_`, `fill_`, `zero_`, and the
+"""Copies and conversions: clone, contiguous, `to` and the dtype/device casts, `copy_`, `fill_`, `zero_`, and the
 `new_*` factories (fresh tensors with this tensor's dtype and device)."""
 
 from __future__ import annotations
@@ -9,7 +9,36 @@ from .. import _core, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._util import cast_grad, check_inplace, is_grad_enabled, record, sum_to
-from .shape import clone, to_dtype
+
+
+def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g
+
+
+@op(method="clone", function="clone", grad_fn="CloneBackward0")
+def clone(a: Tensor, *, memory_format: Any = None) -> Tensor:
+    return record(a._data.copy(), (a,), "CloneBackward0", _clone_bw)
+
+
+@op(method="contiguous", grad_fn="CloneBackward0")
+def contiguous(a: Tensor, memory_format: Any = None) -> Tensor:
+    if a._data.flags.c_contiguous:
+        return a
+    return record(a._backend.ascontiguousarray(a._data), (a,), "CloneBackward0", _clone_bw)
+
+
+def _to_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.to(ctx)
+
+
+def to_dtype(a: Tensor, dtype: _dtype.dtype, copy: bool = False) -> Tensor:
+    d = a._data
+    if d.dtype == dtype.np and not copy:
+        return a
+    out = d.astype(dtype.np)
+    if not dtype.is_floating_point:
+        return record(out, (), "", None)
+    return record(out, (a,), "ToCopyBackward0", _to_bw, None, _dtype.from_np(d.dtype))
 
 
 @op(method="to", grad_fn="ToCopyBackward0")

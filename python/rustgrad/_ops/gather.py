@@ -255,12 +255,9 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
     """g (index-shaped) zero-padded at the end of each dim up to shape (a larger src)."""
     if tuple(g._data.shape) == tuple(shape):
         return g
-    from .views import pad
-
-    widths = []
-    for have, want in zip(reversed(g._data.shape), reversed(shape)):
-        widths += [0, want - have]
-    return pad(g, tuple(widths))
+    out = g.new_zeros(tuple(shape))
+    out[tuple(slice(0, n) for n in g._data.shape)] = g
+    return out
 
 
 def _scatter_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

@@ -352,7 +352,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     operand that the output lacks is summed first; size-1 dims broadcast. One operand: the
     result of diagonal/permute/sum (a view when nothing is summed); several: a product node,
     viewed to the output shape when something is contracted (torch's ViewBackward0)."""
-    from .shape import permute, squeeze
+    from .views import permute, squeeze
 
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -417,7 +417,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 # ---- tensordot, kron -------------------------------------------------------------------
 @op(function="tensordot")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
-    from .shape import permute
+    from .views import permute
 
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, Tensor):

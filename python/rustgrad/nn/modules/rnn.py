@@ -13,7 +13,7 @@ import warnings
 from typing import Any, List, Optional, Tuple
 
 from ... import _creation
-from ..._ops.shape import cat, stack
+from ..._ops.views import cat, stack
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
