@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _core, _dtype
+from .._backends import namespace
 from .._tensor import Tensor
 from ._declare import op
 from ._util import cast_grad, check_inplace, is_grad_enabled, record, sum_to
@@ -41,6 +42,19 @@ def to_dtype(a: Tensor, dtype: _dtype.dtype, copy: bool = False) -> Tensor:
     return record(out, (a,), "ToCopyBackward0", _to_bw, None, _dtype.from_np(d.dtype))
 
 
+def _to_device_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return to_device(g, ctx)
+
+
+def to_device(t: Tensor, target: Any) -> Tensor:
+    """t copied to another device through host memory (differentiable: the gradient moves back)."""
+    src = t._backend
+    dst = namespace(target)
+    host = src.to_numpy(t._data)
+    arr = dst.from_numpy(host.copy() if dst is src else host, target)
+    return record(arr, (t,), "ToCopyBackward0", _to_device_bw, None, t.device)
+
+
 @op(method="to", grad_fn="ToCopyBackward0")
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Tensor.to(dtype), to(device), to(other), to(device, dtype); copy=False returns self if
@@ -62,8 +76,6 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 
         target = _device(dev) if not isinstance(dev, _device) else dev
         if target != out.device:
-            from .._devices import to_device
-
             out = to_device(out, target)
     if dtype is not None:
         out = to_dtype(out, dtype, copy and out is self)
@@ -219,8 +231,6 @@ def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
     if src.device != self.device:
-        from .._devices import to_device
-
         src = to_device(src, self.device)
     try:
         shape_ok = _broadcast_shape(self._data.shape, src._data.shape) == self._data.shape
