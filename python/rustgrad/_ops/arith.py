@@ -75,35 +75,35 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="add", dunder="__add__", grad_fn="AddBackward0")
-def add(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
-    if type(b) is float and alpha == 1 and _out_dtype is None:
-        ad = a._data  # fast path: float tensor + Python float keeps the tensor's dtype
+def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
+    if type(other) is float and alpha == 1 and _out_dtype is None:
+        ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
-            return record(ad + b, (a, None), "AddBackward0", _add_scalar_bw, None, None)
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
+            return record(ad + other, (input, None), "AddBackward0", _add_scalar_bw, None, None)
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
         try:
             out = ad + bd if alpha == 1 else ad + bd * alpha
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        m = _meta(a, b, out)
+        m = _meta(input, other, out)
         if m is not None or alpha != 1:
-            m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
-        return record(out, (a, b), "AddBackward0", _add_bw, None, m)
-    s = as_scalar(b)
+            m = (input._data.shape, input._data.dtype, other._data.shape, other._data.dtype, alpha)
+        return record(out, (input, other), "AddBackward0", _add_bw, None, m)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = scalar_operand(a._data, s)
+    ad = scalar_operand(input._data, s)
     out = ad + s * alpha
-    return record(out, (a, None), "AddBackward0", _add_scalar_bw, None,
-                  None if out.dtype == a._data.dtype else a._data.dtype)
+    return record(out, (input, None), "AddBackward0", _add_scalar_bw, None,
+                  None if out.dtype == input._data.dtype else input._data.dtype)
 
 
 @op(dunder="__radd__")
-def radd(a: Tensor, b: Any) -> Tensor:
-    return add(a, b)
+def radd(input: Tensor, other: Any) -> Tensor:
+    return add(input, other)
 
 
 def _sub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -132,27 +132,27 @@ def _check_sub_bool(a: Any, b: Any) -> None:
 
 
 @op(method=("sub", "subtract"), dunder="__sub__", grad_fn="SubBackward0")
-def sub(a: Tensor, b: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
-    _check_sub_bool(a, b)
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
+def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
+    _check_sub_bool(input, other)
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
         try:
             out = ad - bd if alpha == 1 else ad - bd * alpha
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        m = _meta(a, b, out)
+        m = _meta(input, other, out)
         if m is not None or alpha != 1:
-            m = (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype, alpha)
-        return record(out, (a, b), "SubBackward0", _sub_bw, None, m)
-    s = as_scalar(b)
+            m = (input._data.shape, input._data.dtype, other._data.shape, other._data.dtype, alpha)
+        return record(out, (input, other), "SubBackward0", _sub_bw, None, m)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = scalar_operand(a._data, s)
+    ad = scalar_operand(input._data, s)
     out = ad - s * alpha
-    return record(out, (a, None), "SubBackward0", _add_scalar_bw, None,
-                  None if out.dtype == a._data.dtype else a._data.dtype)
+    return record(out, (input, None), "SubBackward0", _add_scalar_bw, None,
+                  None if out.dtype == input._data.dtype else input._data.dtype)
 
 
 def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -160,16 +160,16 @@ def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(dunder="__rsub__", grad_fn="RsubBackward1")
-def rsub(a: Tensor, b: Any) -> Tensor:
+def rsub(input: Tensor, other: Any) -> Tensor:
     """b - a for a Python scalar b (torch's RsubBackward1)."""
-    _check_sub_bool(a, b)
-    s = as_scalar(b)
+    _check_sub_bool(input, other)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = scalar_operand(a._data, s)
+    ad = scalar_operand(input._data, s)
     out = s - ad
-    return record(out, (a,), "RsubBackward1", _rsub_bw, None,
-                  None if out.dtype == a._data.dtype else a._data.dtype)
+    return record(out, (input,), "RsubBackward1", _rsub_bw, None,
+                  None if out.dtype == input._data.dtype else input._data.dtype)
 
 
 def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -177,18 +177,18 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
-def neg(a: Tensor) -> Tensor:
-    if a._data.dtype.kind == "b":
+def neg(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "b":
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
             "to invert a mask, use the `~` or `logical_not()` operator instead."
         )
-    return record(-a._data, (a,), "NegBackward0", _neg_bw)
+    return record(-input._data, (input,), "NegBackward0", _neg_bw)
 
 
 @op(dunder="__pos__")
-def pos(a: Tensor) -> Tensor:
-    return a
+def pos(input: Tensor) -> Tensor:
+    return input
 
 
 # ---- mul / div -------------------------------------------------------------------------
@@ -208,25 +208,25 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0",
     saved={"MulBackward0": _SAVED_BINARY})
-def mul(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
-    if type(b) is float and _out_dtype is None:
-        ad = a._data  # fast path: float tensor * Python float keeps the tensor's dtype
+def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
+    if type(other) is float and _out_dtype is None:
+        ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
-            return record(ad * b, (a, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, b)
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
+            return record(ad * other, (input, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, other)
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
         try:
             out = ad * bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        saved = (b if a.requires_grad else None, a if b.requires_grad else None)
-        return record(out, (a, b), "MulBackward0", _mul_bw, saved, _meta(a, b, out))
-    s = as_scalar(b)
+        saved = (other if input.requires_grad else None, input if other.requires_grad else None)
+        return record(out, (input, other), "MulBackward0", _mul_bw, saved, _meta(input, other, out))
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    return record(scalar_operand(a._data, s) * s, (a, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, s)
+    return record(scalar_operand(input._data, s) * s, (input, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, s)
 
 
 def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -246,11 +246,11 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn="DivBackward0",
     saved={"DivBackward0": _SAVED_BINARY})
-def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
+def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     if rounding_mode is not None:
-        return _div_rounding(a, b, rounding_mode)
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
+        return _div_rounding(input, other, rounding_mode)
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
         ft = _float_dtype_for_div(ad, bd)
         if ft is not None:
             ad, bd = ad.astype(ft), bd.astype(ft)
@@ -260,16 +260,16 @@ def div(a: Tensor, b: Any, *, rounding_mode: Any = None, _out_dtype: Any = None)
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        saved = (b, a if b.requires_grad else None)
-        return record(out, (a, b), "DivBackward0", _div_bw, saved, _meta(a, b, out))
-    s = as_scalar(b)
+        saved = (other, input if other.requires_grad else None)
+        return record(out, (input, other), "DivBackward0", _div_bw, saved, _meta(input, other, out))
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = a._data
+    ad = input._data
     ft = _float_dtype_for_div(ad)
     if ft is not None:
         ad = ad.astype(ft)
-    return record(ad / s, (a, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
+    return record(ad / s, (input, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
 
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
@@ -288,32 +288,32 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
 
 
 @op(dunder="__rtruediv__")
-def rdiv(a: Tensor, b: Any) -> Tensor:
+def rdiv(input: Tensor, other: Any) -> Tensor:
     """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
-    s = as_scalar(b)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
     from .unary import reciprocal
 
-    return mul(reciprocal(a), s)
+    return mul(reciprocal(input), s)
 
 
 @op(dunder="__floordiv__")
-def floordiv(a: Tensor, b: Any) -> Tensor:
-    return _div_rounding(a, b, "floor")
+def floordiv(input: Tensor, other: Any) -> Tensor:
+    return _div_rounding(input, other, "floor")
 
 
 @op(dunder="__rfloordiv__")
-def rfloordiv(a: Tensor, b: Any) -> Tensor:
-    xp = a._backend
-    return record(xp.floor_divide(b, a._data), (), "", None)
+def rfloordiv(input: Tensor, other: Any) -> Tensor:
+    xp = input._backend
+    return record(xp.floor_divide(other, input._data), (), "", None)
 
 
 @op(method="remainder", dunder="__mod__", function="remainder")
-def remainder(a: Tensor, b: Any) -> Tensor:
-    xp = a._backend
-    bd = b._data if isinstance(b, Tensor) else b
-    return record(xp.remainder(a._data, bd), (), "", None)
+def remainder(input: Tensor, other: Any) -> Tensor:
+    xp = input._backend
+    bd = other._data if isinstance(other, Tensor) else other
+    return record(xp.remainder(input._data, bd), (), "", None)
 
 
 # ---- pow -------------------------------------------------------------------------------
@@ -360,35 +360,36 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
     "PowBackward1": {"self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2]},
 })
-def pow(a: Tensor, b: Any, *, _out_dtype: Any = None) -> Tensor:
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
+def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
         try:
             out = ad**bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        return record(out, (a, b), "PowBackward1", _pow_tensor_bw, (a, b), _meta(a, b, out), True)
-    s = as_scalar(b)
+        return record(out, (input, other), "PowBackward1", _pow_tensor_bw, (input, other),
+                      _meta(input, other, out), True)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = scalar_operand(a._data, s)
+    ad = scalar_operand(input._data, s)
     if ad.dtype.kind in "iu" and type(s) is int and s < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return record(ad**s, (a,), "PowBackward0", _pow_scalar_bw, (a,), s)
+    return record(ad**s, (input,), "PowBackward0", _pow_scalar_bw, (input,), s)
 
 
 @op(dunder="__rpow__", grad_fn="PowBackward2")
-def rpow(a: Tensor, b: Any) -> Tensor:
+def rpow(input: Tensor, other: Any) -> Tensor:
     """b ** a for a Python scalar b (torch's PowBackward2)."""
-    s = as_scalar(b)
+    s = as_scalar(other)
     if s is None:
         return NotImplemented
-    ad = a._data
+    ad = input._data
     if ad.dtype.kind in "biu" and type(s) is float:
         ad = ad.astype(_dtype.get_default_dtype().np)
-    return record(s**ad, (a,), "PowBackward2", _rpow_bw, (a,) if s == 0 else (), s, True)
+    return record(s**ad, (input,), "PowBackward2", _rpow_bw, (input,) if s == 0 else (), s, True)
 
 
 # ---- in-place --------------------------------------------------------------------------

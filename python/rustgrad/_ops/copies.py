@@ -17,15 +17,15 @@ def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="clone", function="clone", grad_fn="CloneBackward0")
-def clone(a: Tensor, *, memory_format: Any = None) -> Tensor:
-    return record(a._data.copy(), (a,), "CloneBackward0", _clone_bw)
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    return record(input._data.copy(), (input,), "CloneBackward0", _clone_bw)
 
 
 @op(method="contiguous", grad_fn="CloneBackward0")
-def contiguous(a: Tensor, memory_format: Any = None) -> Tensor:
-    if a._data.flags.c_contiguous:
-        return a
-    return record(a._backend.ascontiguousarray(a._data), (a,), "CloneBackward0", _clone_bw)
+def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
+    if input._data.flags.c_contiguous:
+        return input
+    return record(input._backend.ascontiguousarray(input._data), (input,), "CloneBackward0", _clone_bw)
 
 
 def _to_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

@@ -586,10 +586,10 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     function="matmul",
     grad_fn=("DotBackward0", "MmBackward0", "MvBackward0"),
 )
-def matmul(a: Tensor, b: Any) -> Any:
-    if not isinstance(b, Tensor):
+def matmul(input: Tensor, other: Any) -> Any:
+    if not isinstance(other, Tensor):
         return NotImplemented
-    ad, bd = promote(a, b)
+    ad, bd = promote(input, other)
     na, nb = ad.ndim, bd.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(
@@ -612,21 +612,21 @@ def matmul(a: Tensor, b: Any) -> Any:
             raise RuntimeError(
                 f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{bd.shape[-1]})"
             )
-        batch = math.prod(a._backend.broadcast_shapes(ad.shape[:-2], bd.shape[:-2]))
+        batch = math.prod(input._backend.broadcast_shapes(ad.shape[:-2], bd.shape[:-2]))
         raise RuntimeError(
             "Expected size for first two dimensions of batch2 tensor to be: "
             f"[{batch}, {ka}] but got: [{batch}, {kb}]."
         )
-    out = a._backend.matmul(ad, bd)
-    saved = (a if b.requires_grad else None, b if a.requires_grad else None)
+    out = input._backend.matmul(ad, bd)
+    saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
-        return record(out, (a, b), "MmBackward0", _mm_bw, saved)
+        return record(out, (input, other), "MmBackward0", _mm_bw, saved)
     if na == 1 and nb == 1:
-        return record(out, (a, b), "DotBackward0", _dot_bw, saved)
+        return record(out, (input, other), "DotBackward0", _dot_bw, saved)
     if na == 2 and nb == 1:
-        return record(out, (a, b), "MvBackward0", _mv_bw, saved)
-    ctx = (ad.shape, bd.shape, a._data.dtype, b._data.dtype)
-    out_t = record(out, (a, b), _batched_name(a, b), _batched_bw, (a, b), ctx)
+        return record(out, (input, other), "MvBackward0", _mv_bw, saved)
+    ctx = (ad.shape, bd.shape, input._data.dtype, other._data.dtype)
+    out_t = record(out, (input, other), _batched_name(input, other), _batched_bw, (input, other), ctx)
     if na == 1 and nb == 2:
         out_t._bump_version()  # torch: mm(a.unsqueeze(0), b).squeeze_(0)
     return out_t
@@ -651,7 +651,7 @@ def _batched_name(a: Tensor, b: Tensor) -> str:
 
 
 @op(dunder="__rmatmul__")
-def rmatmul(a: Tensor, b: Any) -> Any:
-    if not isinstance(b, Tensor):
+def rmatmul(input: Tensor, other: Any) -> Any:
+    if not isinstance(other, Tensor):
         return NotImplemented
-    return matmul(b, a)
+    return matmul(other, input)

@@ -43,8 +43,8 @@ def _sum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"))
-def sum(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    d = a._data
+def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    d = input._data
     dims = _dims(dim, d.ndim)
     np_dtype = _dtype.to_np(dtype)
     if np_dtype is None and d.dtype.kind in "bu" or (d.dtype.kind == "i" and np_dtype is None):
@@ -55,9 +55,9 @@ def sum(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None
     else:
         out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=np_dtype)
     if (dims is None or not d.ndim) and not keepdim:
-        out = a._backend.asarray(out)
+        out = input._backend.asarray(out)
     name = "SumBackward0" if dim is None else "SumBackward1"
-    return record(out, (a,), name, _sum_bw, None, (d.shape, dims, keepdim))
+    return record(out, (input,), name, _sum_bw, None, (d.shape, dims, keepdim))
 
 
 def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -66,8 +66,8 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
-def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    d = a._data
+def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    d = input._data
     if d.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -81,19 +81,19 @@ def mean(a: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = Non
     if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
         import warnings
 
-        with warnings.catch_warnings(), a._backend.errstate(invalid="ignore", divide="ignore"):
+        with warnings.catch_warnings(), input._backend.errstate(invalid="ignore", divide="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
     else:
         out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
     if (dims is None or not d.ndim) and not keepdim:
-        out = a._backend.asarray(out, dtype=d.dtype)
+        out = input._backend.asarray(out, dtype=d.dtype)
     n = d.size if dims is None or not d.ndim else 1
     if dims is not None and d.ndim:
         for i in dims:
             n *= d.shape[i]
     name = "MeanBackward0" if dim is None else "MeanBackward1"
-    return record(out.astype(d.dtype, copy=False), (a,), name, _mean_bw, None,
+    return record(out.astype(d.dtype, copy=False), (input,), name, _mean_bw, None,
                   (d.shape, dims, keepdim, n))
 
 
@@ -143,7 +143,7 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         )
     src = d if d.ndim else d.reshape(1)
     dd = dim if d.ndim else 0
-    keep_idx = xp.argmax(src, axis=dd, keepdims=True) if is_max else \
+    keep_idx = xp.argmax(src, axis=dd, keepdims=True) if is_max else\
         xp.argmin(src, axis=dd, keepdims=True)
     vals = xp.take_along_axis(src, keep_idx, axis=dd)
     idx = keep_idx
@@ -159,10 +159,10 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
 
 
 @op(method="max", function="max")
-def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    return _reduce_minmax(a, dim, keepdim, True)
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _reduce_minmax(input, dim, keepdim, True)
 
 
 @op(method="min", function="min")
-def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    return _reduce_minmax(a, dim, keepdim, False)
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _reduce_minmax(input, dim, keepdim, False)

@@ -176,8 +176,7 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
 def _prod_safe_zeros_bw(g: Tensor, a: Tensor, dim: int) -> Tensor:
     """torch's prod_safe_zeros_backward: products of everything before and after each
     element (exclusive cumulative products), exact with zeros in the input."""
-    from .shape import cat
-    from .views import flip, narrow
+    from .views import cat, flip, narrow
 
     if a._data.size == 0:
         return g.expand(a._data.shape)

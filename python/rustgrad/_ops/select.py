@@ -56,7 +56,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     xp = ref._backend
     rt = _dtype.result_type(*(x for x in (input, other)))
     if not tensors:
-        rt = _dtype.get_default_dtype() if any(type(x) is float for x in (input, other)) \
+        rt = _dtype.get_default_dtype() if any(type(x) is float for x in (input, other))\
             else _dtype.result_type(input, other)
     a = _operand(input, ref)
     b = _operand(other, ref)
@@ -68,7 +68,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     try:
         out = xp.where(cd, a, b)
     except ValueError as e:
-        raise broadcast_error(e, cd.shape, *(x.shape for x in (a, b) if hasattr(x, "shape"))) \
+        raise broadcast_error(e, cd.shape, *(x.shape for x in (a, b) if hasattr(x, "shape")))\
             from None
     if out.dtype != rt.np:
         out = out.astype(rt.np)
@@ -108,13 +108,13 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
 
 
 @op(method="maximum", function="maximum")
-def maximum(a: Tensor, b: Any) -> Tensor:
-    return _binary_max(a, b, True)
+def maximum(input: Tensor, other: Any) -> Tensor:
+    return _binary_max(input, other, True)
 
 
 @op(method="minimum", function="minimum")
-def minimum(a: Tensor, b: Any) -> Tensor:
-    return _binary_max(a, b, False)
+def minimum(input: Tensor, other: Any) -> Tensor:
+    return _binary_max(input, other, False)
 
 
 def _compare(a: Tensor, b: Any, op: str) -> Any:
@@ -134,33 +134,33 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
 
 
 @op(method="eq", dunder="__eq__", function="eq")
-def eq(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "equal")
+def eq(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "equal")
 
 
 @op(method="ne", dunder="__ne__", function="ne")
-def ne(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "not_equal")
+def ne(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "not_equal")
 
 
 @op(method="lt", dunder="__lt__", function="lt")
-def lt(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "less")
+def lt(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "less")
 
 
 @op(method="le", dunder="__le__", function="le")
-def le(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "less_equal")
+def le(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "less_equal")
 
 
 @op(method="gt", dunder="__gt__", function="gt")
-def gt(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "greater")
+def gt(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "greater")
 
 
 @op(method="ge", dunder="__ge__", function="ge")
-def ge(a: Tensor, b: Any) -> Any:
-    return _compare(a, b, "greater_equal")
+def ge(input: Tensor, other: Any) -> Any:
+    return _compare(input, other, "greater_equal")
 
 
 def _logical(a: Tensor, b: Any, op: str) -> Any:
@@ -176,25 +176,25 @@ def _logical(a: Tensor, b: Any, op: str) -> Any:
 
 
 @op(dunder=("__and__", "__rand__"))
-def and_(a: Tensor, b: Any) -> Any:
-    return _logical(a, b, "bitwise_and")
+def and_(input: Tensor, other: Any) -> Any:
+    return _logical(input, other, "bitwise_and")
 
 
 @op(dunder=("__or__", "__ror__"))
-def or_(a: Tensor, b: Any) -> Any:
-    return _logical(a, b, "bitwise_or")
+def or_(input: Tensor, other: Any) -> Any:
+    return _logical(input, other, "bitwise_or")
 
 
 @op(dunder="__xor__")
-def xor(a: Tensor, b: Any) -> Any:
-    return _logical(a, b, "bitwise_xor")
+def xor(input: Tensor, other: Any) -> Any:
+    return _logical(input, other, "bitwise_xor")
 
 
 @op(dunder="__invert__")
-def invert(a: Tensor) -> Any:
-    if a._data.dtype.kind == "f":
+def invert(input: Tensor) -> Any:
+    if input._data.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-    return record(a._backend.invert(a._data), (), "", None)
+    return record(input._backend.invert(input._data), (), "", None)
 
 
 @op(method="where", grad_fn="WhereBackward0")

@@ -493,10 +493,10 @@ def _try_view(d: Any, shape: tuple) -> Any:
 
 
 @op(method="view", grad_fn="ViewBackward0")
-def view(a: Tensor, *shape: Any) -> Tensor:
+def view(input: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("view(dtype) is not supported")
-    d = a._data
+    d = input._data
     shape = _infer(_shape_arg(shape), d.size)
     v = _try_view(d, shape)
     if v is None:
@@ -504,41 +504,41 @@ def view(a: Tensor, *shape: Any) -> Tensor:
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
-    return record(v, (a,), "ViewBackward0", _reshape_bw, None, d.shape, False, a)
+    return record(v, (input,), "ViewBackward0", _reshape_bw, None, d.shape, False, input)
 
 
 @op(method="reshape", function="reshape", grad_fn=("UnsafeViewBackward0", "ViewBackward0"))
-def reshape(a: Tensor, *shape: Any) -> Tensor:
-    d = a._data
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    d = input._data
     shape = _infer(_shape_arg(shape), d.size)
     v = _try_view(d, shape)
     if v is not None:
-        return record(v, (a,), "ViewBackward0", _reshape_bw, None, d.shape, False, a)
-    return record(d.reshape(shape), (a,), "UnsafeViewBackward0", _reshape_bw, None, d.shape)
+        return record(v, (input,), "ViewBackward0", _reshape_bw, None, d.shape, False, input)
+    return record(d.reshape(shape), (input,), "UnsafeViewBackward0", _reshape_bw, None, d.shape)
 
 
 @op(method="flatten", function="flatten")
-def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    d = a._data
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    d = input._data
     if d.ndim == 0:
-        return reshape(a, 1)
+        return reshape(input, 1)
     s = _wrap_dim(start_dim, d.ndim)
     e = _wrap_dim(end_dim, d.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
-        return a
+        return input
     n = 1
     for x in d.shape[s : e + 1]:
         n *= x
-    return reshape(a, d.shape[:s] + (n,) + d.shape[e + 1 :])
+    return reshape(input, d.shape[:s] + (n,) + d.shape[e + 1 :])
 
 
 @op(method="unflatten")
-def unflatten(a: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
-    d = a._data
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = input._data
     dim = _wrap_dim(dim, d.ndim)
-    return view(a, d.shape[:dim] + tuple(sizes) + d.shape[dim + 1 :])
+    return view(input, d.shape[:dim] + tuple(sizes) + d.shape[dim + 1 :])
 
 
 def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -546,11 +546,11 @@ def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
-def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
-    d = a._data
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    d = input._data
     d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
-    out = a._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
-    return record(out, (a,), "TransposeBackward0", _transpose_bw, None, (d0, d1), False, a)
+    out = input._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
+    return record(out, (input,), "TransposeBackward0", _transpose_bw, None, (d0, d1), False, input)
 
 
 def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -558,11 +558,11 @@ def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="t", function="t", grad_fn="TBackward0")
-def t(a: Tensor) -> Tensor:
-    d = a._data
+def t(input: Tensor) -> Tensor:
+    d = input._data
     if d.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
-    return record(d.T, (a,), "TBackward0", _t_bw, None, None, False, a)
+    return record(d.T, (input,), "TBackward0", _t_bw, None, None, False, input)
 
 
 def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -570,8 +570,8 @@ def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="permute", function="permute", grad_fn="PermuteBackward0")
-def permute(a: Tensor, *dims: Any) -> Tensor:
-    d = a._data
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    d = input._data
     dims = _shape_arg(dims)
     if len(dims) != d.ndim:
         raise RuntimeError(
@@ -585,8 +585,8 @@ def permute(a: Tensor, *dims: Any) -> Tensor:
     inverse = [0] * len(dims)
     for i, x in enumerate(dims):
         inverse[x] = i
-    return record(d.transpose(dims), (a,), "PermuteBackward0", _permute_bw, None,
-                  tuple(inverse), False, a)
+    return record(d.transpose(dims), (input,), "PermuteBackward0", _permute_bw, None,
+                  tuple(inverse), False, input)
 
 
 def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -594,11 +594,11 @@ def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")
-def unsqueeze(a: Tensor, dim: int) -> Tensor:
-    d = a._data
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    d = input._data
     dim = _wrap_dim(dim, d.ndim + 1)
     out = d.reshape(d.shape[:dim] + (1,) + d.shape[dim:])
-    return record(out, (a,), "UnsqueezeBackward0", _unsqueeze_bw, None, dim, False, a)
+    return record(out, (input,), "UnsqueezeBackward0", _unsqueeze_bw, None, dim, False, input)
 
 
 @op(
@@ -606,8 +606,8 @@ def unsqueeze(a: Tensor, dim: int) -> Tensor:
     function="squeeze",
     grad_fn=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
 )
-def squeeze(a: Tensor, dim: Any = None) -> Tensor:
-    d = a._data
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    d = input._data
     if dim is None:
         shape = tuple(s for s in d.shape if s != 1)
         name = "SqueezeBackward0"
@@ -616,7 +616,7 @@ def squeeze(a: Tensor, dim: Any = None) -> Tensor:
         dims = {_wrap_dim(x, d.ndim) for x in dims} if d.ndim else set()
         shape = tuple(s for i, s in enumerate(d.shape) if not (i in dims and s == 1))
         name = "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
-    return record(d.reshape(shape), (a,), name, _reshape_bw, None, d.shape, False, a)
+    return record(d.reshape(shape), (input,), name, _reshape_bw, None, d.shape, False, input)
 
 
 def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -624,12 +624,12 @@ def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 @op(method="expand", grad_fn="ExpandBackward0")
-def expand(a: Tensor, *sizes: Any) -> Tensor:
-    d = a._data
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    d = input._data
     sizes = _shape_arg(sizes)
     if len(sizes) < d.ndim:
         raise RuntimeError(
-            f"expand(torch.{_dtype.LEGACY_NAMES[a.dtype.name]}{{{list(d.shape)}}}, "
+            f"expand(torch.{_dtype.LEGACY_NAMES[input.dtype.name]}{{{list(d.shape)}}}, "
             f"size={list(sizes)}): the number of sizes provided ({len(sizes)}) must be greater "
             f"or equal to the number of dimensions in the tensor ({d.ndim})"
         )
@@ -654,13 +654,13 @@ def expand(a: Tensor, *sizes: Any) -> Tensor:
                 f"{list(d.shape)}"
             )
         shape.append(s)
-    out = a._backend.broadcast_to(d, tuple(shape))
-    return record(out, (a,), "ExpandBackward0", _expand_bw, None, d.shape, False, a)
+    out = input._backend.broadcast_to(d, tuple(shape))
+    return record(out, (input,), "ExpandBackward0", _expand_bw, None, d.shape, False, input)
 
 
 @op(method="expand_as")
-def expand_as(a: Tensor, other: Tensor) -> Tensor:
-    return expand(a, other._data.shape)
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other._data.shape)
 
 
 def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -696,7 +696,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if ref._data.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     dim = _wrap_dim(dim, ref._data.ndim)
-    rt = _dtype.result_type(*[t for t in tensors]) if len({t._data.dtype for t in tensors}) > 1 \
+    rt = _dtype.result_type(*[t for t in tensors]) if len({t._data.dtype for t in tensors}) > 1\
         else _dtype.from_np(ref._data.dtype)
     for i, t in enumerate(used):
         s, r = t._data.shape, ref._data.shape
