@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any, Dict, List, MutableMapping
+from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from ._ops import _declare
 from ._ops._declare import Decl
 
 _FAMILIES_LOADED = False
-# (target, name) -> the declaration that bound it
-_BOUND: Dict[tuple, Decl] = {}
 
 
 def load_families() -> List[Decl]:
@@ -36,39 +34,60 @@ def _where(d: Decl) -> str:
     return f"{d.fn.__module__}.{d.fn.__qualname__}"
 
 
-def _claim(target: str, name: str, d: Decl, present: bool) -> None:
-    prev = _BOUND.get((target, name))
-    if prev is not None and prev is not d:
-        raise ImportError(f"rustgrad: {target}.{name} is declared twice: by {_where(prev)} and by {_where(d)}")
-    if prev is None and present:
-        raise ImportError(f"rustgrad: {target}.{name} declared by {_where(d)} is already defined there by hand")
-    _BOUND[(target, name)] = d
+class Binder:
+    """Remembers which declaration bound each (target, name), to refuse a second one."""
+
+    def __init__(self) -> None:
+        self._bound: Dict[Tuple[str, str], Decl] = {}
+
+    def _claim(self, target: str, name: str, d: Decl, defined: bool) -> None:
+        prev = self._bound.get((target, name))
+        if prev is not None and prev is not d:
+            raise ImportError(
+                f"rustgrad: {target}.{name} is declared twice: by {_where(prev)} and by {_where(d)}"
+            )
+        if prev is None and defined:
+            raise ImportError(
+                f"rustgrad: {target}.{name} declared by {_where(d)} is already defined there by hand"
+            )
+        self._bound[(target, name)] = d
+
+    def bind_tensor(self, tensor: type, decls: Iterable[Decl]) -> None:
+        """Methods, operators and properties on the tensor class."""
+        target = tensor.__name__
+        for d in decls:
+            for name in d.method + d.dunder + d.prop:
+                self._claim(target, name, d, name in tensor.__dict__ and (target, name) not in self._bound)
+                setattr(tensor, name, property(d.fn, doc=d.doc) if name in d.prop else d.fn)
+        if "__eq__" in tensor.__dict__:
+            # defining __eq__ unsets __hash__; tensors hash by identity, as torch's
+            tensor.__hash__ = object.__hash__  # type: ignore[assignment]
+
+    def bind_namespace(self, namespace: MutableMapping[str, Any], target: str, kind: str,
+                       decls: Iterable[Decl]) -> List[str]:
+        """Functions into a module namespace: kind "function" (`rustgrad.<name>`) or
+        "functional" (`nn.functional.<name>`); returns the names bound, for `__all__`."""
+        names = []
+        for d in decls:
+            for name in getattr(d, kind):
+                self._claim(target, name, d, name in namespace and (target, name) not in self._bound)
+                namespace[name] = d.fn
+                names.append(name)
+        return names
+
+
+_BINDER = Binder()
 
 
 def bind_tensor(tensor: type) -> None:
-    """Methods, operators and properties on Tensor."""
-    for d in load_families():
-        for name in d.method + d.dunder:
-            _claim("Tensor", name, d, name in tensor.__dict__ and ("Tensor", name) not in _BOUND)
-            setattr(tensor, name, d.fn)
-        for name in d.prop:
-            _claim("Tensor", name, d, name in tensor.__dict__ and ("Tensor", name) not in _BOUND)
-            setattr(tensor, name, property(d.fn, doc=d.doc))
-    if "__eq__" in tensor.__dict__:
-        # defining __eq__ unsets __hash__; tensors hash by identity, as torch's
-        tensor.__hash__ = object.__hash__  # type: ignore[assignment]
+    """Binds every declared method, operator and property to Tensor."""
+    _BINDER.bind_tensor(tensor, load_families())
 
 
-def bind_namespace(namespace: MutableMapping[str, Any], target: str, kind: str) -> List[str]:
-    """`rustgrad.<name>` (kind "function") or `nn.functional.<name>` (kind "functional");
-    returns the names bound, for `__all__`."""
-    names = []
-    for d in load_families():
-        for name in getattr(d, kind):
-            _claim(target, name, d, name in namespace and (target, name) not in _BOUND)
-            namespace[name] = d.fn
-            names.append(name)
-    return names
+def bind_namespace(namespace: MutableMapping[str, Any], target: str, kind: str,
+                   decls: Optional[Iterable[Decl]] = None) -> List[str]:
+    """Binds every declared name of this kind into namespace (see Binder.bind_namespace)."""
+    return _BINDER.bind_namespace(namespace, target, kind, load_families() if decls is None else decls)
 
 
 def declared() -> List[Decl]:
