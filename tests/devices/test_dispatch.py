@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import rustgrad
 
-from . import fake_backend
+from .. import fake_backend
 
 
 def _slot(device):

@@ -12,7 +12,7 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import assert_close, twin
+from ..models import assert_close, twin
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -283,8 +283,6 @@ def test_sdpa_bad_arguments_raise_torch_error(lib, call, msg):
 
 
 def test_attention_on_fake_device_keeps_arrays_there():
-    from ..devices import fake_backend  # noqa: F401  (registers the "fake" device)
-
     rustgrad.manual_seed(0)
     m = rustgrad.nn.MultiheadAttention(8, 2).to("fake")
     x = rustgrad.randn(5, 2, 8).to("fake").requires_grad_()

@@ -1,4 +1,4 @@
-"""nn, optim and save/load on the NumPy-backed fake device (tests/devices/fake_backend.py):
+"""nn, optim and save/load on the NumPy-backed fake device (tests/fake_backend.py):
 every array stays on the device, as CuPy arrays would stay on a GPU."""
 
 from __future__ import annotations
@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 
 import rustgrad
-
-from ..devices import fake_backend  # noqa: E402,F401  (registers the "fake" device)
 
 
 def _on_fake(t) -> bool:

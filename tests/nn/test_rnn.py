@@ -13,7 +13,7 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import assert_close, twin
+from ..models import assert_close, twin
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -244,8 +244,6 @@ def test_rnn_double_converts_parameters_and_runs_float64(lib):
 
 
 def test_recurrent_modules_on_fake_device_keep_arrays_there():
-    from ..devices import fake_backend  # noqa: F401  (registers the "fake" device)
-
     rustgrad.manual_seed(0)
     for m in (rustgrad.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2),
               rustgrad.nn.GRU(3, 4, num_layers=2, dropout=0.2), rustgrad.nn.RNNCell(3, 4)):

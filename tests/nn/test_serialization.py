@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import rustgrad
 
-from .helpers import cnn, state_arrays
+from ..models import cnn, state_arrays
 
 
 def _roundtrip(obj, **kw):

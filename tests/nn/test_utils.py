@@ -9,7 +9,7 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import assert_close, mlp, twin
+from ..models import assert_close, mlp, twin
 
 
 def _with_grads():

@@ -11,7 +11,7 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import assert_states_close, cnn, copy_state, mlp, twin
+from ..models import assert_states_close, cnn, copy_state, mlp, twin
 
 rng = np.random.default_rng(0)
 DATA = {

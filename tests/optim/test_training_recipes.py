@@ -11,7 +11,7 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import assert_close, assert_states_close, copy_state, mlp, twin
+from ..models import assert_close, assert_states_close, copy_state, mlp, twin
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((16, 8)).astype(np.float32)

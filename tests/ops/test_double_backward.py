@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import check_double_backward
+from ..parity import check_double_backward
 
 # name: (fn, shapes, low, high)
 OPS = {
@@ -37,16 +37,16 @@ OPS = {
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
-def test_double_backward_op_matches_torch(op):
+def test_double_backward_op_matches_torch(op, device):
     fn, shapes, low, high = OPS[op]
-    check_double_backward(fn, *shapes, low=low, high=high)
+    check_double_backward(fn, *shapes, low=low, high=high, device=device)
 
 
-def test_double_backward_composite_matches_torch():
+def test_double_backward_composite_matches_torch(device):
     x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
 
     def fn(lib, a, b):
         h = (a @ b).tanh()
         return (h * h.sigmoid()).sum(1) / (a.exp().mean() + 1)
 
-    check_double_backward(fn, x, (3, 3))
+    check_double_backward(fn, x, (3, 3), device=device)

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 import pytest
 
-from .helpers import check
+from ..parity import check
 
 
 def arr(dtype, shape=(2, 3), low=1, high=4, seed=0):
@@ -51,7 +51,7 @@ NUMPY_DIV0 = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning") 
 @NUMPY_DIV0
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_promotion_binary_result_dtype_matches_torch(case, op):
+def test_promotion_binary_result_dtype_matches_torch(case, op, device):
     left, right = CASES[case]
     f = OPS[op]
     is_bool = [isinstance(x, np.ndarray) and x.dtype == bool or x is True for x in (left, right)]
@@ -66,48 +66,51 @@ def test_promotion_binary_result_dtype_matches_torch(case, op):
         return f(a, b)
 
     # gradients cast up from a lower precision carry that precision's rounding
-    check(fn, *tensors, dtypes=(None,), rtol=1e-3, atol=1e-3)
+    check(fn, *tensors, dtypes=(None,), rtol=1e-3, atol=1e-3, device=device)
 
 
 @NUMPY_DIV0
 @pytest.mark.parametrize("case", ["int32_times_float_scalar", "int64_tensor_float32_tensor",
                                   "bool_tensor_int_scalar", "float16_float32_tensor"])
-def test_promotion_reflected_operand_order_matches_torch(case):
+def test_promotion_reflected_operand_order_matches_torch(case, device):
     left, right = CASES[case]
     tensors = [x for x in (left, right) if isinstance(x, np.ndarray)]
     if len(tensors) == 2:
-        check(lambda lib, a, b: (b + a, b * a, b / a), *tensors, dtypes=(None,))
+        check(lambda lib, a, b: (b + a, b * a, b / a), *tensors, dtypes=(None,), device=device)
     else:
-        check(lambda lib, a: (right + a, right * a, right / a), *tensors, dtypes=(None,))
+        check(lambda lib, a: (right + a, right * a, right / a), *tensors, dtypes=(None,),
+              device=device)
 
 
-def test_promotion_int_true_division_gives_default_float_like_torch():
+def test_promotion_int_true_division_gives_default_float_like_torch(device):
     check(lambda lib, a, b: (a / b, a / 2, 3 / a, lib.div(a, b)), arr(np.int64), arr(np.int32),
-          dtypes=(None,))
+          dtypes=(None,), device=device)
 
 
-def test_promotion_float16_unary_and_reduce_match_torch():
+def test_promotion_float16_unary_and_reduce_match_torch(device):
     x = arr(np.float16, (3, 4), low=0.5, high=2)
     check(lambda lib, a: (a.exp(), a.log(), a.sqrt(), a.sigmoid(), a.tanh(), a.sum(), a.mean(0),
-                          a * a, a @ a.t()), x, dtypes=(None,))
+                          a * a, a @ a.t()), x, dtypes=(None,), device=device)
 
 
-def test_promotion_int_unary_gives_float_like_torch():
+def test_promotion_int_unary_gives_float_like_torch(device):
     x = arr(np.int64, (3,), low=1, high=5)
     check(lambda lib, a: (a.exp(), a.log(), a.sqrt(), a.sigmoid(), a.tanh(), a.abs(), a.relu(),
-                          a.sum(), a.max(), a.clamp(2, 3)), x, dtypes=(None,))
+                          a.sum(), a.max(), a.clamp(2, 3)), x, dtypes=(None,), device=device)
 
 
-def test_promotion_bool_sum_gives_int64_like_torch():
-    check(lambda lib, a: (a.sum(), a.sum(0), a + a, a * a), arr(np.bool_), dtypes=(None,))
+def test_promotion_bool_sum_gives_int64_like_torch(device):
+    check(lambda lib, a: (a.sum(), a.sum(0), a + a, a * a), arr(np.bool_), dtypes=(None,),
+          device=device)
 
 
-def test_promotion_gradients_flow_back_in_input_dtype_like_torch():
+def test_promotion_gradients_flow_back_in_input_dtype_like_torch(device):
     a, b = arr(np.float32, (3,)), arr(np.float64, (3,))
-    check(lambda lib, x, y: x * y + x / y - y, a, b, dtypes=(None,), rtol=1e-5, atol=1e-6)
+    check(lambda lib, x, y: x * y + x / y - y, a, b, dtypes=(None,), rtol=1e-5, atol=1e-6,
+          device=device)
     s = arr(np.float64, ())
     check(lambda lib, x, y: x * y + lib.maximum(x, y) + lib.where(x > 2, x, y), a, s,
-          dtypes=(None,), rtol=1e-5, atol=1e-6)
+          dtypes=(None,), rtol=1e-5, atol=1e-6, device=device)
 
 
 def test_promotion_result_type_and_promote_types_match_torch():

@@ -1,5 +1,5 @@
-"""Products of rustgrad._ops.linalg_ext against torch: outer, dot, mv, mm, bmm, addmm,
-baddbmm, einsum, tensordot, kron, trace, diag, diag_embed."""
+"""Products against torch: matmul / @ over every rank combination, mm, outer, dot, mv, bmm,
+addmm, baddbmm, einsum, tensordot, kron, trace, diag, diag_embed."""
 
 from __future__ import annotations
 
@@ -7,8 +7,45 @@ import numpy as np
 import pytest
 import rustgrad
 
-from .helpers import check, check_double_backward, check_error, grad_ok
+from ..parity import check, check_double_backward, check_error, grad_ok
 
+MATMUL_SHAPES = [
+    ((4,), (4,)),  # dot
+    ((3, 4), (4,)),  # mv
+    ((4,), (4, 5)),  # vector @ matrix
+    ((3, 4), (4, 5)),  # mm
+    ((2, 3, 4), (2, 4, 5)),  # bmm
+    ((2, 3, 4), (4, 5)),  # batched @ matrix
+    ((3, 4), (2, 4, 5)),  # matrix @ batched
+    ((2, 1, 3, 4), (5, 4, 2)),  # broadcast batch
+    ((4,), (2, 4, 5)),  # vector @ batched
+    ((2, 3, 4), (4,)),  # batched @ vector
+    ((1, 4), (4, 1)),
+    ((0, 4), (4, 3)),
+    ((3, 0), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul_rank_combinations_match_torch(shapes, device):
+    check(lambda lib, a, b: lib.matmul(a, b), *shapes, device=device)
+    check(lambda lib, a, b: a @ b, *shapes, device=device)
+
+
+def test_mm_method_and_function_match_torch(device):
+    check(lambda lib, a, b: (a.mm(b), lib.mm(a, b), a.matmul(b)), (3, 4), (4, 2), device=device)
+
+
+def test_matmul_chain_with_transposed_operand_matches_torch(device):
+    check(lambda lib, a, b: (a @ b.t()) @ a, (3, 3), (3, 3), device=device)
+
+
+def test_matmul_only_one_operand_requires_grad_other_grad_none(device):
+    check(lambda lib, a, b: a @ b.detach(), (2, 3, 4), (4, 2), device=device)
+    check(lambda lib, a, b: a.detach() @ b, (4,), (4, 2), device=device)
+
+
+# ---- outer, dot, mv, mm, bmm, addmm, baddbmm, einsum, tensordot, kron, trace, diag ---------------
 PRODUCTS = {
     "outer": (lambda lib, a, b: lib.outer(a, b), (3,), (4,)),
     "outer_method": (lambda lib, a, b: a.outer(b), (0,), (2,)),
@@ -38,9 +75,9 @@ PRODUCTS = {
 
 
 @pytest.mark.parametrize("case", sorted(PRODUCTS))
-def test_products_match_torch(case):
+def test_products_match_torch(case, device):
     fn, *shapes = PRODUCTS[case]
-    check(fn, *shapes)
+    check(fn, *shapes, device=device)
 
 
 ADDMM = {
@@ -59,9 +96,9 @@ ADDMM = {
 
 
 @pytest.mark.parametrize("case", sorted(ADDMM))
-def test_addmm_family_match_torch(case):
+def test_addmm_family_match_torch(case, device):
     fn, *shapes = ADDMM[case]
-    check(fn, *shapes)
+    check(fn, *shapes, device=device)
 
 
 EINSUM = {
@@ -95,13 +132,13 @@ EINSUM = {
 
 
 @pytest.mark.parametrize("case", sorted(EINSUM))
-def test_einsum_subscripts_match_torch(case):
+def test_einsum_subscripts_match_torch(case, device):
     eq, *shapes = EINSUM[case]
-    check(lambda lib, *ops: lib.einsum(eq, *ops), *shapes)
+    check(lambda lib, *ops: lib.einsum(eq, *ops), *shapes, device=device)
 
 
-def test_einsum_operand_list_matches_torch():
-    check(lambda lib, a, b: lib.einsum("ij,jk->ik", [a, b]), (3, 4), (4, 5))
+def test_einsum_operand_list_matches_torch(device):
+    check(lambda lib, a, b: lib.einsum("ij,jk->ik", [a, b]), (3, 4), (4, 5), device=device)
 
 
 MATRIX = {
@@ -119,9 +156,9 @@ MATRIX = {
 
 
 @pytest.mark.parametrize("case", sorted(MATRIX))
-def test_matrix_helpers_match_torch(case):
+def test_matrix_helpers_match_torch(case, device):
     fn, shape = MATRIX[case]
-    check(fn, shape)
+    check(fn, shape, device=device)
 
 
 def test_trace_of_tall_matrix_gradient_is_the_identity():
@@ -133,10 +170,11 @@ def test_trace_of_tall_matrix_gradient_is_the_identity():
     assert grad_ok(lambda lib, x: x.trace(), (4, 2))
 
 
-def test_integral_products_match_torch():
+def test_integral_products_match_torch(device):
     a = np.array([[1, 2], [3, 4]], dtype=np.int64)
     check(lambda lib, x: (lib.mm(x, x), lib.dot(x[0], x[1]), lib.trace(x), lib.kron(x, x),
-                          lib.einsum("ij,jk->ik", x, x), lib.diag(x)), a, dtypes=(np.float64,))
+                          lib.einsum("ij,jk->ik", x, x), lib.diag(x)), a, dtypes=(np.float64,),
+          device=device)
 
 
 # ---- gradcheck, double backward ------------------------------------------------------------
@@ -172,20 +210,20 @@ def test_matrix_helper_gradcheck_passes(case):
 
 
 @pytest.mark.parametrize("case", ["mm", "bmm", "mv", "kron", "tensordot_lists"])
-def test_product_double_backward_matches_torch(case):
+def test_product_double_backward_matches_torch(case, device):
     fn, *shapes = PRODUCTS[case]
-    check_double_backward(fn, *shapes)
+    check_double_backward(fn, *shapes, device=device)
 
 
 @pytest.mark.parametrize("case", ["matmul", "three_operands", "attention"])
-def test_einsum_double_backward_matches_torch(case):
+def test_einsum_double_backward_matches_torch(case, device):
     eq, *shapes = EINSUM[case]
-    check_double_backward(lambda lib, *ops: lib.einsum(eq, *ops), *shapes)
+    check_double_backward(lambda lib, *ops: lib.einsum(eq, *ops), *shapes, device=device)
 
 
-def test_addmm_double_backward_matches_torch():
+def test_addmm_double_backward_matches_torch(device):
     fn, *shapes = ADDMM["addmm_beta_alpha"]
-    check_double_backward(fn, *shapes)
+    check_double_backward(fn, *shapes, device=device)
 
 
 # ---- errors --------------------------------------------------------------------------------
@@ -235,13 +273,13 @@ ERRORS = {
 
 
 @pytest.mark.parametrize("case", sorted(ERRORS))
-def test_products_invalid_arguments_raise_torch_error(case):
+def test_products_invalid_arguments_raise_torch_error(case, device):
     fn, phrase = ERRORS[case]
-    check_error(fn, (3, 4), phrase=phrase)
+    check_error(fn, (3, 4), phrase=phrase, device=device)
 
 
-def test_mm_is_matrix_only_while_matmul_broadcasts():
-    a = rustgrad.ones(2, 3, 4)
+def test_mm_is_matrix_only_while_matmul_broadcasts(device):
+    a = rustgrad.ones(2, 3, 4, device=device)
     with pytest.raises(RuntimeError, match="self must be a matrix"):
-        a.mm(rustgrad.ones(4, 2))
-    assert tuple(a.matmul(rustgrad.ones(4, 2)).shape) == (2, 3, 2)
+        a.mm(rustgrad.ones(4, 2, device=device))
+    assert tuple(a.matmul(rustgrad.ones(4, 2, device=device)).shape) == (2, 3, 2)

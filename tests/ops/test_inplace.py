@@ -1,12 +1,14 @@
-"""Parity of in-place ops on non-leaf tensors in a graph: values, grad_fn after the rebase,
-version counter bumps, and gradients through the rebased history."""
+"""Parity of in-place ops on non-leaf tensors in a graph (the arithmetic ones, clamp_, copy_,
+fill_, and the unary exp_ / sigmoid_ / ... ): values, grad_fn after the rebase, version counter
+bumps, and gradients through the rebased history."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import rustgrad
 
-from .helpers import check, check_error
+from ..parity import check, check_error, ints
 
 INPLACE = {
     "add_tensor": lambda y, b: y.add_(b),
@@ -46,13 +48,13 @@ def _inplace_program(op):
 
 @pytest.mark.parametrize("other_shape", [(3, 4), (4,), ()], ids=str)
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_on_nonleaf_grads_and_versions_match_torch(op, other_shape):
+def test_inplace_on_nonleaf_grads_and_versions_match_torch(op, other_shape, device):
     if op == "fill_0d_tensor":
         other_shape = ()
-    check(_inplace_program(op), (3, 4), other_shape, low=0.5, high=2.0)
+    check(_inplace_program(op), (3, 4), other_shape, low=0.5, high=2.0, device=device)
 
 
-def test_inplace_operators_rebind_same_object_like_torch():
+def test_inplace_operators_rebind_same_object_like_torch(device):
     def fn(lib, a, b):
         y = a * 1.5
         z = y
@@ -63,29 +65,29 @@ def test_inplace_operators_rebind_same_object_like_torch():
         assert y is z
         return y
 
-    check(fn, (2, 3), (2, 3), low=0.5)
+    check(fn, (2, 3), (2, 3), low=0.5, device=device)
 
 
-def test_inplace_chain_bumps_version_each_time_like_torch():
+def test_inplace_chain_bumps_version_each_time_like_torch(device):
     def fn(lib, a, b):
         y = a + 0
         y.add_(b).mul_(b).sub_(1.0).div_(2.0).clamp_(-1, 1)
         return y
 
-    check(fn, (4,), (4,))
+    check(fn, (4,), (4,), device=device)
 
 
-def test_inplace_on_tensor_not_requiring_grad_with_grad_other_like_torch():
+def test_inplace_on_tensor_not_requiring_grad_with_grad_other_like_torch(device):
     def fn(lib, a, b):
         y = b.detach().clone()  # no grad
         y.mul_(a)  # now in the graph
         y.add_(a)
         return y
 
-    check(fn, (3,), (3,))
+    check(fn, (3,), (3,), device=device)
 
 
-def test_inplace_without_grad_bumps_versions_like_torch():
+def test_inplace_without_grad_bumps_versions_like_torch(device):
     def fn(lib, a, b):
         y = a.clone()
         y.add_(b)
@@ -97,26 +99,26 @@ def test_inplace_without_grad_bumps_versions_like_torch():
         y += 1
         return y
 
-    check(fn, (3, 2), (2,), requires_grad=False)
+    check(fn, (3, 2), (2,), requires_grad=False, device=device)
 
 
-def test_inplace_under_no_grad_on_leaf_allowed_like_torch():
+def test_inplace_under_no_grad_on_leaf_allowed_like_torch(device):
     def fn(lib, a, b):
         with lib.no_grad():
             a.mul_(2)
             a.add_(b)
         return a * 1
 
-    check(fn, (3,), (3,))
+    check(fn, (3,), (3,), device=device)
 
 
-def test_inplace_copy_broadcast_and_cast_like_torch():
+def test_inplace_copy_broadcast_and_cast_like_torch(device):
     def fn(lib, a, b):
         y = a * 1
         y.copy_(b.float())  # cast on copy, gradient cast back
         return y, y * a
 
-    check(fn, (2, 3), (3,))
+    check(fn, (2, 3), (3,), device=device)
 
 
 OVERWRITES = {
@@ -126,23 +128,23 @@ OVERWRITES = {
 
 
 @pytest.mark.parametrize("op", sorted(OVERWRITES))
-def test_inplace_overwrite_sends_zero_grad_to_old_history_like_torch(op):
+def test_inplace_overwrite_sends_zero_grad_to_old_history_like_torch(op, device):
     def fn(lib, a, b):
         y = a * 1
         OVERWRITES[op](y, b)
         return y
 
-    check(fn, (2, 3), (3,))
+    check(fn, (2, 3), (3,), device=device)
 
 
-def test_inplace_clamp_tensor_bounds_match_torch():
+def test_inplace_clamp_tensor_bounds_match_torch(device):
     def fn(lib, a, lo, hi):
         y = a * 1
         y.clamp_(lo, hi)
         return y
 
-    check(fn, (3, 4), (4,), (3, 1), seed=5)
-    check(fn, (3, 4), (4,), (3, 1), seed=5, requires_grad=False)
+    check(fn, (3, 4), (4,), (3, 1), seed=5, device=device)
+    check(fn, (3, 4), (4,), (3, 1), seed=5, requires_grad=False, device=device)
 
 
 MIXED = {
@@ -156,7 +158,7 @@ MIXED = {
 
 
 @pytest.mark.parametrize("case", sorted(MIXED))
-def test_inplace_mixed_float_dtypes_keep_self_dtype_one_node_like_torch(case):
+def test_inplace_mixed_float_dtypes_keep_self_dtype_one_node_like_torch(case, device):
     self_dt, other_dt, op = MIXED[case]
 
     def fn(lib, a, b):
@@ -164,11 +166,11 @@ def test_inplace_mixed_float_dtypes_keep_self_dtype_one_node_like_torch(case):
         op(y, b.to(getattr(lib, other_dt)))
         return y
 
-    check(fn, (2, 3), (3,), dtypes=(np.float64,), low=0.5, rtol=1e-3, atol=1e-3)
+    check(fn, (2, 3), (3,), dtypes=(np.float64,), low=0.5, rtol=1e-3, atol=1e-3, device=device)
 
 
 @pytest.mark.parametrize("exponent", [2, 0.5, "tensor"])
-def test_inplace_pow_on_nonleaf_saves_old_self_like_torch(exponent):
+def test_inplace_pow_on_nonleaf_saves_old_self_like_torch(exponent, device):
     def fn(lib, a, b):
         y = a * 1
         y.pow_(b if exponent == "tensor" else exponent)
@@ -176,14 +178,14 @@ def test_inplace_pow_on_nonleaf_saves_old_self_like_torch(exponent):
             y **= 2  # PowBackward0 saves the old self, not the result
         return y
 
-    check(fn, (2, 3), (3,), low=0.5)
+    check(fn, (2, 3), (3,), low=0.5, device=device)
 
 
 @pytest.mark.xfail(strict=True, reason="in-place ops whose node saves its output (pow_ with a "
                    "tensor exponent: PowBackward1) save the out-of-place result, not self, so a "
                    "later in-place write to self is not detected at backward (torch raises); "
                    "rebase_history would have to re-point the saved output to self")
-def test_inplace_pow_tensor_exponent_saved_result_modified_raises_like_torch():
+def test_inplace_pow_tensor_exponent_saved_result_modified_raises_like_torch(device):
     def fn(lib, a, b):
         y = a * 1
         y.pow_(b)  # PowBackward1 saves its result, y itself
@@ -192,7 +194,7 @@ def test_inplace_pow_tensor_exponent_saved_result_modified_raises_like_torch():
 
     check_error(fn, np.full((2, 3), 1.5), np.array([0.5, 2.0, 3.0]), requires_grad=True,
                 phrase="one of the variables needed for gradient computation has been modified "
-                       "by an inplace operation")
+                       "by an inplace operation", device=device)
 
 
 VIEW_WRITES = {
@@ -211,20 +213,49 @@ VIEW_WRITES = {
 
 
 @pytest.mark.parametrize("op", sorted(VIEW_WRITES))
-def test_inplace_on_view_of_nonleaf_base_history_and_grads_match_torch(op):
+def test_inplace_on_view_of_nonleaf_base_history_and_grads_match_torch(op, device):
     def fn(lib, a, b):
         y = a * 1
         VIEW_WRITES[op](y, b)
         return y, y * a
 
-    check(fn, (3, 4), (4,))
+    check(fn, (3, 4), (4,), device=device)
 
 
-def test_inplace_on_view_of_base_without_grad_joins_graph_like_torch():
+def test_inplace_on_view_of_base_without_grad_joins_graph_like_torch(device):
     def fn(lib, a, b):
         base = a.detach().clone()
         row = base[1]
         row.mul_(b)
         return base, row
 
-    check(fn, (3, 4), (4,))
+    check(fn, (3, 4), (4,), device=device)
+
+
+# ---- in-place unary ------------------------------------------------------------------------
+UNARY = ["exp", "sigmoid", "tanh", "sqrt", "abs", "neg", "square", "relu"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_inplace_unary_matches_torch(name, device):
+    low = 0.1 if name == "sqrt" else -2.0
+    check(lambda lib, a: getattr(a * 1, name + "_")(), (3, 4), low=low, device=device)
+    # on a view: the base's history becomes CopySlices
+    check(lambda lib, a: (lambda b: (getattr(b[1], name + "_")(), b)[1])(a * 1), (3, 4),
+          low=low, device=device)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_inplace_unary_refuses_leaf(name, device):
+    check_error(lambda lib, a: getattr(a, name + "_")(), (3,), requires_grad=True,
+                phrase="a leaf Variable that requires grad", device=device)
+
+
+def test_inplace_unary_without_grad_bumps_version(device):
+    x = rustgrad.tensor([1.0, 4.0], device=device)
+    y = x.sqrt_()
+    assert y is x and x._version == 1 and x.tolist() == [1.0, 2.0]
+
+
+def test_inplace_unary_int_cast_error(device):
+    check_error(lambda lib, a: a.exp_(), ints([1, 2]), phrase="can't be cast", device=device)

@@ -7,15 +7,15 @@ import pytest
 import rustgrad
 import torch
 
-from .helpers import check, check_error
+from ..parity import check, check_error
 
 
 def _per_lib(torch_fn, rustgrad_fn):
     return lambda lib, *ts: (torch_fn if lib is torch else rustgrad_fn)(lib, *ts)
 
 
-def test_check_same_program_passes_and_returns_none():
-    assert check(lambda lib, a, b: (a * b).sum(1), (2, 3), (3,)) is None
+def test_check_same_program_passes_and_returns_none(device):
+    assert check(lambda lib, a, b: (a * b).sum(1), (2, 3), (3,), device=device) is None
 
 
 @pytest.mark.parametrize("case,phrase", [
@@ -29,7 +29,7 @@ def test_check_same_program_passes_and_returns_none():
     ("requires_grad", "requires_grad"),
     ("output_count", "outputs"),
 ])
-def test_check_each_kind_of_difference_fails(case, phrase):
+def test_check_each_kind_of_difference_fails(case, phrase, device):
     same = lambda lib, a, b: a * b  # noqa: E731
     variants = {
         "values": lambda lib, a, b: a * b + 1e-3,
@@ -45,10 +45,10 @@ def test_check_each_kind_of_difference_fails(case, phrase):
     }
     with pytest.raises(AssertionError, match=phrase):
         check(_per_lib(same, variants[case]), (2, 3), (2, 3), dtypes=(np.float64,),
-              grad_fn=case == "grad_fn")
+              grad_fn=case == "grad_fn", device=device)
 
 
-def test_check_inputs_modified_differently_fails():
+def test_check_inputs_modified_differently_fails(device):
     def torch_fn(lib, a):
         with lib.no_grad():
             a.mul_(2)
@@ -58,35 +58,36 @@ def test_check_inputs_modified_differently_fails():
         return a * 2
 
     with pytest.raises(AssertionError):
-        check(_per_lib(torch_fn, rustgrad_fn), (3,), grad_fn=False, versions=False)
+        check(_per_lib(torch_fn, rustgrad_fn), (3,), grad_fn=False, versions=False, device=device)
 
 
-def test_check_error_no_exception_under_rustgrad_fails():
+def test_check_error_no_exception_under_rustgrad_fails(device):
     with pytest.raises(AssertionError, match="rustgrad: no exception raised"):
-        check_error(_per_lib(lambda lib, a: a + lib.ones(4), lambda lib, a: a + 1), (3,))
+        check_error(_per_lib(lambda lib, a: a + lib.ones(4), lambda lib, a: a + 1), (3,),
+                    device=device)
 
 
-def test_check_error_different_type_fails():
+def test_check_error_different_type_fails(device):
     def rg_fn(lib, a):
         raise ValueError("The size of tensor a")
 
     with pytest.raises(AssertionError, match="rustgrad raised ValueError"):
-        check_error(_per_lib(lambda lib, a: a + lib.ones(4), rg_fn), (3,))
+        check_error(_per_lib(lambda lib, a: a + lib.ones(4), rg_fn), (3,), device=device)
 
 
-def test_check_error_missing_phrase_fails():
+def test_check_error_missing_phrase_fails(device):
     def rg_fn(lib, a):
         raise RuntimeError("shapes differ")
 
     with pytest.raises(AssertionError, match="not in rustgrad's message"):
-        check_error(_per_lib(lambda lib, a: a + lib.ones(4), rg_fn), (3,))
+        check_error(_per_lib(lambda lib, a: a + lib.ones(4), rg_fn), (3,), device=device)
 
 
-def test_check_error_input_changed_before_raising_fails():
+def test_check_error_input_changed_before_raising_fails(device):
     def rg_fn(lib, a):
         a.add_(1)
         raise RuntimeError("The size of tensor a (3) must match")
 
     with pytest.raises(AssertionError, match="rustgrad input 0 changed"):
         check_error(_per_lib(lambda lib, a: a + lib.ones(4), rg_fn), (3,),
-                    phrase="The size of tensor a")
+                    phrase="The size of tensor a", device=device)

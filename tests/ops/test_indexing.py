@@ -1,12 +1,13 @@
 """Parity of indexing with torch: basic indexing (views), advanced indexing with integer lists
-and tensors (repeated indices add their gradients), boolean masks."""
+and tensors (repeated indices add their gradients), boolean masks, setitem, index_add and
+index_put."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from .helpers import check
+from ..parity import check, check_error, grad_ok, ints
 
 BASIC = {
     "int": (lambda a: a[1], (3, 4)),
@@ -35,9 +36,9 @@ BASIC = {
 
 
 @pytest.mark.parametrize("case", sorted(BASIC))
-def test_basic_indexing_forms_match_torch(case):
+def test_basic_indexing_forms_match_torch(case, device):
     fn, shape = BASIC[case]
-    check(lambda lib, a: fn(a), shape)
+    check(lambda lib, a: fn(a), shape, device=device)
 
 
 def _write_through_view(lib, a):
@@ -47,12 +48,12 @@ def _write_through_view(lib, a):
     return b, v
 
 
-def test_basic_indexing_result_shares_version_counter_like_torch():
-    check(_write_through_view, (3, 2), requires_grad=False)
+def test_basic_indexing_result_shares_version_counter_like_torch(device):
+    check(_write_through_view, (3, 2), requires_grad=False, device=device)
 
 
-def test_inplace_on_view_of_nonleaf_rebases_base_history_like_torch():
-    check(_write_through_view, (3, 2))
+def test_inplace_on_view_of_nonleaf_rebases_base_history_like_torch(device):
+    check(_write_through_view, (3, 2), device=device)
 
 
 ADVANCED = {
@@ -75,29 +76,29 @@ ADVANCED = {
 
 
 @pytest.mark.parametrize("case", sorted(ADVANCED))
-def test_advanced_indexing_forms_match_torch(case):
-    check(ADVANCED[case][0], ADVANCED[case][1])
+def test_advanced_indexing_forms_match_torch(case, device):
+    check(ADVANCED[case][0], ADVANCED[case][1], device=device)
 
 
-def test_advanced_indexing_repeated_indices_gradients_add_up():
+def test_advanced_indexing_repeated_indices_gradients_add_up(device):
     def fn(lib, a):
         return a[[1, 1, 1, 0]] * lib.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=a.dtype)
 
-    check(fn, (3, 2))
+    check(fn, (3, 2), device=device)
 
 
-def test_indexing_of_nonleaf_then_reduce_gradient_matches_torch():
-    check(lambda lib, a: (a * 2)[[0, 2]][:, 1:].sum(), (3, 3))
+def test_indexing_of_nonleaf_then_reduce_gradient_matches_torch(device):
+    check(lambda lib, a: (a * 2)[[0, 2]][:, 1:].sum(), (3, 3), device=device)
 
 
 @pytest.mark.parametrize("idx", [0, -2, 2])
-def test_indexing_with_0d_int_tensor_matches_torch(idx):
-    check(lambda lib, a: a[lib.tensor(idx)], (3, 2))
+def test_indexing_with_0d_int_tensor_matches_torch(idx, device):
+    check(lambda lib, a: a[lib.tensor(idx)], (3, 2), device=device)
 
 
-def test_indexing_mask_from_numpy_values_matches_torch():
+def test_indexing_mask_from_numpy_values_matches_torch(device):
     x = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
-    check(lambda lib, a: a[a < 0], x)
+    check(lambda lib, a: a[a < 0], x, device=device)
 
 
 SETITEM = {
@@ -121,16 +122,16 @@ SETITEM = {
 
 
 @pytest.mark.parametrize("case", sorted(SETITEM))
-def test_setitem_on_nonleaf_values_grads_and_grad_fn_match_torch(case):
+def test_setitem_on_nonleaf_values_grads_and_grad_fn_match_torch(case, device):
     def fn(lib, a, c):
         y = a * 2
         SETITEM[case](lib, y, c)
         return y, y * a
 
-    check(fn, (3, 4), (4,))
+    check(fn, (3, 4), (4,), device=device)
 
 
-def test_setitem_without_grad_bumps_version_like_torch():
+def test_setitem_without_grad_bumps_version_like_torch(device):
     def fn(lib, a, c):
         y = a.clone()
         y[0] = c
@@ -138,7 +139,7 @@ def test_setitem_without_grad_bumps_version_like_torch():
         y[y > 1] = 0.0
         return y
 
-    check(fn, (3, 4), (4,), requires_grad=False)
+    check(fn, (3, 4), (4,), requires_grad=False, device=device)
 
 
 def _setitem_into_row_view(lib, a, b):
@@ -164,5 +165,59 @@ def _setitem_mask_into_transposed_view(lib, a, b):
 
 @pytest.mark.parametrize("fn", [_setitem_into_row_view, _setitem_list_into_slice_view,
                                 _setitem_mask_into_transposed_view], ids=lambda f: f.__name__)
-def test_setitem_into_view_of_nonleaf_rebases_base_like_torch(fn):
-    check(fn, (3, 4), (4,))
+def test_setitem_into_view_of_nonleaf_rebases_base_like_torch(fn, device):
+    check(fn, (3, 4), (4,), device=device)
+
+
+# ---- index_add / index_put -----------------------------------------------------------------
+@pytest.mark.parametrize("dim,idx,src", [
+    (0, ints([2, 0, 2]), (3, 4)),
+    (1, ints([3, 1]), (3, 2)),
+    (-1, ints([0]), (3, 1)),
+])
+def test_index_add_matches_torch(dim, idx, src, device):
+    check(lambda lib, a, i, s: lib.index_add(a, dim, i, s), (3, 4), idx, src, device=device)
+    check(lambda lib, a, i, s: a.index_add(dim, i, s, alpha=2.5), (3, 4), idx, src, device=device)
+    check(lambda lib, a, i, s: (a * 1).index_add_(dim, i, s), (3, 4), idx, src, device=device)
+    assert grad_ok(lambda lib, a, i, s: a.index_add(dim, i, s, alpha=2.0), (3, 4), idx, src)
+
+
+def test_index_add_refuses_leaf(device):
+    check_error(lambda lib, a, i, s: a.index_add_(0, i, s), (3, 4), ints([0]), (1, 4),
+                requires_grad=True, phrase="a leaf Variable", device=device)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_matches_torch(accumulate, device):
+    i0, i1 = ints([0, 2, 1]), ints([1, 3, 1])
+    check(lambda lib, a, x, y, v: lib.index_put(a, (x, y), v, accumulate), (3, 4), i0, i1, (3,),
+          device=device)
+    check(lambda lib, a, x, y, v: (a * 1).index_put_((x, y), v, accumulate=accumulate),
+          (3, 4), i0, i1, (3,), device=device)
+    check(lambda lib, a, x, v: a.index_put((x,), v, accumulate), (3, 4), ints([2, 0]), (4,),
+          device=device)
+    assert grad_ok(lambda lib, a, x, y, v: a.index_put((x, y), v, accumulate), (3, 4), i0, i1,
+                   (3,))
+
+
+def test_index_put_accumulate_repeats(device):
+    check(lambda lib, a, x, v: a.index_put((x,), v, accumulate=True), (4,), ints([1, 1, 3]),
+          (3,), device=device)
+
+
+INDEX_ADD_PUT_ERRORS = {
+    "index_add_out_of_range": (lambda lib, a, i, s: a.index_add(0, i, s), ((3, 4), ints([5]),
+                               (1, 4)), "index 5 is out of bounds for dimension 0 with size 3"),
+    "index_add_matrix_index": (lambda lib, a, i, s: a.index_add(0, i, s),
+                               ((3, 4), ints([[0]]), (1, 4)), "Index is supposed to be a vector"),
+    "index_add_dtype": (lambda lib, a, i, s: a.index_add(0, i, s.float()),
+                        ((3, 4), ints([0]), (1, 4)), "must have the same scalar type"),
+    "index_put_dtype": (lambda lib, a, i, v: a.index_put((i,), v.float()),
+                        ((3, 4), ints([0]), (4,)), "Index put requires the source and destination"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_ADD_PUT_ERRORS))
+def test_index_add_put_errors_match_torch(case, device):
+    fn, specs, phrase = INDEX_ADD_PUT_ERRORS[case]
+    check_error(fn, *specs, phrase=phrase, device=device)

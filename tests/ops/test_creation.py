@@ -11,9 +11,10 @@ DTYPES = [None, "float64", "float32", "float16", "int64", "int32", "bool"]
 
 @pytest.mark.parametrize("data", DATA, ids=str)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_creation_tensor_from_python_data_matches_torch(data, dtype):
+def test_creation_tensor_from_python_data_matches_torch(data, dtype, device):
     want = torch.tensor(data, dtype=getattr(torch, dtype) if dtype else None)
-    got = rustgrad.tensor(data, dtype=getattr(rustgrad, dtype) if dtype else None)
+    got = rustgrad.tensor(data, dtype=getattr(rustgrad, dtype) if dtype else None, device=device)
+    assert got.device.type == device
     assert str(got.dtype) == str(want.dtype)
     assert got.tolist() == want.tolist()
     assert tuple(got.shape) == tuple(want.shape)

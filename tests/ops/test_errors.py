@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import check_error
+from ..parity import check_error
 
 INTS = np.arange(6, dtype=np.int64).reshape(2, 3)
 
@@ -121,13 +121,13 @@ def _modify_saved(a):
 
 
 @pytest.mark.parametrize("case", sorted(ERRORS))
-def test_error_raised_type_and_message_match_torch(case):
+def test_error_raised_type_and_message_match_torch(case, device):
     fn, specs, phrase, grad = ERRORS[case]
-    check_error(fn, *specs, phrase=phrase, requires_grad=grad)
+    check_error(fn, *specs, phrase=phrase, requires_grad=grad, device=device)
 
 
-def test_error_dim_out_of_range_message_matches_torch_exactly():
-    et, er = check_error(lambda lib, a: a.sum(-3), (2, 3))
+def test_error_dim_out_of_range_message_matches_torch_exactly(device):
+    et, er = check_error(lambda lib, a: a.sum(-3), (2, 3), device=device)
     assert str(er) == str(et)
 
 
@@ -147,9 +147,9 @@ BROADCAST_ERRORS = {
 @pytest.mark.parametrize("shapes", [((2, 3), (4,)), ((5, 2, 3), (4, 1, 3)), ((3,), (2,))],
                          ids=str)
 @pytest.mark.parametrize("op", sorted(BROADCAST_ERRORS))
-def test_error_broadcast_mismatch_message_matches_torch_exactly(op, shapes):
+def test_error_broadcast_mismatch_message_matches_torch_exactly(op, shapes, device):
     et, er = check_error(BROADCAST_ERRORS[op], *shapes, phrase="The size of tensor a",
-                         requires_grad=True)
+                         requires_grad=True, device=device)
     assert str(er) == str(et)
 
 
@@ -174,7 +174,7 @@ INDEX_ERRORS = {
 
 
 @pytest.mark.parametrize("case", sorted(INDEX_ERRORS))
-def test_error_indexing_message_matches_torch_exactly(case):
+def test_error_indexing_message_matches_torch_exactly(case, device):
     fn, shape = INDEX_ERRORS[case]
-    et, er = check_error(fn, shape, requires_grad=True)
+    et, er = check_error(fn, shape, requires_grad=True, device=device)
     assert str(er) == str(et)

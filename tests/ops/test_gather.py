@@ -1,4 +1,4 @@
-"""Index-driven ops of rustgrad._ops.gather against torch: index_select, gather, scatter /
+"""Index-driven ops against torch: index_select, gather, scatter /
 scatter_add (and in place), masked_fill (and in place), masked_select, take_along_dim, nonzero.
 Repeated indices accumulate gradients; out-of-range indices raise torch's error and write
 nothing."""
@@ -9,12 +9,7 @@ import numpy as np
 import pytest
 import rustgrad
 
-from .helpers import check, check_double_backward, check_error, grad_ok
-
-
-def ints(x):
-    return np.array(x, dtype=np.int64)
-
+from ..parity import check, check_double_backward, check_error, grad_ok, ints
 
 # ---- index_select ------------------------------------------------------------------------
 INDEX_SELECT = {
@@ -31,10 +26,10 @@ INDEX_SELECT = {
 
 
 @pytest.mark.parametrize("case", sorted(INDEX_SELECT))
-def test_index_select_cases_match_torch(case):
+def test_index_select_cases_match_torch(case, device):
     shape, dim, idx = INDEX_SELECT[case]
-    check(lambda lib, a, i: a.index_select(dim, i), shape, idx)
-    check(lambda lib, a, i: lib.index_select(a, dim, i), shape, idx)
+    check(lambda lib, a, i: a.index_select(dim, i), shape, idx, device=device)
+    check(lambda lib, a, i: lib.index_select(a, dim, i), shape, idx, device=device)
 
 
 # ---- gather / take_along_dim ---------------------------------------------------------------
@@ -49,10 +44,10 @@ GATHER = {
 
 
 @pytest.mark.parametrize("case", sorted(GATHER))
-def test_gather_cases_match_torch(case):
+def test_gather_cases_match_torch(case, device):
     shape, dim, idx = GATHER[case]
-    check(lambda lib, a, i: a.gather(dim, i), shape, idx)
-    check(lambda lib, a, i: lib.gather(a, dim, i), shape, idx)
+    check(lambda lib, a, i: a.gather(dim, i), shape, idx, device=device)
+    check(lambda lib, a, i: lib.gather(a, dim, i), shape, idx, device=device)
 
 
 TAKE = {
@@ -65,10 +60,10 @@ TAKE = {
 
 
 @pytest.mark.parametrize("case", sorted(TAKE))
-def test_take_along_dim_cases_match_torch(case):
+def test_take_along_dim_cases_match_torch(case, device):
     shape, idx, dim = TAKE[case]
-    check(lambda lib, a, i: lib.take_along_dim(a, i, dim), shape, idx)
-    check(lambda lib, a, i: a.take_along_dim(i, dim=dim), shape, idx)
+    check(lambda lib, a, i: lib.take_along_dim(a, i, dim), shape, idx, device=device)
+    check(lambda lib, a, i: a.take_along_dim(i, dim=dim), shape, idx, device=device)
 
 
 # ---- scatter / scatter_add -----------------------------------------------------------------
@@ -83,29 +78,29 @@ SCATTER = {
 
 
 @pytest.mark.parametrize("case", sorted(SCATTER))
-def test_scatter_src_and_value_match_torch(case):
+def test_scatter_src_and_value_match_torch(case, device):
     shape, dim, idx, src = SCATTER[case]
-    check(lambda lib, a, i, s: a.scatter(dim, i, s), shape, idx, src)
-    check(lambda lib, a, i, s: lib.scatter(a, dim, i, s), shape, idx, src)
-    check(lambda lib, a, i: a.scatter(dim, i, 2.5), shape, idx)
-    check(lambda lib, a, i: lib.scatter(a, dim, i, value=-1.0), shape, idx)
+    check(lambda lib, a, i, s: a.scatter(dim, i, s), shape, idx, src, device=device)
+    check(lambda lib, a, i, s: lib.scatter(a, dim, i, s), shape, idx, src, device=device)
+    check(lambda lib, a, i: a.scatter(dim, i, 2.5), shape, idx, device=device)
+    check(lambda lib, a, i: lib.scatter(a, dim, i, value=-1.0), shape, idx, device=device)
 
 
 SCATTER_ADD = dict(SCATTER, repeats=((3, 4), 1, ints([[0, 0, 0], [3, 1, 3], [2, 2, 1]]), (3, 3)))
 
 
 @pytest.mark.parametrize("case", sorted(SCATTER_ADD))
-def test_scatter_add_with_repeated_indices_matches_torch(case):
+def test_scatter_add_with_repeated_indices_matches_torch(case, device):
     shape, dim, idx, src = SCATTER_ADD[case]
-    check(lambda lib, a, i, s: a.scatter_add(dim, i, s), shape, idx, src)
-    check(lambda lib, a, i, s: lib.scatter_add(a, dim, i, s), shape, idx, src)
+    check(lambda lib, a, i, s: a.scatter_add(dim, i, s), shape, idx, src, device=device)
+    check(lambda lib, a, i, s: lib.scatter_add(a, dim, i, s), shape, idx, src, device=device)
 
 
-def test_scatter_src_larger_than_index_forward_matches_torch():
+def test_scatter_src_larger_than_index_forward_matches_torch(device):
     # torch's backward refuses a src larger than the index; rustgrad pads src's gradient
     idx = ints([[0, 1]])
     check(lambda lib, a, i, s: (a.scatter(1, i, s), a.scatter_add(1, i, s)), (3, 4), idx, (2, 3),
-          backward=False)
+          backward=False, device=device)
     x = rustgrad.rand(3, 4, dtype=rustgrad.float64, requires_grad=True)
     src = rustgrad.rand(2, 3, dtype=rustgrad.float64, requires_grad=True)
     g = rustgrad.rand(3, 4, dtype=rustgrad.float64)
@@ -125,7 +120,7 @@ INPLACE = {
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_on_graph_tensor_rebases_history_like_torch(op):
+def test_inplace_on_graph_tensor_rebases_history_like_torch(op, device):
     fn = INPLACE[op]
     idx = ints([[0, 3], [1, 2], [2, 0]])
 
@@ -134,11 +129,11 @@ def test_inplace_on_graph_tensor_rebases_history_like_torch(op):
         out = fn(lib, y, i, s)
         assert out is y
         return y, y * 1
-    check(prog, (3, 4), idx, (3, 2))
+    check(prog, (3, 4), idx, (3, 2), device=device)
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_on_view_of_graph_tensor_rewrites_base_history_like_torch(op):
+def test_inplace_on_view_of_graph_tensor_rewrites_base_history_like_torch(op, device):
     fn = INPLACE[op]
     idx = ints([[0, 3], [1, 2]])
 
@@ -147,11 +142,11 @@ def test_inplace_on_view_of_graph_tensor_rewrites_base_history_like_torch(op):
         view = y[1:]
         fn(lib, view, i, s)
         return y * y, view
-    check(prog, (3, 4), idx, (2, 2))
+    check(prog, (3, 4), idx, (2, 2), device=device)
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_without_grad_bumps_version_like_torch(op):
+def test_inplace_without_grad_bumps_version_like_torch(op, device):
     fn = INPLACE[op]
     idx = ints([[0, 3], [1, 2], [2, 0]])
 
@@ -159,15 +154,16 @@ def test_inplace_without_grad_bumps_version_like_torch(op):
         y = a.clone()
         fn(lib, y, i, s)
         return y
-    check(prog, (3, 4), idx, (3, 2), requires_grad=False)
+    check(prog, (3, 4), idx, (3, 2), requires_grad=False, device=device)
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_on_leaf_requiring_grad_raises_like_torch(op):
+def test_inplace_on_leaf_requiring_grad_raises_like_torch(op, device):
     fn = INPLACE[op]
     check_error(lambda lib, a, i, s: fn(lib, a, i, s), (3, 4),
                 ints([[0, 3], [1, 2], [2, 0]]), (3, 2), requires_grad=True,
-                phrase="a leaf Variable that requires grad is being used in an in-place")
+                phrase="a leaf Variable that requires grad is being used in an in-place",
+                device=device)
 
 
 # ---- masked_fill / masked_select -----------------------------------------------------------
@@ -182,20 +178,20 @@ MASKED = {
 
 
 @pytest.mark.parametrize("case", sorted(MASKED))
-def test_masked_fill_scalar_and_tensor_value_match_torch(case):
+def test_masked_fill_scalar_and_tensor_value_match_torch(case, device):
     shape, mask = MASKED[case]
-    check(lambda lib, a, m: a.masked_fill(m, -0.5), shape, mask)
-    check(lambda lib, a, m: lib.masked_fill(a, m, 3), shape, mask)
-    check(lambda lib, a, m, v: a.masked_fill(m, v), shape, mask, ())
+    check(lambda lib, a, m: a.masked_fill(m, -0.5), shape, mask, device=device)
+    check(lambda lib, a, m: lib.masked_fill(a, m, 3), shape, mask, device=device)
+    check(lambda lib, a, m, v: a.masked_fill(m, v), shape, mask, (), device=device)
     check(lambda lib, a, m, v: a.masked_fill(m, v.float()), shape, mask, (),
-          dtypes=(np.float64,))
+          dtypes=(np.float64,), device=device)
 
 
 @pytest.mark.parametrize("case", sorted(MASKED))
-def test_masked_select_broadcast_matches_torch(case):
+def test_masked_select_broadcast_matches_torch(case, device):
     shape, mask = MASKED[case]
-    check(lambda lib, a, m: a.masked_select(m), shape, mask)
-    check(lambda lib, a, m: lib.masked_select(a, m), shape, mask)
+    check(lambda lib, a, m: a.masked_select(m), shape, mask, device=device)
+    check(lambda lib, a, m: lib.masked_select(a, m), shape, mask, device=device)
 
 
 # ---- nonzero -------------------------------------------------------------------------------
@@ -211,10 +207,10 @@ NONZERO = {
 
 
 @pytest.mark.parametrize("case", sorted(NONZERO))
-def test_nonzero_matches_torch(case):
+def test_nonzero_matches_torch(case, device):
     x = NONZERO[case]
-    check(lambda lib, a: (a.nonzero(), lib.nonzero(a), lib.argwhere(a)), x)
-    check(lambda lib, a: a.nonzero(as_tuple=True), x)
+    check(lambda lib, a: (a.nonzero(), lib.nonzero(a), lib.argwhere(a)), x, device=device)
+    check(lambda lib, a: a.nonzero(as_tuple=True), x, device=device)
 
 
 # ---- gradcheck, double backward ------------------------------------------------------------
@@ -247,9 +243,9 @@ def test_gather_family_gradcheck_passes(op):
 
 
 @pytest.mark.parametrize("op", ["index_select", "gather", "scatter_add", "masked_select"])
-def test_gather_family_double_backward_matches_torch(op):
+def test_gather_family_double_backward_matches_torch(op, device):
     fn, *arrs = GRADCHECK[op]
-    check_double_backward(lambda lib, *xs: fn(lib, *xs) ** 2, *arrs)
+    check_double_backward(lambda lib, *xs: fn(lib, *xs) ** 2, *arrs, device=device)
 
 
 # ---- errors: torch's type and phrase, nothing written --------------------------------------
@@ -309,9 +305,9 @@ ERRORS = {
 
 
 @pytest.mark.parametrize("case", sorted(ERRORS))
-def test_index_ops_invalid_arguments_raise_torch_error_and_write_nothing(case):
+def test_index_ops_invalid_arguments_raise_torch_error_and_write_nothing(case, device):
     fn, phrase, etype = ERRORS[case]
-    check_error(fn, (3, 4), ints([[1, 0], [0, 1]]), phrase=phrase)
+    check_error(fn, (3, 4), ints([[1, 0], [0, 1]]), phrase=phrase, device=device)
     with pytest.raises(etype):
         fn(rustgrad, rustgrad.zeros(3, 4, dtype=rustgrad.float64),
            rustgrad.tensor([[1, 0], [0, 1]]))
