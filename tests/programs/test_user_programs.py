@@ -7,6 +7,10 @@ equality (exception captures included: `err(fn)` gives the exception's type and 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import rustgrad
@@ -174,15 +178,21 @@ def test_float_of_a_grad_tensor_warns_as_torch():
     assert messages[0].startswith("Converting a tensor with requires_grad=True to a scalar")
 
 
-def test_T_of_a_3d_tensor_warns_as_torch():
-    import warnings
-
-    from rustgrad._ops import views
-
-    views._WARNED_T.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert rustgrad.ones(2, 3, 4).T.shape == (4, 3, 2)
-        assert rustgrad.ones(2, 3).T.shape == (3, 2)
-    messages = [str(w.message) for w in caught if w.category is UserWarning]
+def test_T_of_a_3d_tensor_warns_once_per_process_as_torch():
+    # a fresh process: the warning is given once per process, and this one may have given it
+    code = textwrap.dedent("""
+        import warnings
+        import rustgrad
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert rustgrad.ones(2, 3, 4).T.shape == (4, 3, 2)
+            assert rustgrad.ones(2, 3).T.shape == (3, 2)
+            assert rustgrad.ones(2, 3, 4).T.shape == (4, 3, 2)
+        for w in caught:
+            if w.category is UserWarning:
+                print(w.message)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    messages = proc.stdout.splitlines()
     assert len(messages) == 1 and messages[0].startswith("The use of `x.T` on tensors of dimension")

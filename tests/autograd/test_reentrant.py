@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from .helpers import f64, parity
+from ..parity import f64, parity
 
 
 def test_autograd_grad_inside_tensor_hook_matches_torch():

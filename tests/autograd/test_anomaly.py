@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from .helpers import f64, same_error
+from ..parity import f64, same_error
 
 
 def _nan_backward(lib):

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 import pytest
 
-from .helpers import f64, parity, same_error
+from ..parity import f64, parity, same_error
 
 
 def exp_fn(lib):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from .helpers import f64, parity, same_error
+from ..parity import f64, parity, same_error
 
 RNG = np.random.default_rng(0)
 WS = [RNG.standard_normal((8, 8)) * 0.4 for _ in range(6)]

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 import pytest
 
-from .helpers import f64, parity, same_error
+from ..parity import f64, parity, same_error
 
 X = np.array([1.0, 2.0, 3.0])
 W = np.array([0.5, -1.0, 2.0])

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from .helpers import f64, parity, same_error
+from ..parity import f64, parity, same_error
 
 X = np.array([[0.5, -1.2, 2.0], [1.5, 0.3, -0.7]])
 W = np.array([[0.2, -0.4], [1.1, 0.6], [-0.3, 0.9]])
