@@ -76,6 +76,7 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="add", dunder="__add__", grad_fn="AddBackward0")
 def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
+    """input + alpha * other, broadcast, with torch's type promotion."""
     if type(other) is float and alpha == 1 and _out_dtype is None:
         ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
@@ -103,6 +104,7 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
 
 @op(dunder="__radd__")
 def radd(input: Tensor, other: Any) -> Tensor:
+    """other + input, for a number on the left."""
     return add(input, other)
 
 
@@ -133,6 +135,7 @@ def _check_sub_bool(a: Any, b: Any) -> None:
 
 @op(method=("sub", "subtract"), dunder="__sub__", grad_fn="SubBackward0")
 def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
+    """input - alpha * other, broadcast, with torch's type promotion."""
     _check_sub_bool(input, other)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
@@ -178,6 +181,7 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
 def neg(input: Tensor) -> Tensor:
+    """-input."""
     if input._data.dtype.kind == "b":
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -188,6 +192,7 @@ def neg(input: Tensor) -> Tensor:
 
 @op(dunder="__pos__")
 def pos(input: Tensor) -> Tensor:
+    """+input: input itself."""
     return input
 
 
@@ -209,6 +214,7 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0",
     saved={"MulBackward0": _SAVED_BINARY})
 def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
+    """input * other, broadcast, with torch's type promotion."""
     if type(other) is float and _out_dtype is None:
         ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
@@ -247,6 +253,7 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn="DivBackward0",
     saved={"DivBackward0": _SAVED_BINARY})
 def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
     if isinstance(other, Tensor):
@@ -300,17 +307,20 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
 
 @op(dunder="__floordiv__")
 def floordiv(input: Tensor, other: Any) -> Tensor:
+    """input // other: division rounded down."""
     return _div_rounding(input, other, "floor")
 
 
 @op(dunder="__rfloordiv__")
 def rfloordiv(input: Tensor, other: Any) -> Tensor:
+    """other // input, for a number on the left."""
     xp = input._backend
     return record(xp.floor_divide(other, input._data), (), "", None)
 
 
 @op(method="remainder", dunder="__mod__", function="remainder")
 def remainder(input: Tensor, other: Any) -> Tensor:
+    """The remainder of input / other, with the sign of other (Python's %)."""
     xp = input._backend
     bd = other._data if isinstance(other, Tensor) else other
     return record(xp.remainder(input._data, bd), (), "", None)
@@ -361,6 +371,7 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     "PowBackward1": {"self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2]},
 })
 def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
+    """input ** exponent, elementwise."""
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         try:
@@ -457,6 +468,7 @@ def _broadcast_shape(a: Any, b: Any) -> Any:
 
 @op(method="add_", dunder="__iadd__")
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """In-place self += alpha * other."""
     xp = self._backend
     if alpha != 1:
         other = other * alpha
@@ -465,6 +477,7 @@ def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 @op(method="sub_", dunder="__isub__")
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """In-place self -= alpha * other."""
     _check_sub_bool(self, other)
     xp = self._backend
     if alpha != 1:
@@ -474,11 +487,13 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 @op(method="mul_", dunder="__imul__")
 def mul_(self: Tensor, other: Any) -> Tensor:
+    """In-place self *= other."""
     return _inplace(self, other, self._backend.multiply, mul)
 
 
 @op(method="div_", dunder="__itruediv__")
 def div_(self: Tensor, other: Any) -> Tensor:
+    """In-place self /= other."""
     if self._data.dtype.kind != "f":
         raise RuntimeError(
             "result type Float can't be cast to the desired output type "
@@ -489,6 +504,7 @@ def div_(self: Tensor, other: Any) -> Tensor:
 
 @op(method="pow_", dunder="__ipow__")
 def pow_(self: Tensor, other: Any) -> Tensor:
+    """In-place self **= other."""
     return _inplace(self, other, self._backend.power, pow)
 
 
@@ -582,9 +598,11 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
 
 @op(method="addcmul", function="addcmul")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 * tensor2."""
     return _addc("mul", input, tensor1, tensor2, value)
 
 
 @op(method="addcdiv", function="addcdiv")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 / tensor2."""
     return _addc("div", input, tensor1, tensor2, value)

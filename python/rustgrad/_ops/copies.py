@@ -18,11 +18,13 @@ def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="clone", function="clone", grad_fn="CloneBackward0")
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of input with its own storage; differentiable (CloneBackward0)."""
     return record(input._data.copy(), (input,), "CloneBackward0", _clone_bw)
 
 
 @op(method="contiguous", grad_fn="CloneBackward0")
 def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
+    """input if it is C-contiguous, else a contiguous copy."""
     if input._data.flags.c_contiguous:
         return input
     return record(input._backend.ascontiguousarray(input._data), (input,), "CloneBackward0", _clone_bw)

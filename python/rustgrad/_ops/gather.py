@@ -132,6 +132,7 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 # ---- index_select ----------------------------------------------------------------------
 @op(method="index_select", function="index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries of input at index along dim."""
     d = input._data
     idx = index._data
     same_device(d, idx)
@@ -188,6 +189,7 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
 
 @op(method="gather", function="gather")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0)."""
     d = input._data
     idx = index._data
     same_device(d, idx)
@@ -202,6 +204,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 @op(method="take_along_dim", function="take_along_dim")
 def take_along_dim(input: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
+    """Values of input picked by indices along dim (the flattened input when dim is None)."""
     idx = indices._data
     same_device(input._data, idx)
     if idx.dtype != _INT64:
@@ -300,6 +303,7 @@ def _scatter_forward(name: str, input: Tensor, dim: int, index: Tensor, src: Any
 @op(method="scatter", function="scatter", grad_fn=("ScatterBackward0", "ScatterBackward1"))
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: Any = None) -> Tensor:
+    """A copy of input with src (or value) written at index along dim, optionally reduced."""
     if reduce is not None:
         raise NotImplementedError("rustgrad: scatter(reduce=...) is not supported")
     if src is None:
@@ -318,6 +322,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 
 @op(method="scatter_add", function="scatter_add", grad_fn="ScatterAddBackward0")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of input with src added at index along dim."""
     out, dim, widx = _scatter_forward("scatter_add", input, dim, index, src, True)
     return record(out, (input, src), "ScatterAddBackward0", _scatter_add_bw, None,
                   (dim, widx, src._data.shape))
@@ -346,11 +351,13 @@ def _inplace(self: Tensor, out_of_place: Any, others: Tuple[Any, ...], *args: An
 @op(method="scatter_")
 def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: Any = None) -> Tensor:
+    """In-place scatter: writes src (or value) into self at index along dim."""
     return _inplace(self, scatter, (src,), dim, index, src, value=value, reduce=reduce)
 
 
 @op(method="scatter_add_")
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place scatter_add: adds src into self at index along dim."""
     return _inplace(self, scatter_add, (src,), dim, index, src)
 
 
@@ -385,6 +392,7 @@ def _masked_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="masked_fill", function="masked_fill", grad_fn=("MaskedFillBackward0", "MaskedFillBackward1"))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """A copy of input with value where mask is True."""
     md = mask._data
     if md.dtype.kind != "b":
         raise RuntimeError(
@@ -418,6 +426,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 @op(method="masked_fill_")
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """In-place masked_fill: writes value into self where mask is True."""
     return _inplace(self, masked_fill, (value,), mask, value)
 
 
@@ -439,6 +448,7 @@ def _masked_select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="masked_select", function="masked_select", grad_fn="MaskedSelectBackward0")
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The entries of input where mask is True, as a 1-D tensor."""
     md = mask._data
     if md.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
@@ -455,6 +465,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 # ---- nonzero ---------------------------------------------------------------------------
 @op(method="nonzero", function="nonzero")
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """The indices of the non-zero entries (one row each, or a tuple of index tensors)."""
     d = input._data
     xp = input._backend
     if as_tuple:  # torch: the columns of nonzero(), as views of it
@@ -469,4 +480,5 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 @op(method="argwhere", function="argwhere")
 def argwhere(input: Tensor) -> Tensor:
+    """The indices of the non-zero entries, one row each."""
     return nonzero(input)

@@ -156,6 +156,7 @@ def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(dunder="__getitem__", grad_fn=("IndexBackward0", "SliceBackward0"))
 def getitem(a: Tensor, idx: Any) -> Tensor:
+    """self[indices]: basic indexing gives views, advanced indexing copies."""
     d = a._data
     nidx = _normalize(idx, a._backend)
     basic = _is_basic(nidx)
@@ -295,6 +296,7 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
 
 @op(dunder="__setitem__", grad_fn="torch::autograd::CopySlices")
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
+    """self[indices] = value, in place (CopySlices when self needs grad)."""
     if is_grad_enabled() and a.requires_grad and a.is_leaf:
         # torch indexes first: an int or a partial slice makes a view of the leaf
         if _setitem_name(_normalize(idx, a._backend), a._data.shape, False) == "torch::autograd::CopySlices":
@@ -339,6 +341,7 @@ def _index_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="index_add", function="index_add", grad_fn="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """A copy of input with alpha * source added at index along dim."""
     d, s, idx = input._data, source._data, index._data
     same_device(d, idx)
     same_device(d, s)
@@ -367,6 +370,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 @op(method="index_add_")
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
                alpha: Any = 1) -> Tensor:
+    """In-place index_add."""
     check_inplace(self)
     out = index_add(self, dim, index, source, alpha=alpha)
     return write_inplace(self, out, self.requires_grad or source.requires_grad)
@@ -382,6 +386,7 @@ def _index_put_op_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="index_put", function="index_put", grad_fn="IndexPutBackward0")
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
               accumulate: bool = False) -> Tensor:
+    """A copy of input with values written (or accumulated) at the index tensors."""
     d, v = input._data, values._data
     xp = input._backend
     idx = tuple(i._data for i in indices)
@@ -406,6 +411,7 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
 @op(method="index_put_")
 def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
                accumulate: bool = False) -> Tensor:
+    """In-place index_put."""
     check_inplace(self)
     out = index_put(self, indices, values, accumulate)
     return write_inplace(self, out, self.requires_grad or values.requires_grad)

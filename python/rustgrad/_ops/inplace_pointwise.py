@@ -50,6 +50,7 @@ def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
+    """input with NaN, +inf and -inf replaced by finite numbers."""
     d = input._data
     xp = input._backend
     if d.dtype.kind != "f":

@@ -39,6 +39,7 @@ def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="dot", function="dot", grad_fn="DotBackward0")
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors."""
     ad, bd = input._data, tensor._data
     same_device(ad, bd)
     if ad.ndim != 1 or bd.ndim != 1:
@@ -62,6 +63,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 @op(method=("ger", "outer"), function=("ger", "outer"))
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product of two 1-D tensors."""
     for name, t in (("self", input), ("vec2", vec2)):
         if t._data.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
@@ -78,6 +80,7 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="mv", function="mv", grad_fn="MvBackward0")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix @ vector."""
     ad, vd = input._data, vec._data
     if ad.ndim != 2 or vd.ndim != 1:
         raise RuntimeError(
@@ -120,6 +123,7 @@ def _check_mm(a: Any, b: Any, first: str = "self") -> None:
 
 @op(method="mm", function="mm", grad_fn="MmBackward0")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Matrix @ matrix (2-D only; see matmul for broadcasting)."""
     ad, bd = input._data, mat2._data
     same_device(ad, bd)
     _check_mm(ad, bd)
@@ -149,6 +153,7 @@ def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="bmm", function="bmm", grad_fn="BmmBackward0")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched matrix @ matrix of two 3-D tensors with the same batch size."""
     ad, bd = input._data, mat2._data
     _check_bmm(ad, bd)
     _same_dtype(input, mat2)
@@ -229,12 +234,14 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
 
 @op(method="addmm", function="addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2)."""
     return _addmm(input, mat1, mat2, beta, alpha, False)
 
 
 @op(method="baddbmm", function="baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2), batched."""
     return _addmm(input, batch1, batch2, beta, alpha, True)
 
 
@@ -417,6 +424,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 # ---- tensordot, kron -------------------------------------------------------------------
 @op(function="tensordot")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
+    """Contracts a and b over the given dimensions."""
     from .views import permute
 
     na, nb = a._data.ndim, b._data.ndim
@@ -471,6 +479,7 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="kron", function="kron", grad_fn="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
+    """The Kronecker product of input and other."""
     na, nb = input._data.ndim, other._data.ndim
     n = max(na, nb)
     ash = (1,) * (n - na) + tuple(input._data.shape)
@@ -498,6 +507,7 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="trace", function="trace", grad_fn="TraceBackward0")
 def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a 2-D tensor."""
     d = input._data
     if d.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
@@ -517,6 +527,7 @@ def _diag_embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="diag_embed", function="diag_embed", grad_fn="DiagEmbedBackward0")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Tensors whose diagonals (of dims dim1, dim2) are the last dimension of input."""
     d = input._data
     n_out = d.ndim + 1
     d1, d2 = _wrap_dim(dim1, n_out), _wrap_dim(dim2, n_out)
@@ -545,6 +556,7 @@ def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="diag", function="diag")
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The diagonal of a matrix, or the matrix with a vector on its diagonal."""
     d = input._data
     if d.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
@@ -587,6 +599,7 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     grad_fn=("DotBackward0", "MmBackward0", "MvBackward0"),
 )
 def matmul(input: Tensor, other: Any) -> Any:
+    """The matrix product with torch's rules for 1-D, 2-D and batched operands."""
     if not isinstance(other, Tensor):
         return NotImplemented
     ad, bd = promote(input, other)
@@ -652,6 +665,7 @@ def _batched_name(a: Tensor, b: Tensor) -> str:
 
 @op(dunder="__rmatmul__")
 def rmatmul(input: Tensor, other: Any) -> Any:
+    """other @ input, for a non-tensor on the left."""
     if not isinstance(other, Tensor):
         return NotImplemented
     return matmul(other, input)

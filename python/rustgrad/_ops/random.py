@@ -27,6 +27,7 @@ def _fill_random(self: Tensor, draw: Any) -> Tensor:
 
 @op(method="normal_")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fills self in place with normal samples N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill_random(self, lambda rng, shape: rng.normal(mean, std, shape))
@@ -34,6 +35,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any
 
 @op(method="uniform_")
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fills self in place with uniform samples from [from, to)."""
     if a > b:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
@@ -42,6 +44,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
 
 @op(method="bernoulli_")
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    """Fills self in place with 0/1 samples that are 1 with probability p."""
     if isinstance(p, Tensor):
         pa = p._backend.to_numpy(p._data)
     else:
@@ -55,6 +58,7 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
 @op(function="randperm")
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1."""
     from .. import _creation
 
     if n < 0:

@@ -44,6 +44,7 @@ def _sum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"))
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The sum of all entries, or over dim (keepdim keeps reduced dims as size 1)."""
     d = input._data
     dims = _dims(dim, d.ndim)
     np_dtype = _dtype.to_np(dtype)
@@ -67,6 +68,7 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean of all entries, or over dim."""
     d = input._data
     if d.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(
@@ -160,9 +162,11 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
 
 @op(method="max", function="max")
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The largest entry; over dim, (values, indices); with a tensor, the elementwise maximum."""
     return _reduce_minmax(input, dim, keepdim, True)
 
 
 @op(method="min", function="min")
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The smallest entry; over dim, (values, indices); with a tensor, the elementwise minimum."""
     return _reduce_minmax(input, dim, keepdim, False)

@@ -43,6 +43,8 @@ def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function="where", grad_fn="WhereBackward0")
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """input where condition holds, else other (elementwise, broadcast); where(condition) is
+    nonzero(as_tuple=True)."""
     if input is None and other is None:
         return tuple(
             record(i.astype(_dtype.int64.np), (), "", None) for i in condition._data.nonzero()
@@ -109,11 +111,13 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
 
 @op(method="maximum", function="maximum")
 def maximum(input: Tensor, other: Any) -> Tensor:
+    """The elementwise maximum of input and other."""
     return _binary_max(input, other, True)
 
 
 @op(method="minimum", function="minimum")
 def minimum(input: Tensor, other: Any) -> Tensor:
+    """The elementwise minimum of input and other."""
     return _binary_max(input, other, False)
 
 
@@ -135,31 +139,37 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
 
 @op(method="eq", dunder="__eq__", function="eq")
 def eq(input: Tensor, other: Any) -> Any:
+    """input == other, elementwise, as a bool tensor."""
     return _compare(input, other, "equal")
 
 
 @op(method="ne", dunder="__ne__", function="ne")
 def ne(input: Tensor, other: Any) -> Any:
+    """input != other, elementwise, as a bool tensor."""
     return _compare(input, other, "not_equal")
 
 
 @op(method="lt", dunder="__lt__", function="lt")
 def lt(input: Tensor, other: Any) -> Any:
+    """input < other, elementwise, as a bool tensor."""
     return _compare(input, other, "less")
 
 
 @op(method="le", dunder="__le__", function="le")
 def le(input: Tensor, other: Any) -> Any:
+    """input <= other, elementwise, as a bool tensor."""
     return _compare(input, other, "less_equal")
 
 
 @op(method="gt", dunder="__gt__", function="gt")
 def gt(input: Tensor, other: Any) -> Any:
+    """input > other, elementwise, as a bool tensor."""
     return _compare(input, other, "greater")
 
 
 @op(method="ge", dunder="__ge__", function="ge")
 def ge(input: Tensor, other: Any) -> Any:
+    """input >= other, elementwise, as a bool tensor."""
     return _compare(input, other, "greater_equal")
 
 
@@ -177,21 +187,25 @@ def _logical(a: Tensor, b: Any, op: str) -> Any:
 
 @op(dunder=("__and__", "__rand__"))
 def and_(input: Tensor, other: Any) -> Any:
+    """input & other: logical and of bool tensors, bitwise and of integer ones."""
     return _logical(input, other, "bitwise_and")
 
 
 @op(dunder=("__or__", "__ror__"))
 def or_(input: Tensor, other: Any) -> Any:
+    """input | other: logical or of bool tensors, bitwise or of integer ones."""
     return _logical(input, other, "bitwise_or")
 
 
 @op(dunder="__xor__")
 def xor(input: Tensor, other: Any) -> Any:
+    """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
     return _logical(input, other, "bitwise_xor")
 
 
 @op(dunder="__invert__")
 def invert(input: Tensor) -> Any:
+    """~input: logical not of a bool tensor, bitwise not of an integer one."""
     if input._data.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return record(input._backend.invert(input._data), (), "", None)

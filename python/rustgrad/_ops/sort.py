@@ -36,6 +36,7 @@ def _median_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="median", function="median", grad_fn=("MedianBackward0", "MedianBackward1"))
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The lower median of all entries, or (values, indices) over dim."""
     d = input._data
     xp = input._backend
     if dim is None:
@@ -79,6 +80,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 @op(method="unique", function="unique")
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: Any = None) -> Any:
+    """The sorted distinct values, optionally with the inverse indices and the counts."""
     if dim is not None:
         raise NotImplementedError("rustgrad.unique: dim is not supported")
     d = input._data

@@ -62,6 +62,7 @@ def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
 # ---- narrow, select, unbind ------------------------------------------------------------
 @op(method="narrow", function="narrow", grad_fn="SliceBackward0")
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """A view of length entries of input along dim, from start."""
     d = input._data
     if d.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -86,6 +87,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
 
 @op(method="select", function="select", grad_fn="SelectBackward0")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """A view of input at index along dim, without that dim."""
     d = input._data
     if d.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -104,6 +106,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 @op(method="unbind", function="unbind", grad_fn="UnbindBackward0")
 def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
+    """The slices of input along dim, as a tuple of views."""
     d = input._data
     if d.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -126,6 +129,7 @@ def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str) -> Tuple[T
 
 @op(method="split", function="split", grad_fn="SplitBackward0")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
+    """input cut along dim into pieces of a given size (or given sizes), as views."""
     d = tensor._data
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -148,6 +152,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Te
 @op(method="split_with_sizes", function="split_with_sizes", grad_fn="SplitWithSizesBackward0")
 def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -> Tuple[Tensor,
                                                                                          ...]:
+    """input cut along dim into pieces of the given sizes, as views."""
     d = tensor._data
     dim = _wrap_dim(dim, d.ndim)
     sizes = [int(x) for x in split_sizes]
@@ -167,6 +172,7 @@ def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -
 
 @op(method="chunk", function="chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
+    """input cut along dim into at most chunks equal pieces, as views."""
     d = input._data
     if d.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -202,6 +208,7 @@ def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="diagonal", function="diagonal", grad_fn="DiagonalBackward0")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A view of the diagonal of input over dims dim1 and dim2."""
     d = input._data
     d1, d2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
     if d1 == d2:
@@ -224,6 +231,7 @@ def mT(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
 
 @op(method=("moveaxis", "movedim"), function=("moveaxis", "movedim"))
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """A view of input with the dims at source moved to destination."""
     n = input._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -275,6 +283,7 @@ def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="unfold", grad_fn="UnfoldBackward0")
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """A view of all windows of size entries, step apart, along dimension."""
     d = input._data
     xp = input._backend
     dim = _wrap_dim(dimension, d.ndim)
@@ -318,11 +327,13 @@ def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
 
 @op(method="tril", function="tril")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A copy of input with the entries above the diagonal set to zero."""
     return _tri(input, diagonal, False)
 
 
 @op(method="triu", function="triu")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A copy of input with the entries below the diagonal set to zero."""
     return _tri(input, diagonal, True)
 
 
@@ -332,6 +343,7 @@ def _flip_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="flip", function="flip", grad_fn="FlipBackward0")
 def flip(input: Tensor, *dims: Any) -> Tensor:
+    """A copy of input reversed along the given dims."""
     d = input._data
     dl = _int_list(dims) if dims else ()
     wd = tuple(_wrap_dim(x, d.ndim) for x in dl)
@@ -348,6 +360,7 @@ def _roll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="roll", function="roll", grad_fn="RollBackward0")
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
     d = input._data
     sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
     if dims is None:
@@ -381,6 +394,7 @@ def _repeat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="repeat", grad_fn="RepeatBackward0")
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    """input tiled sizes times along each dimension."""
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     sizes = _int_list(sizes)
@@ -403,6 +417,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 
 @op(method="tile", function="tile")
 def tile(input: Tensor, *dims: Any) -> Tensor:
+    """input tiled dims times along each dimension (leading ones filled in)."""
     dims = _int_list(dims) if dims else ()
     n = input._data.ndim
     if len(dims) < n:
@@ -413,6 +428,7 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
 @op(method="repeat_interleave", function="repeat_interleave")
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
                       output_size: Any = None) -> Tensor:
+    """Each entry of input repeated repeats times along dim."""
     from .gather import index_select
     xp = input._backend
     if repeats is None:  # repeat_interleave(counts): the indices repeated by the counts
@@ -494,6 +510,7 @@ def _try_view(d: Any, shape: tuple) -> Any:
 
 @op(method="view", grad_fn="ViewBackward0")
 def view(input: Tensor, *shape: Any) -> Tensor:
+    """A view of input with another shape (the same number of entries, compatible strides)."""
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("view(dtype) is not supported")
     d = input._data
@@ -509,6 +526,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 @op(method="reshape", function="reshape", grad_fn=("UnsafeViewBackward0", "ViewBackward0"))
 def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """input with another shape: a view when the strides allow it, else a copy."""
     d = input._data
     shape = _infer(_shape_arg(shape), d.size)
     v = _try_view(d, shape)
@@ -519,6 +537,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 @op(method="flatten", function="flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """input with dims start_dim .. end_dim merged into one."""
     d = input._data
     if d.ndim == 0:
         return reshape(input, 1)
@@ -536,6 +555,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @op(method="unflatten")
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """input with dim split into sizes."""
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
     return view(input, d.shape[:dim] + tuple(sizes) + d.shape[dim + 1 :])
@@ -547,6 +567,7 @@ def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view of input with dims dim0 and dim1 swapped."""
     d = input._data
     d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
     out = input._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
@@ -559,6 +580,7 @@ def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="t", function="t", grad_fn="TBackward0")
 def t(input: Tensor) -> Tensor:
+    """The transpose of a tensor of at most 2 dims."""
     d = input._data
     if d.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
@@ -571,6 +593,7 @@ def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="permute", function="permute", grad_fn="PermuteBackward0")
 def permute(input: Tensor, *dims: Any) -> Tensor:
+    """A view of input with its dims reordered."""
     d = input._data
     dims = _shape_arg(dims)
     if len(dims) != d.ndim:
@@ -595,6 +618,7 @@ def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """A view of input with a size-1 dim inserted at dim."""
     d = input._data
     dim = _wrap_dim(dim, d.ndim + 1)
     out = d.reshape(d.shape[:dim] + (1,) + d.shape[dim:])
@@ -607,6 +631,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     grad_fn=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
 )
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    """A view of input without its size-1 dims (or only those in dim)."""
     d = input._data
     if dim is None:
         shape = tuple(s for s in d.shape if s != 1)
@@ -625,6 +650,7 @@ def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="expand", grad_fn="ExpandBackward0")
 def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """A view of input broadcast to sizes (-1 keeps a size); no copy."""
     d = input._data
     sizes = _shape_arg(sizes)
     if len(sizes) < d.ndim:
@@ -660,6 +686,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
 
 @op(method="expand_as")
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    """input expanded to other's shape."""
     return expand(input, other._data.shape)
 
 
@@ -681,6 +708,7 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function=("cat", "concat"), grad_fn="CatBackward0")
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along an existing dim."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -732,6 +760,7 @@ def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function="stack", grad_fn="StackBackward0")
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along a new dim."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -784,11 +813,13 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
 # ---- shapes and joins ------------------------------------------------------------------------
 @op(method="broadcast_to", function="broadcast_to")
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    """A view of input broadcast to size."""
     return input.expand(tuple(size))
 
 
 @op(function="hstack")
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
     from .. import cat
 
     ts = [t.reshape(1) if t.dim() == 0 else t for t in tensors]
@@ -797,6 +828,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
 
 @op(function="vstack")
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined row-wise (1-D tensors become rows)."""
     from .. import cat
 
     ts = []
