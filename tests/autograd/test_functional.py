@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import f64, parity, same_error
+from ..parity import f64, parity, same_error
 
 X = np.array([0.4, -1.3, 0.8])
 Y = np.array([[0.5, 2.0], [-1.0, 0.3]])
