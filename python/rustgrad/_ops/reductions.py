@@ -1,4 +1,4 @@
-"""More reductions and scans: softmax, log_softmax, logsumexp, prod, cumsum, cumprod, var/std,
+"""More reductions and scans: logsumexp, prod, cumsum, cumprod, var/std,
 norm, dist, amax/amin, all/any, argmax/argmin, topk, sort, argsort.
 
 Reductions work on the input's array with keepdims=True and reshape at the end, so a 0-d input
@@ -77,73 +77,7 @@ def _float_name(d: Any) -> str:
     return _type_name(_dtype.from_np(d.dtype))
 
 
-# ---- softmax, log_softmax, logsumexp ---------------------------------------------------
-def _softmax_dim(ndim: int, name: str) -> int:
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-        "dim=X as an argument.",
-        UserWarning,
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
-    if dtype is not None:
-        input = input.to(dtype)
-    d = input._data
-    if d.dtype.kind != "f":
-        last = d.ndim <= 1 or dim is not None and _wrap_dim(dim, d.ndim) == d.ndim - 1
-        kernel = f"{name}_lastdim_kernel_impl" if last else "softmax_kernel_impl"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_float_name(d)}\'')
-    if dim is None:
-        dim = _softmax_dim(d.ndim, name)
-    return input, _wrap_dim(dim, d.ndim)
-
-
-def _softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
-    return (g - (g * out).sum(ctx, keepdim=True)) * out
-
-
-@op(method="softmax", function="softmax", grad_fn="SoftmaxBackward0")
-def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
-            _stacklevel: int = 3) -> Tensor:
-    input, dim = _softmax_input(input, dim, dtype, "softmax")
-    xp = input._backend
-    d = input._data
-    src = _src(d)
-    if src.size == 0:
-        out = src.copy()
-    else:
-        with _errstate(xp):
-            e = xp.exp(src - src.max(axis=dim, keepdims=True))
-            out = e / e.sum(axis=dim, keepdims=True)
-    return record(out.reshape(d.shape), (input,), "SoftmaxBackward0", _softmax_bw, (), dim, True)
-
-
-def _log_softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
-    return g - out.exp() * g.sum(ctx, keepdim=True)
-
-
-@op(method="log_softmax", function="log_softmax", grad_fn="LogSoftmaxBackward0")
-def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
-                _stacklevel: int = 3) -> Tensor:
-    input, dim = _softmax_input(input, dim, dtype, "log_softmax")
-    xp = input._backend
-    d = input._data
-    src = _src(d)
-    if src.size == 0:
-        out = src.copy()
-    else:
-        with _errstate(xp):
-            shifted = src - src.max(axis=dim, keepdims=True)
-            out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
-    return record(out.reshape(d.shape), (input,), "LogSoftmaxBackward0", _log_softmax_bw, (),
-                  dim, True)
-
-
+# ---- logsumexp ------------------------------------------------------------------------
 def _logsumexp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, out = saved
     kshape = ctx

@@ -467,9 +467,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
     return flatten(x.unsqueeze(dim + 1).expand(tuple(shape)).clone(), dim, dim + 1)
 
 
-# ---- pad -------------------------------------------------------------------------------
-
-
 # ---- reshape, transpose, permute, squeeze, expand, joins --------------------------------------
 def _shape_arg(shape: Any) -> tuple:
     if len(shape) == 1 and not isinstance(shape[0], int):
