@@ -1,4 +1,4 @@
-"""Order statistics and sorting: median, unique."""
+"""Sorting and order statistics: sort, argsort, topk, median, unique."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ._util import (
 from ._util import (
     record,
 )
+from .reduce import _src
 
 _INT64 = _dtype.int64.np
 _median_type = return_types._make("median")
@@ -93,3 +94,77 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     if return_counts:
         outs.append(_const(counts.astype(_INT64)))
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# ---- sort, argsort, topk ---------------------------------------------------------------
+sort_result = return_types.sort
+topk_result = return_types.topk
+
+
+def _order(xp: Any, src: Any, dim: int, descending: bool) -> Any:
+    """Stable sorting indices along dim; NaN sorts as the largest value (as torch)."""
+    if src.dtype.kind == "b":
+        src = src.astype(xp.int8)
+    if not descending:
+        return xp.argsort(src, axis=dim, kind="stable")
+    # descending and stable: sort the reversed array ascending, reverse, map the indices back
+    n = src.shape[dim]
+    rev = xp.flip(src, axis=dim)
+    idx = xp.flip(xp.argsort(rev, axis=dim, kind="stable"), axis=dim)
+    return (n - 1) - idx
+
+
+def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's value_selecting_reduction_backward: each value's gradient goes to its index
+    from .gather import scatter_add_into_zeros
+
+    shape, dim, idx = ctx
+    if not shape:
+        return g.reshape(())
+    return scatter_add_into_zeros(g, shape, dim, idx)
+
+
+@op(method="sort", function="sort", grad_fn=("SortBackward0", "SortBackward1"))
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = None) -> Any:
+    """Always a stable sort; torch names the node SortBackward1 when `stable` is given."""
+    d = input._data
+    xp = input._backend
+    dim = _wrap_dim(dim, d.ndim)
+    src = _src(d)
+    idx = _order(xp, src, dim, descending)
+    vals = xp.take_along_axis(src, idx, axis=dim).reshape(d.shape)
+    name = "SortBackward0" if stable is None else "SortBackward1"
+    v = record(vals, (input,), name, _select_bw, None, (d.shape, dim, idx))
+    i = _const(idx.reshape(d.shape).astype(_dtype.int64.np, copy=False))
+    return sort_result(v, i)
+
+
+@op(method="argsort", function="argsort")
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    d = input._data
+    dim = _wrap_dim(dim, d.ndim)
+    idx = _order(input._backend, _src(d), dim, descending)
+    return _const(idx.reshape(d.shape).astype(_dtype.int64.np, copy=False))
+
+
+@op(method="topk", function="topk", grad_fn="TopkBackward0")
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    d = input._data
+    xp = input._backend
+    dim = _wrap_dim(dim, d.ndim)
+    src = _src(d)
+    n = src.shape[dim]
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    idx = _order(xp, src, dim, largest)
+    lead = (slice(None),) * dim
+    idx = idx[lead + (slice(0, k),)]
+    vals = xp.take_along_axis(src, idx, axis=dim)
+    shape = d.shape
+    if not shape:
+        vals, out_idx = vals.reshape(()), idx.reshape(())
+    else:
+        out_idx = idx
+    v = record(vals, (input,), "TopkBackward0", _select_bw, None, (shape, dim, idx))
+    i = _const(out_idx.astype(_dtype.int64.np, copy=False))
+    return topk_result(v, i)
