@@ -18,7 +18,7 @@ $(VENV)/.base:
 # installed once and skipped when already there.
 $(VENV)/.test: $(VENV)/.base
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
-	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15"
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400"
 	touch $@
 
 build: $(VENV)/.base

@@ -125,3 +125,23 @@ __version__ = "0.1.0"
 from . import nn, optim, utils
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .serialization import load, save
+
+# what `from rustgrad import *` gives and what type checkers treat as exported (mypy --strict
+# re-exports nothing else): the names bound above by hand, then every declared op function
+__all__ = [
+    "autograd", "cuda", "memory", "nn", "optim", "return_types", "utils",
+    "Tensor", "Size", "device", "dtype", "Generator",
+    "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+    "IntTensor", "LongTensor", "ShortTensor",
+    "bool", "double", "float", "float16", "float32", "float64", "half", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8",
+    "get_default_dtype", "set_default_dtype", "promote_types", "result_type",
+    "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like",
+    "linspace", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn",
+    "randn_like", "tensor", "zeros", "zeros_like",
+    "initial_seed", "manual_seed", "seed",
+    "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
+    "set_grad_enabled", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+    "is_tensor", "numel", "load", "save",
+    *_OP_NAMES,
+]

@@ -20,6 +20,10 @@ _WARNED_FLOAT_OF_GRAD: list = []  # torch warns once per process: float() of a g
 class Tensor(_core.TensorBase):
     """A tensor: an array on a device plus its autograd state (`requires_grad`, `grad_fn`...)."""
 
+    # NumPy defers its binary operators to the Tensor's reflected ones, as for torch's tensors:
+    # `np.float64(2.0) * x` is a Tensor, not an ndarray
+    __array_priority__ = 1000
+
     # ---- data and metadata -------------------------------------------------------------
     @property
     def _backend(self) -> Any:

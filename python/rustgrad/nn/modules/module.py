@@ -160,6 +160,13 @@ def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHan
     return handle
 
 
+def _forward_unimplemented(self: Module, *input: Any) -> Any:
+    """The forward of a Module subclass that defines none: an error naming the class."""
+    raise NotImplementedError(
+        f'Module [{type(self).__name__}] is missing the required "forward" function'
+    )
+
+
 class Module:
     """Base class for all neural network modules, as torch.nn.Module.
 
@@ -207,10 +214,9 @@ class Module:
             super().__init__(*args, **kwargs)
 
     # ---- forward --------------------------------------------------------------------------
-    def forward(self, *input: Any) -> Any:
-        raise NotImplementedError(
-            f'Module [{type(self).__name__}] is missing the required "forward" function'
-        )
+    # an attribute, not a method, as in torch: a subclass's forward of any signature then
+    # overrides it without a type checker error (mypy, pyright)
+    forward: Callable[..., Any] = _forward_unimplemented
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
