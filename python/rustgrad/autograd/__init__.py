@@ -5,7 +5,7 @@ torch.autograd."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Literal, Optional, Sequence, Tuple, Union
 
 from .. import _core
 from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
@@ -30,15 +30,6 @@ __all__ = [
     "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "Function",
     "once_differentiable", "detect_anomaly", "set_detect_anomaly", "functional", "graph",
 ]
-
-_SECOND_BACKWARD = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you "
-    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
-    "through the graph a second time or if you need to access saved tensors after calling "
-    "backward."
-)
-
 
 def _as_tuple(x: Any) -> Tuple[Any, ...]:
     if x is None:
@@ -113,15 +104,10 @@ def backward(
     keep = create_graph if retain_graph is None else retain_graph
     if create_graph:
         _warn_create_graph_once()
-    kept = [(r, g) for r, g in zip(roots, _make_grads(roots, grads))]
-    for i, (r, _) in enumerate(kept):
-        if not r.requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn"
-            )
     with _checkpoint_valid(not ins), _quiet_floats():
         _core.run_backward(
-            tuple(r for r, _ in kept), tuple(g for _, g in kept), keep, create_graph, ins, True
+            roots, _make_grads(roots, grads), keep_graph=keep, create_graph=create_graph,
+            inputs=ins, accumulate_grad=True,
         )
 
 
@@ -219,14 +205,12 @@ def grad(
     if len(gos) < len(outs):
         raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
     gos = gos[: len(outs)]
-    for i, o in enumerate(outs):
-        if not o.requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn"
-            )
     keep = create_graph if retain_graph is None else retain_graph
     with _checkpoint_valid(False), _quiet_floats():
-        result = _core.run_backward(outs, _make_grads(outs, gos), keep, create_graph, ins, False)
+        result = _core.run_backward(
+            outs, _make_grads(outs, gos), keep_graph=keep, create_graph=create_graph,
+            inputs=ins, accumulate_grad=False,
+        )
     out = []
     for t, g in zip(ins, result):
         if g is None:
@@ -243,13 +227,14 @@ def grad(
     return tuple(out)
 
 
-def _accumulate_grad(leaf: Tensor, new: Tensor) -> None:
-    """torch's AccumulateGrad: the first gradient is stored (copied unless the engine holds the
-    only reference to a fresh array), later ones are added in place; under create_graph the sum
-    is out of place so it records a graph."""
-    import sys
-
-    old = leaf._grad
+def _accumulate_grad(
+    leaf: Tensor, new: Tensor, how: Literal["copy", "add_in_place", "add_out_of_place"]
+) -> None:
+    """The array math of torch's AccumulateGrad, as the engine decided it (Note [Stealing a
+    gradient], rust/core/src/accumulate.rs): "copy" makes a copy of `new` the leaf's `.grad`
+    (recorded, as torch's CopyBackwards, under create_graph), "add_in_place" adds `new` into
+    `.grad`, "add_out_of_place" sets `.grad` to `.grad + new` (recorded under create_graph). A
+    gradient the engine keeps as it is never comes here."""
     if new._data.dtype != leaf._data.dtype:
         new = new.to(leaf.dtype)
     if new._data.shape != leaf._data.shape:
@@ -262,24 +247,16 @@ def _accumulate_grad(leaf: Tensor, new: Tensor) -> None:
                 f"Function AccumulateGrad returned an invalid gradient - got {list(new.shape)} "
                 f"but expected shape compatible with {list(leaf.shape)}"
             )
-    if old is None:
-        if new.requires_grad:
-            leaf._grad = new  # create_graph: keep the gradient's own graph
-            return
-        d = new._data
-        # Steal only a fresh, writable array that nothing else can see (the engine's reference,
-        # this frame's and the argument's); otherwise later in-place accumulation would write
-        # into someone else's tensor.
-        if sys.getrefcount(new) <= 4 and sys.getrefcount(d) <= 3 and d.base is None \
-                and d.flags.writeable and d.flags.c_contiguous and not new.requires_grad:
-            leaf._grad = new.detach()
-        else:
-            leaf._grad = new.detach().clone()
-        return
-    if is_grad_enabled() or old.requires_grad:
-        leaf._grad = old + new
-        return
-    od = old._data
-    od += new._data
-    old._bump_version()
+    if how == "copy":
+        from .._creation import empty_like
 
+        grad = empty_like(new)
+        grad.copy_(new)
+        leaf._grad = grad
+    elif how == "add_in_place":
+        old = leaf._grad
+        od = old._data
+        od += new._data
+        old._bump_version()
+    else:
+        leaf._grad = leaf._grad + new

@@ -63,9 +63,7 @@ class FunctionCtx:
         if saved is None:
             if "to_save" in self.__dict__:  # still in forward / setup_context
                 return tuple(self.to_save)
-            from rustgrad.autograd import _SECOND_BACKWARD
-
-            raise RuntimeError(_SECOND_BACKWARD)
+            raise RuntimeError(_core.SECOND_BACKWARD)
         return saved
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, DefaultDict, Dict, Iterable, List, Optional, U
 
 from .. import _core, _dtype
 from .._tensor import Tensor
-from ..nn.utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
 

@@ -1,3 +1,4 @@
-"""rustgrad.utils: activation checkpointing (`rustgrad.utils.checkpoint`), as torch.utils."""
+"""rustgrad.utils: activation checkpointing (`rustgrad.utils.checkpoint`) and hook handles
+(`rustgrad.utils.hooks.RemovableHandle`), as torch.utils."""
 
-from . import checkpoint  # noqa: F401
+from . import checkpoint, hooks  # noqa: F401

@@ -5,18 +5,89 @@
 //! Its sequence number is the largest there is, so it runs as soon as its gradient is complete.
 //! The leaf owns its tensor hooks and post-accumulate-grad hooks; every AccumulateGrad made for
 //! it shares those lists, so hooks outlive any one graph.
+//!
+//! Note [Stealing a gradient]
+//! How an incoming gradient reaches `.grad` is decided here, by torch's AccumulateGrad rules,
+//! from what the engine knows; the sink only carries the decision out (`Accumulation`):
+//! - `.grad` is set: under grad mode (`create_graph=True`) `.grad + grad` out of place, so the
+//!   sum records a graph; otherwise `grad` is added into `.grad` in place. One difference from
+//!   torch: a `.grad` that itself records a graph (left by a `create_graph` backward) is also
+//!   replaced out of place, so a plain backward after it leaves a `.grad` in no graph and breaks
+//!   the param -> `.grad` -> graph -> param cycle (torch adds in place and keeps the cycle).
+//! - `.grad` is unset, grad mode off, the engine holds the only handle on the gradient and its
+//!   buffer (`GradValue::is_exclusive`) and the buffer fits the leaf as it is (`GradSink::fits`:
+//!   same dtype and shape, dense, writable, not a view): the gradient itself becomes `.grad`
+//!   (taken, no copy).
+//! - otherwise a copy of it does (recorded under grad mode).
+//!
+//! The engine moves gradients by value, so "only handle" is exact: no caller's frame or binding
+//! detail is counted. A gradient the user can still see (the `gradient=` of `backward`, a
+//! tensor a hook kept or returned, a formula's output stored elsewhere) is never exclusive, so
+//! `.grad` never aliases it and a later in-place accumulation never writes into it.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::grad_mode;
 use crate::graph::{Node, NodeBase};
 use crate::hooks::{HookList, PostAccumulateHook, TensorHook};
 use crate::value::GradValue;
 
+/// How a leaf's sink folds an incoming gradient into `.grad`. See Note [Stealing a gradient].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accumulation {
+    /// `.grad` is unset and the gradient is the engine's alone: it becomes `.grad` as it is.
+    Take,
+    /// `.grad` is unset: a copy of the gradient becomes `.grad` (recorded under grad mode).
+    Copy,
+    /// `.grad` is set and in no graph, grad mode off: the gradient is added into `.grad` in
+    /// place.
+    AddInPlace,
+    /// `.grad` is set, and grad mode is on or `.grad` records a graph: `.grad` becomes
+    /// `.grad + gradient` (recorded under grad mode).
+    AddOutOfPlace,
+}
+
+/// A leaf's `.grad` as an accumulation finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafGrad {
+    /// None yet.
+    Unset,
+    /// A gradient in no graph.
+    Plain,
+    /// A gradient that records a graph (left by a `create_graph` backward).
+    InGraph,
+}
+
+impl Accumulation {
+    /// torch's AccumulateGrad rules for `grad` arriving at the leaf behind `sink`.
+    pub fn decide<V: GradValue>(sink: &dyn GradSink<V>, grad: &V) -> Result<Self> {
+        let grad_mode = grad_mode::is_grad_enabled();
+        match sink.current()? {
+            LeafGrad::Plain if !grad_mode => Ok(Accumulation::AddInPlace),
+            LeafGrad::Plain | LeafGrad::InGraph => Ok(Accumulation::AddOutOfPlace),
+            // Cheapest test first: `fits` may look at the arrays.
+            LeafGrad::Unset if !grad_mode && grad.is_exclusive() && sink.fits(grad)? => {
+                Ok(Accumulation::Take)
+            }
+            LeafGrad::Unset => Ok(Accumulation::Copy),
+        }
+    }
+}
+
 /// Where a leaf's gradient goes (the binding stores it in the tensor's `.grad`).
 pub trait GradSink<V>: Send + Sync {
-    fn accumulate(&self, grad: V) -> Result<()>;
+    /// The leaf's `.grad` now.
+    fn current(&self) -> Result<LeafGrad>;
+
+    /// Whether `grad` could be the leaf's `.grad` as it is: the leaf's dtype and shape, a dense
+    /// buffer of its own that may be written to. Only then may the engine hand it over.
+    fn fits(&self, grad: &V) -> Result<bool>;
+
+    /// Folds `grad` into `.grad` as `how` says.
+    fn accumulate(&self, grad: V, how: Accumulation) -> Result<()>;
+
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -53,7 +124,8 @@ impl<V: GradValue> Node<V> for AccumulateGrad<V> {
 
     fn apply(&self, grads: Vec<Option<V>>) -> Result<Vec<Option<V>>> {
         if let Some(grad) = grads.into_iter().next().flatten() {
-            self.sink.accumulate(grad)?;
+            let how = Accumulation::decide(self.sink.as_ref(), &grad)?;
+            self.sink.accumulate(grad, how)?;
             self.post_hooks.run()?;
         }
         Ok(Vec::new())

@@ -27,6 +27,10 @@ use crate::value::GradValue;
 pub struct ExecuteOptions<V: GradValue> {
     /// Keep saved values for another backward (`retain_graph=True`).
     pub keep_graph: bool,
+    /// Run the backward with grad mode on, so the formulas record a graph of their own (double
+    /// backward) and leaves accumulate out of place (Note [Stealing a gradient]). Grad mode is
+    /// restored when `execute` returns.
+    pub create_graph: bool,
     /// `backward()` (true): leaves accumulate into `.grad`. `autograd.grad` (false): the
     /// gradients at `inputs` are returned and nothing is accumulated.
     pub accumulate_grad: bool,
@@ -38,6 +42,7 @@ impl<V: GradValue> Default for ExecuteOptions<V> {
     fn default() -> Self {
         ExecuteOptions {
             keep_graph: false,
+            create_graph: false,
             accumulate_grad: true,
             inputs: Vec::new(),
         }
@@ -131,7 +136,23 @@ impl Engine {
         });
         debug_assert_eq!(root.base().next_edges().len(), n_roots);
         let mut task = GraphTask::discover(&root, &options);
+        let _mode = GradModeGuard::set(options.create_graph);
         task.run(root, &options)
+    }
+}
+
+/// Grad mode for one backward, restored on the way out (an error or a panic included).
+struct GradModeGuard(bool);
+
+impl GradModeGuard {
+    fn set(enabled: bool) -> Self {
+        GradModeGuard(grad_mode::set_grad_enabled(enabled))
+    }
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        grad_mode::set_grad_enabled(self.0);
     }
 }
 

@@ -7,6 +7,13 @@ use std::fmt;
 /// Phrase of the error raised when saved values are unpacked after release.
 pub const SECOND_BACKWARD: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
 
+/// Phrase of the error raised when root `i` of a backward is in no graph:
+/// `element {i} of tensors {ROOT_WITHOUT_GRAD}`.
+pub const ROOT_WITHOUT_GRAD: &str = "does not require grad and does not have a grad_fn";
+
+/// Phrase of the error raised when an input of `autograd.grad` is in no graph.
+pub const INPUT_WITHOUT_GRAD: &str = "One of the differentiated Tensors does not require grad";
+
 /// Key phrase of the error raised when a saved tensor was modified in place before backward.
 pub const MODIFIED_INPLACE: &str =
     "one of the variables needed for gradient computation has been modified by an inplace operation";

@@ -14,6 +14,7 @@
 //! Notes, cited from elsewhere:
 //! - Note [Hook order] (hooks.rs): what runs around a node, in which order.
 //! - Note [Iterative drop] (graph.rs): why long chains are dropped from a loop.
+//! - Note [Stealing a gradient] (accumulate.rs): when a leaf keeps the incoming gradient itself.
 
 pub mod accumulate;
 pub mod engine;
@@ -27,7 +28,7 @@ pub mod storage;
 pub mod value;
 pub mod version;
 
-pub use accumulate::{AccumulateGrad, GradSink};
+pub use accumulate::{AccumulateGrad, Accumulation, GradSink, LeafGrad};
 pub use engine::{Engine, ExecuteOptions};
 pub use error::{Error, Result};
 pub use graph::{drop_deferred, next_sequence_nr, node_id, Edge, Node, NodeBase, NodeRef};

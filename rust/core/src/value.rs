@@ -15,6 +15,14 @@ pub trait GradValue: Clone + Send + Sync + 'static {
     fn has_nan(&self) -> Result<bool> {
         Ok(false)
     }
+
+    /// Whether this handle is the only one on the value and its buffer, so a leaf may keep the
+    /// buffer as its `.grad` and later add into it in place without anyone else seeing the
+    /// writes. See Note [Stealing a gradient] (accumulate.rs). Values that cannot tell say no,
+    /// and are copied.
+    fn is_exclusive(&self) -> bool {
+        false
+    }
 }
 
 impl GradValue for f64 {
@@ -23,6 +31,9 @@ impl GradValue for f64 {
     }
     fn has_nan(&self) -> Result<bool> {
         Ok(self.is_nan())
+    }
+    fn is_exclusive(&self) -> bool {
+        true // a plain value: whoever holds it holds its own copy
     }
 }
 
@@ -39,5 +50,8 @@ impl GradValue for Vec<f64> {
     }
     fn has_nan(&self) -> Result<bool> {
         Ok(self.iter().any(|v| v.is_nan()))
+    }
+    fn is_exclusive(&self) -> bool {
+        true
     }
 }

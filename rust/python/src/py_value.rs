@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use rustgrad_core::{
-    AccumulateGrad, Error, GradSink, GradValue, Node, NodeBase, NodePostHook, NodePreHook, NodeRef,
+    AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook, NodePreHook, NodeRef,
     PostAccumulateHook, Result, SavedVariables, TensorHook, VersionCounter,
 };
 
@@ -49,6 +49,31 @@ impl GradValue for PyGrad {
                 .map_err(from_py)
         })
     }
+
+    /// See Note [Stealing a gradient]. The engine owns this handle: a count of one means no one
+    /// else holds the tensor. Then its array must be the tensor's alone too: no view or detach()
+    /// shares its storage, no other object holds the array, and it is in no graph.
+    fn is_exclusive(&self) -> bool {
+        Python::with_gil(|py| {
+            let obj = self.0.bind(py);
+            if obj.get_refcnt() != 1 {
+                return false;
+            }
+            let Ok(t) = obj.downcast::<PyTensor>() else {
+                return false;
+            };
+            let Ok(b) = t.try_borrow() else {
+                return false;
+            };
+            b.grad_fn.is_none()
+                && !b.requires_grad
+                && b.base.is_none()
+                && b.storage
+                    .as_ref()
+                    .is_some_and(|s| Arc::strong_count(s) == 1)
+                && b.data.get_refcnt(py) == 1
+        })
+    }
 }
 
 /// The gradients as the tuple a node hook sees: None where none arrived.
@@ -77,7 +102,9 @@ fn hook_result(
     if res.is_none() {
         return Ok(None);
     }
-    let tensor_cls = crate::callbacks(res.py()).tensor_cls.bind(res.py());
+    let tensor_cls = crate::callbacks::callbacks(res.py())
+        .tensor_cls
+        .bind(res.py());
     let Ok(tuple) = res.downcast::<PyTuple>() else {
         let ty = res
             .get_type()
@@ -193,26 +220,6 @@ impl PostAccumulateHook for PyPostAccumulateHook {
                     Error::runtime("tensor of a post-accumulate-grad hook is gone")
                 })?;
             self.func.bind(py).call1((tensor,)).map_err(from_py)?;
-            Ok(())
-        })
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// The leaf's sink: calls `rustgrad.autograd._accumulate_grad(tensor, grad)`, which implements
-/// torch's AccumulateGrad rules (steal, clone, in-place add, out-of-place under create_graph).
-pub struct TensorSink {
-    pub tensor: Py<PyAny>,
-}
-
-impl GradSink<PyGrad> for TensorSink {
-    fn accumulate(&self, grad: PyGrad) -> Result<()> {
-        Python::with_gil(|py| {
-            let f = crate::callbacks(py).accumulate.bind(py);
-            f.call1((self.tensor.bind(py), grad.0.bind(py)))
-                .map_err(from_py)?;
             Ok(())
         })
     }
@@ -426,7 +433,7 @@ fn describe(py: Python<'_>, saved: &Saved) -> String {
     let Some(data) = data else {
         return "tensor".to_string();
     };
-    let f = &crate::callbacks(py).describe;
+    let f = &crate::callbacks::callbacks(py).describe;
     f.bind(py)
         .call1((data,))
         .and_then(|s| s.extract::<String>())

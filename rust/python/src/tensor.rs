@@ -11,11 +11,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{
-    AccumulateGrad, Edge, HookId, HookList, Node, NodePostHooks, NodePreHooks, NodeRef,
-    PostAccumulateHook, Storage, TensorHook, VersionCounter,
+    AccumulateGrad, Edge, HookList, Node, NodeRef, PostAccumulateHook, Storage, TensorHook,
+    VersionCounter,
 };
 
-use crate::py_value::{PyGrad, PyPostAccumulateHook, PyTensorHook, TensorSink};
+use crate::backward::TensorSink;
+use crate::handle::{new_handle, HandleList};
+use crate::py_value::{PyGrad, PyPostAccumulateHook, PyTensorHook};
 
 pub type TensorHooks = HookList<dyn TensorHook<PyGrad>>;
 pub type PostHooks = HookList<dyn PostAccumulateHook>;
@@ -87,7 +89,7 @@ pub fn new_tensor<'py>(
     grad_fn: Option<NodeRef<PyGrad>>,
     output_nr: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let cls = crate::callbacks(py).tensor_cls.bind(py);
+    let cls = crate::callbacks::callbacks(py).tensor_cls.bind(py);
     new_tensor_of(cls, data, meta, grad_fn, output_nr)
 }
 
@@ -195,58 +197,6 @@ fn grad_accumulator(obj: &Bound<'_, PyAny>, b: &mut PyTensor) -> Arc<AccumulateG
     acc
 }
 
-/// `remove()`-able handle of a registered hook.
-#[pyclass(name = "RemovableHandle", module = "rustgrad._core")]
-pub struct PyHookHandle {
-    list: HandleList,
-    #[pyo3(get)]
-    id: HookId,
-}
-
-/// Weak, as torch's RemovableHandle: a handle neither keeps hooks alive nor joins a cycle.
-enum HandleList {
-    Tensor(Weak<TensorHooks>),
-    Post(Weak<PostHooks>),
-    NodePre(Weak<NodePreHooks<PyGrad>>),
-    NodePost(Weak<NodePostHooks<PyGrad>>),
-}
-
-impl PyHookHandle {
-    pub fn node_pre(list: &Arc<NodePreHooks<PyGrad>>, id: HookId) -> Self {
-        PyHookHandle {
-            list: HandleList::NodePre(Arc::downgrade(list)),
-            id,
-        }
-    }
-
-    pub fn node_post(list: &Arc<NodePostHooks<PyGrad>>, id: HookId) -> Self {
-        PyHookHandle {
-            list: HandleList::NodePost(Arc::downgrade(list)),
-            id,
-        }
-    }
-}
-
-#[pymethods]
-impl PyHookHandle {
-    fn remove(&self) {
-        match &self.list {
-            HandleList::Tensor(l) => l.upgrade().map(|l| l.remove(self.id)),
-            HandleList::Post(l) => l.upgrade().map(|l| l.remove(self.id)),
-            HandleList::NodePre(l) => l.upgrade().map(|l| l.remove(self.id)),
-            HandleList::NodePost(l) => l.upgrade().map(|l| l.remove(self.id)),
-        };
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(&self, _a: PyObject, _b: PyObject, _c: PyObject) {
-        self.remove();
-    }
-}
-
 #[pymethods]
 impl PyTensor {
     #[new]
@@ -307,7 +257,7 @@ impl PyTensor {
         drop(b); // the check below runs Python code, which may use this tensor
         if value {
             let py = slf.py();
-            let ok = crate::callbacks(py)
+            let ok = crate::callbacks::callbacks(py)
                 .can_require_grad
                 .bind(py)
                 .call1((data.bind(py),))?
@@ -400,7 +350,7 @@ impl PyTensor {
         self.storage.as_ref().map_or(0, |s| s.device())
     }
 
-    fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+    fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<Py<PyAny>> {
         let mut b = slf.try_borrow_mut()?;
         if !b.requires_grad {
             return Err(PyRuntimeError::new_err(
@@ -420,16 +370,14 @@ impl PyTensor {
                 }
             }
         }
-        Ok(PyHookHandle {
-            list: HandleList::Tensor(Arc::downgrade(&list)),
-            id,
-        })
+        drop(b);
+        new_handle(slf.py(), HandleList::Tensor(Arc::downgrade(&list)), id)
     }
 
     fn _register_post_accumulate_grad_hook(
         slf: &Bound<'_, Self>,
         hook: Py<PyAny>,
-    ) -> PyResult<PyHookHandle> {
+    ) -> PyResult<Py<PyAny>> {
         let weak = PyWeakrefReference::new(slf)?.unbind();
         let mut b = slf.try_borrow_mut()?;
         if !b.requires_grad {
@@ -447,10 +395,8 @@ impl PyTensor {
             func: hook,
             tensor: weak,
         }));
-        Ok(PyHookHandle {
-            list: HandleList::Post(Arc::downgrade(&list)),
-            id,
-        })
+        drop(b);
+        new_handle(slf.py(), HandleList::Post(Arc::downgrade(&list)), id)
     }
 
     /// Installs `hook` (which stores the gradient into `.grad`) as this non-leaf's
@@ -472,61 +418,9 @@ impl PyTensor {
         Ok(())
     }
 
-    /// See Note [GC traversal] in node.rs.
+    /// See Note [GC traversal] (gc.rs).
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.data)?;
-        if let Some(g) = &self.grad {
-            visit.call(g)?;
-            // See Note [GC traversal]: the graph below a grad held by this tensor alone.
-            // SAFETY: `g` is live (held here); reading its count takes no reference.
-            if unsafe { pyo3::ffi::Py_REFCNT(g.as_ptr()) } == 1 {
-                // SAFETY: traversal runs with the GIL held; only a type check and a borrow-flag
-                // read follow, which neither allocate nor run Python code.
-                let py = unsafe { Python::assume_gil_acquired() };
-                if let Ok(g) = g.bind(py).downcast::<PyTensor>() {
-                    if let Ok(b) = g.try_borrow() {
-                        if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) == 1) {
-                            crate::node::traverse_below(f, &visit)?;
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(b) = &self.base {
-            visit.call(b)?;
-        }
-        let owned_grad_fn = self.grad_fn.as_ref().filter(|f| Arc::strong_count(f) == 1);
-        if let Some(list) = &self.hooks {
-            // Held by the tensor alone; when its grad_fn holds it too, the node's traversal
-            // below reports it (once).
-            if Arc::strong_count(list) == 1 {
-                let result = std::cell::RefCell::new(Ok(()));
-                crate::node::visit_hook_list(list, &|o| {
-                    let mut r = result.borrow_mut();
-                    if r.is_ok() {
-                        *r = visit.call(o);
-                    }
-                });
-                result.into_inner()?;
-            }
-        }
-        if let Some(list) = &self.post_hooks {
-            if Arc::strong_count(list) == 1 {
-                let mut result = Ok(());
-                list.for_each(|h| {
-                    if Arc::strong_count(h) == 1 && result.is_ok() {
-                        if let Some(h) = h.as_any().downcast_ref::<PyPostAccumulateHook>() {
-                            result = visit.call(&h.func);
-                        }
-                    }
-                });
-                result?;
-            }
-        }
-        if let Some(f) = owned_grad_fn {
-            crate::node::traverse_exclusive_node(f, self.hooks.as_ref(), &visit)?;
-        }
-        Ok(())
+        crate::gc::traverse_tensor(self, &visit)
     }
 
     fn __clear__(&mut self) {

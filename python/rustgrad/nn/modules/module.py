@@ -23,8 +23,8 @@ from typing import (
 
 from ... import _core
 from ..._tensor import Tensor
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
-from ..utils.hooks import RemovableHandle
 
 T = TypeVar("T", bound="Module")
 

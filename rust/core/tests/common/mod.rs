@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustgrad_core::{
-    AccumulateGrad, Edge, Engine, Error, ExecuteOptions, GradSink, GradValue, HookList, Node,
-    NodeBase, NodePostHook, NodePreHook, NodeRef, PostAccumulateHook, Result, SavedVariables,
-    TensorHook,
+    AccumulateGrad, Accumulation, Edge, Engine, Error, ExecuteOptions, GradSink, GradValue,
+    HookList, LeafGrad, Node, NodeBase, NodePostHook, NodePreHook, NodeRef, PostAccumulateHook,
+    Result, SavedVariables, TensorHook,
 };
 
 /// What ran, in order.
@@ -349,7 +349,17 @@ pub struct CellSink<V> {
 }
 
 impl<V: GradValue> GradSink<V> for CellSink<V> {
-    fn accumulate(&self, grad: V) -> Result<()> {
+    fn current(&self) -> Result<LeafGrad> {
+        Ok(match *self.grad.lock().unwrap() {
+            Some(_) => LeafGrad::Plain,
+            None => LeafGrad::Unset,
+        })
+    }
+    fn fits(&self, _grad: &V) -> Result<bool> {
+        Ok(true)
+    }
+    // Plain values: taking and copying store the same thing, and so do both kinds of add.
+    fn accumulate(&self, grad: V, _how: Accumulation) -> Result<()> {
         let mut cell = self.grad.lock().unwrap();
         *cell = Some(match cell.take() {
             None => grad,

@@ -1,0 +1,185 @@
+//! Backward: the one marked crossing from Python into the engine (`run_backward`), and the
+//! leaf's gradient sink, which carries out the engine's accumulation decisions.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use rustgrad_core::error::{INPUT_WITHOUT_GRAD, ROOT_WITHOUT_GRAD};
+use rustgrad_core::{Accumulation, Edge, Engine, ExecuteOptions, GradSink, LeafGrad, Result};
+
+use crate::callbacks::callbacks;
+use crate::errors::{from_py, to_py};
+use crate::node::{handle_for, PyNodeHandle};
+use crate::py_value::PyGrad;
+use crate::tensor::{gradient_edge, PyTensor};
+
+/// The one crossing from Python into the engine. Runs backward from `roots` with `grads` (one
+/// per root); returns the gradients captured at `inputs` (all None with `accumulate_grad`).
+/// `keep_graph` keeps the saved values for another backward; `create_graph` runs the formulas
+/// with grad mode on, so the gradients record a graph; `accumulate_grad` (backward) stores into
+/// the leaves' `.grad`, without it (autograd.grad) the gradients at `inputs` are returned.
+#[pyfunction]
+#[pyo3(signature = (roots, grads, *, keep_graph=false, create_graph=false, inputs=None, accumulate_grad=true))]
+pub fn run_backward<'py>(
+    py: Python<'py>,
+    roots: &Bound<'py, PyTuple>,
+    grads: &Bound<'py, PyTuple>,
+    keep_graph: bool,
+    create_graph: bool,
+    inputs: Option<&Bound<'py, PyTuple>>,
+    accumulate_grad: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut root_edges = Vec::with_capacity(roots.len());
+    for (i, r) in roots.iter().enumerate() {
+        let t = r.downcast::<PyTensor>()?;
+        match gradient_edge(t) {
+            Some(e) => root_edges.push(e),
+            None => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "element {i} of tensors {ROOT_WITHOUT_GRAD}"
+                )))
+            }
+        }
+    }
+    let mut input_edges = Vec::new();
+    for t in inputs.into_iter().flatten() {
+        let t = t.downcast::<PyTensor>()?;
+        match gradient_edge(t) {
+            Some(e) => input_edges.push(e),
+            None => return Err(PyRuntimeError::new_err(INPUT_WITHOUT_GRAD)),
+        }
+    }
+    let root_grads: Vec<PyGrad> = grads.iter().map(|g| PyGrad(g.unbind())).collect();
+    let options = ExecuteOptions {
+        keep_graph,
+        create_graph,
+        accumulate_grad,
+        inputs: input_edges,
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        Engine::execute(root_edges, root_grads, options)
+    }));
+    let captured = match result {
+        Ok(r) => r.map_err(to_py)?,
+        Err(_) => {
+            return Err(PyRuntimeError::new_err(
+                "internal error in the autograd engine (a Rust panic); please report it",
+            ))
+        }
+    };
+    let items: Vec<PyObject> = captured
+        .into_iter()
+        .map(|g| g.map_or_else(|| py.None(), |g| g.0))
+        .collect();
+    PyList::new(py, items)
+}
+
+/// Edge of a tensor as (grad_fn node, input_nr), for tests of graph wiring.
+#[pyfunction]
+pub fn _gradient_edge<'py>(
+    t: &Bound<'py, PyTensor>,
+) -> PyResult<Option<(Bound<'py, PyNodeHandle>, usize)>> {
+    gradient_edge(t)
+        .map(|Edge { node, input_nr }| Ok((handle_for(t.py(), node)?, input_nr)))
+        .transpose()
+}
+
+/// The leaf's sink. The core decides how a gradient reaches `.grad` (Note [Stealing a
+/// gradient]); a gradient to take is stored here, with no Python call; for a copy or an add,
+/// `rustgrad.autograd._accumulate_grad(leaf, grad, how)` does the array math.
+pub struct TensorSink {
+    pub tensor: Py<PyAny>,
+}
+
+impl TensorSink {
+    fn leaf<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyTensor>> {
+        Ok(self.tensor.bind(py).downcast::<PyTensor>()?)
+    }
+}
+
+impl GradSink<PyGrad> for TensorSink {
+    fn current(&self) -> Result<LeafGrad> {
+        Python::with_gil(|py| {
+            let leaf = self.leaf(py).map_err(from_py)?;
+            let b = leaf.try_borrow().map_err(|e| from_py(e.into()))?;
+            let Some(grad) = &b.grad else {
+                return Ok(LeafGrad::Unset);
+            };
+            let in_graph = grad
+                .bind(py)
+                .downcast::<PyTensor>()
+                .ok()
+                .and_then(|g| g.try_borrow().ok().map(|g| g.requires_grad));
+            Ok(if in_graph == Some(true) {
+                LeafGrad::InGraph
+            } else {
+                LeafGrad::Plain
+            })
+        })
+    }
+
+    fn fits(&self, grad: &PyGrad) -> Result<bool> {
+        Python::with_gil(|py| {
+            let leaf = self.leaf(py).map_err(from_py)?;
+            // An array that cannot say (no `flags`) is copied.
+            Ok(fits(leaf, grad.0.bind(py)).unwrap_or(false))
+        })
+    }
+
+    fn accumulate(&self, grad: PyGrad, how: Accumulation) -> Result<()> {
+        Python::with_gil(|py| {
+            let leaf = self.leaf(py).map_err(from_py)?;
+            let how = match how {
+                Accumulation::Take => {
+                    let old = {
+                        let mut b = leaf.try_borrow_mut().map_err(|e| from_py(e.into()))?;
+                        b.grad.replace(grad.0)
+                    };
+                    drop(old); // its finalizers may use the leaf
+                    return Ok(());
+                }
+                Accumulation::Copy => pyo3::intern!(py, "copy"),
+                Accumulation::AddInPlace => pyo3::intern!(py, "add_in_place"),
+                Accumulation::AddOutOfPlace => pyo3::intern!(py, "add_out_of_place"),
+            };
+            let f = callbacks(py).accumulate.bind(py);
+            f.call1((leaf, grad.0.bind(py), how)).map_err(from_py)?;
+            Ok(())
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Whether `grad`'s array could be `leaf`'s `.grad` as it is: the leaf's dtype and shape, dense,
+/// its own memory (not a view of another array), writable.
+fn fits(leaf: &Bound<'_, PyTensor>, grad: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = leaf.py();
+    let leaf_data = leaf.try_borrow()?.data.clone_ref(py).into_bound(py);
+    let data = grad
+        .downcast::<PyTensor>()?
+        .try_borrow()?
+        .data
+        .clone_ref(py);
+    let data = data.bind(py);
+    let flags = data.getattr(pyo3::intern!(py, "flags"))?;
+    let flag = |name: &Bound<'_, pyo3::types::PyString>| -> PyResult<bool> {
+        flags.getattr(name)?.is_truthy()
+    };
+    if !flag(pyo3::intern!(py, "c_contiguous"))? || !flag(pyo3::intern!(py, "owndata"))? {
+        return Ok(false);
+    }
+    // CuPy's flags have no `writeable`: its arrays always are.
+    if let Ok(false) = flag(pyo3::intern!(py, "writeable")) {
+        return Ok(false);
+    }
+    let dtype = pyo3::intern!(py, "dtype");
+    let shape = pyo3::intern!(py, "shape");
+    Ok(data.getattr(dtype)?.eq(leaf_data.getattr(dtype)?)?
+        && data.getattr(shape)?.eq(leaf_data.getattr(shape)?)?)
+}

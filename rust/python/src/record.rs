@@ -1,0 +1,517 @@
+//! Recording: the one call per op into Rust (`record`, `record_multi`), the saved values a node
+//! keeps (through `saved_tensors_hooks` when one is in force), and the calls that give a tensor
+//! a history or take it away (`make_leaf`, `detach`, `detach_`, `rebase_history`,
+//! `shallow_copy`).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use rustgrad_core::{
+    grad_mode, Edge, NodeBase, NodeRef, SavedTensor, SavedVariables, Storage, VersionCounter,
+};
+
+use crate::callbacks::{as_array, callbacks};
+use crate::py_value::{Origin, PyGrad, PyNode, Saved};
+use crate::tensor::{
+    gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, set_history, PyTensor, TensorMeta,
+};
+
+/// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
+/// (as `x * 2` does, like torch) allocates nothing.
+fn none_version() -> Arc<VersionCounter> {
+    static NONE: std::sync::OnceLock<Arc<VersionCounter>> = std::sync::OnceLock::new();
+    NONE.get_or_init(VersionCounter::new).clone()
+}
+
+fn device_of(inputs: &Bound<'_, PyTuple>) -> usize {
+    inputs
+        .iter()
+        .next()
+        .and_then(|t| {
+            t.downcast::<PyTensor>()
+                .ok()
+                .and_then(|t| t.try_borrow().ok()?.storage.as_ref().map(|s| s.device()))
+        })
+        .unwrap_or(0)
+}
+
+fn nbytes(data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    data.getattr(pyo3::intern!(data.py(), "nbytes"))?.extract()
+}
+
+/// Records one op: `data` is the forward result computed from `inputs` (the tensor arguments).
+/// When grad mode is on and an input requires grad, a node named `name` is made whose backward
+/// is `backward(grad, saved, ctx)`; `saved` are input tensors (or None) to keep for it, and with
+/// `save_output` the output is saved last. `view_of` makes the output a view sharing the base's
+/// storage and version counter. Returns the new tensor.
+#[pyfunction]
+#[pyo3(signature = (data, inputs, name, backward, saved=None, ctx=None, save_output=false, view_of=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn record<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    inputs: &Bound<'py, PyTuple>,
+    name: String,
+    backward: &Bound<'py, PyAny>,
+    saved: Option<&Bound<'py, PyTuple>>,
+    ctx: Option<Bound<'py, PyAny>>,
+    save_output: bool,
+    view_of: Option<&Bound<'py, PyTensor>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let data = as_array(data)?;
+    let mut needs_grad = false;
+    if grad_mode::is_grad_enabled() {
+        for t in inputs.iter() {
+            // None stands for a Python scalar operand: an input slot without an edge, as
+            // torch's wrapped numbers (`(x * 2).grad_fn.next_functions` has `(None, 0)`).
+            if !t.is_none() && t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
+                needs_grad = true;
+                break;
+            }
+        }
+    }
+    let (version, storage, base) = match view_of {
+        Some(v) => {
+            let b = v.try_borrow()?;
+            let root = match &b.base {
+                Some(r) => r.clone_ref(py),
+                None => v.clone().into_any().unbind(),
+            };
+            (b.version.clone(), b.storage.clone(), Some(root))
+        }
+        None => (
+            VersionCounter::new(),
+            Some(Storage::new(device_of(inputs), nbytes(&data)?)),
+            None,
+        ),
+    };
+    let meta = TensorMeta {
+        version,
+        storage,
+        requires_grad: needs_grad,
+    };
+    if !needs_grad {
+        let out = new_tensor(py, data.unbind(), meta, None, 0)?;
+        out.borrow_mut().base = base;
+        return Ok(out);
+    }
+    let mut edges = Vec::with_capacity(inputs.len());
+    for t in inputs.iter() {
+        edges.push(if t.is_none() {
+            None
+        } else {
+            gradient_edge(t.downcast::<PyTensor>()?)
+        });
+    }
+    let hooks = if saved.is_some() || save_output {
+        saved_tensors_hooks(py)
+    } else {
+        None
+    };
+    let mut saved_values = Vec::new();
+    if let (Some(saved), None) = (saved, &hooks) {
+        saved_values.reserve(saved.len() + save_output as usize);
+        for s in saved.iter() {
+            if s.is_none() {
+                saved_values.push(SavedTensor::new(Saved::NoneValue, none_version(), 0));
+            } else {
+                let t = s.downcast::<PyTensor>()?;
+                let (v, nr) = {
+                    let b = t.try_borrow()?;
+                    (b.version.clone(), b.output_nr)
+                };
+                saved_values.push(SavedTensor::new(Saved::Input(s.unbind()), v, nr));
+            }
+        }
+    }
+    if save_output && hooks.is_none() {
+        saved_values.push(SavedTensor::new(
+            Saved::Output {
+                data: data.clone().unbind(),
+                meta: meta.clone(),
+                output_nr: 0,
+            },
+            meta.version.clone(),
+            0,
+        ));
+    }
+    let node = Arc::new_cyclic(|weak| PyNode {
+        base: NodeBase::new(1, edges),
+        name,
+        backward: backward.clone().unbind(),
+        saved: SavedVariables::new(saved_values),
+        ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
+        weak_self: weak.clone(),
+        stack: anomaly_stack(py),
+    });
+    let out = new_tensor(py, data.unbind(), meta, Some(node.clone()), 0)?;
+    out.borrow_mut().base = base;
+    if let Some(hooks) = hooks {
+        let mut items = Vec::new();
+        if let Some(saved) = saved {
+            items.extend(saved.iter().map(ToSave::Input));
+        }
+        if save_output {
+            items.push(ToSave::Output(out.clone(), 0));
+        }
+        node.saved.set(pack_saved(py, items, Some(&hooks))?);
+    }
+    Ok(out)
+}
+
+/// What a node saves, before it is saved.
+enum ToSave<'py> {
+    /// A tensor that is not an output of the node (or None).
+    Input(Bound<'py, PyAny>),
+    /// Output `output_nr` of the node (kept weakly, see `Saved::Output`).
+    Output(Bound<'py, PyTensor>, usize),
+}
+
+/// The saved values of a node, through the pack hook of `saved_tensors_hooks` when one is set.
+fn pack_saved<'py>(
+    py: Python<'py>,
+    items: Vec<ToSave<'py>>,
+    hooks: Option<&(Py<PyAny>, Py<PyAny>)>,
+) -> PyResult<Vec<SavedTensor<Saved>>> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let (t, origin) = match item {
+            ToSave::Input(s) if s.is_none() => {
+                out.push(SavedTensor::new(Saved::NoneValue, none_version(), 0));
+                continue;
+            }
+            ToSave::Input(s) => {
+                let t = s.downcast_into::<PyTensor>().map_err(|e| {
+                    PyTypeError::new_err(format!(
+                        "save_for_backward can only save variables, but argument is of type {}",
+                        e.into_inner()
+                            .get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                })?;
+                let origin = if hooks.is_none() {
+                    Origin::Plain
+                } else if let Some(acc) = leaf_accumulator(&t) {
+                    Origin::Leaf(acc)
+                } else {
+                    match gradient_edge(&t) {
+                        Some(Edge { node, input_nr }) => Origin::Node {
+                            node,
+                            output_nr: input_nr,
+                        },
+                        None => Origin::Plain,
+                    }
+                };
+                (t, origin)
+            }
+            ToSave::Output(t, output_nr) => (t, Origin::SelfOutput { output_nr }),
+        };
+        let Some((pack, unpack)) = hooks else {
+            let b = t.try_borrow()?;
+            let saved = match origin {
+                Origin::SelfOutput { output_nr } => SavedTensor::new(
+                    Saved::Output {
+                        data: b.data.clone_ref(py),
+                        meta: b.meta(),
+                        output_nr,
+                    },
+                    b.version.clone(),
+                    output_nr,
+                ),
+                _ => SavedTensor::new(
+                    Saved::Input(t.clone().into_any().unbind()),
+                    b.version.clone(),
+                    b.output_nr,
+                ),
+            };
+            out.push(saved);
+            continue;
+        };
+        let version = t.try_borrow()?.version.clone();
+        let before = version.current();
+        let packed = pack.bind(py).call1((&t,))?;
+        if version.current() != before {
+            return Err(PyRuntimeError::new_err(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook can not be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to save a modified tensor.",
+            ));
+        }
+        // Hooks are trusted with the value: nothing to compare a version against.
+        out.push(SavedTensor::new(
+            Saved::Packed {
+                packed: packed.unbind(),
+                unpack: unpack.clone_ref(py),
+                origin,
+            },
+            VersionCounter::new(),
+            0,
+        ));
+    }
+    Ok(out)
+}
+
+thread_local! {
+    /// The `saved_tensors_hooks` (pack, unpack) pairs in force on this thread; the innermost
+    /// applies.
+    static SAVED_TENSORS_HOOKS: RefCell<Vec<(Py<PyAny>, Py<PyAny>)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn saved_tensors_hooks(py: Python<'_>) -> Option<(Py<PyAny>, Py<PyAny>)> {
+    SAVED_TENSORS_HOOKS.with(|h| {
+        h.borrow()
+            .last()
+            .map(|(p, u)| (p.clone_ref(py), u.clone_ref(py)))
+    })
+}
+
+/// Enters `saved_tensors_hooks(pack, unpack)` on this thread.
+#[pyfunction]
+pub fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
+    SAVED_TENSORS_HOOKS.with(|h| h.borrow_mut().push((pack, unpack)));
+}
+
+/// Leaves the innermost `saved_tensors_hooks`.
+#[pyfunction]
+pub fn _pop_saved_tensors_hooks() -> PyResult<()> {
+    let popped = SAVED_TENSORS_HOOKS.with(|h| h.borrow_mut().pop());
+    match popped {
+        Some(pair) => {
+            drop(pair);
+            Ok(())
+        }
+        None => Err(PyRuntimeError::new_err("no saved tensors hooks to pop")),
+    }
+}
+
+/// The forward traceback of the op being recorded, when anomaly mode is on (one thread-local
+/// read otherwise).
+fn anomaly_stack(py: Python<'_>) -> Option<Py<PyAny>> {
+    if !grad_mode::is_anomaly_enabled() {
+        return None;
+    }
+    let stack = py
+        .import("traceback")
+        .and_then(|tb| tb.call_method0("format_stack"))
+        .and_then(|frames| PyString::new(py, "").call_method1("join", (frames,)));
+    stack.ok().map(Bound::unbind)
+}
+
+/// Records one op with several outputs, all sharing one node (output `i` is input slot `i` of
+/// the node). `outputs` are arrays (new tensors are made) or tensors made by the op's forward
+/// with no history, which are given this node's history in place (a custom Function's
+/// outputs, including inputs it modified in place). `differentiable[i]` false leaves output
+/// `i` without history. `saved` may name outputs: they are saved as outputs (weakly). The
+/// backward receives a tuple of gradients, None for outputs that got none.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, name, backward, saved=None, ctx=None, differentiable=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn record_multi<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyTuple>,
+    inputs: &Bound<'py, PyTuple>,
+    name: String,
+    backward: &Bound<'py, PyAny>,
+    saved: Option<&Bound<'py, PyTuple>>,
+    ctx: Option<Bound<'py, PyAny>>,
+    differentiable: Option<Vec<bool>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut needs_grad = false;
+    if grad_mode::is_grad_enabled() {
+        for t in inputs.iter() {
+            if t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
+                needs_grad = true;
+                break;
+            }
+        }
+    }
+    let n = outputs.len();
+    let differentiable = differentiable.unwrap_or_else(|| vec![true; n]);
+    if differentiable.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "record_multi: {} differentiable flags for {n} outputs",
+            differentiable.len()
+        )));
+    }
+    let device = device_of(inputs);
+    let mut outs: Vec<Bound<'py, PyTensor>> = Vec::with_capacity(n);
+    for o in outputs.iter() {
+        match o.downcast::<PyTensor>() {
+            Ok(t) => outs.push(t.clone()),
+            Err(_) => {
+                let data = as_array(o)?;
+                let meta = TensorMeta {
+                    version: VersionCounter::new(),
+                    storage: Some(Storage::new(device, nbytes(&data)?)),
+                    requires_grad: false,
+                };
+                outs.push(new_tensor(py, data.unbind(), meta, None, 0)?);
+            }
+        }
+    }
+    if !needs_grad {
+        return PyTuple::new(py, outs);
+    }
+    // Edges first: an output may be an input modified in place, whose history changes below.
+    let mut edges = Vec::with_capacity(inputs.len());
+    for t in inputs.iter() {
+        edges.push(gradient_edge(t.downcast::<PyTensor>()?));
+    }
+    let node = Arc::new_cyclic(|weak| PyNode {
+        base: NodeBase::new(n, edges),
+        name,
+        backward: backward.clone().unbind(),
+        saved: SavedVariables::new(Vec::new()),
+        ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
+        weak_self: weak.clone(),
+        stack: anomaly_stack(py),
+    });
+    for (i, t) in outs.iter().enumerate() {
+        if differentiable[i] {
+            let f: NodeRef<PyGrad> = node.clone();
+            let old = set_history(&mut *t.try_borrow_mut()?, f, i, true);
+            drop(old);
+        }
+    }
+    if let Some(saved) = saved {
+        let items = saved
+            .iter()
+            .map(|s| {
+                let out = outs
+                    .iter()
+                    .enumerate()
+                    .find(|(i, o)| differentiable[*i] && o.is(&s));
+                match out {
+                    Some((i, o)) => ToSave::Output(o.clone(), i),
+                    None => ToSave::Input(s),
+                }
+            })
+            .collect();
+        let hooks = saved_tensors_hooks(py);
+        node.saved.set(pack_saved(py, items, hooks.as_ref())?);
+    }
+    PyTuple::new(py, outs)
+}
+/// A leaf around `data` (factories, `tensor()`, `from_numpy`).
+#[pyfunction]
+#[pyo3(signature = (cls, data, requires_grad=false, device=0))]
+pub fn make_leaf<'py>(
+    cls: &Bound<'py, PyAny>,
+    data: Bound<'py, PyAny>,
+    requires_grad: bool,
+    device: usize,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let data = as_array(data)?;
+    let meta = TensorMeta {
+        version: VersionCounter::new(),
+        storage: Some(Storage::new(device, nbytes(&data)?)),
+        requires_grad,
+    };
+    new_tensor_of(cls, data.unbind(), meta, None, 0)
+}
+
+/// `detach()`: a leaf sharing data, storage and version counter. `share_version=False` gives
+/// `.data`'s fresh counter.
+#[pyfunction]
+#[pyo3(signature = (t, share_version=true))]
+pub fn detach<'py>(
+    t: &Bound<'py, PyTensor>,
+    share_version: bool,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let py = t.py();
+    let b = t.try_borrow()?;
+    let meta = TensorMeta {
+        version: if share_version {
+            b.version.clone()
+        } else {
+            VersionCounter::new()
+        },
+        storage: b.storage.clone(),
+        requires_grad: false,
+    };
+    let data = b.data.clone_ref(py);
+    drop(b);
+    let cls = callbacks(py).tensor_cls.bind(py);
+    new_tensor_of(cls, data, meta, None, 0)
+}
+
+/// `detach_()`: drops the history in place.
+#[pyfunction]
+pub fn detach_(t: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let mut b = t.try_borrow_mut()?;
+    if b.base.is_some() {
+        return Err(PyRuntimeError::new_err(
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.",
+        ));
+    }
+    let old = b.grad_fn.take();
+    b.requires_grad = false;
+    b.output_nr = 0;
+    drop(b); // dropping the history may run Python code that uses this tensor
+    if let Some(f) = old {
+        rustgrad_core::drop_deferred(f);
+    }
+    Ok(())
+}
+
+/// After an in-place op computed `out` from `t`: bumps `t`'s version (unless `bump_version` is
+/// false, e.g. for a view whose shared counter its base's rebase already bumped) and gives it
+/// `out`'s history (grad_fn, requires_grad). The caller has written `out`'s values into `t`'s
+/// array.
+#[pyfunction]
+#[pyo3(signature = (t, out, bump_version=true))]
+pub fn rebase_history(
+    t: &Bound<'_, PyTensor>,
+    out: &Bound<'_, PyTensor>,
+    bump_version: bool,
+) -> PyResult<()> {
+    let (grad_fn, output_nr, requires_grad) = {
+        let o = out.try_borrow()?;
+        (o.grad_fn.clone(), o.output_nr, o.requires_grad)
+    };
+    let mut b = t.try_borrow_mut()?;
+    if bump_version {
+        b.version.bump();
+    }
+    let old = grad_fn.map(|f| set_history(&mut b, f, output_nr, requires_grad));
+    drop(b);
+    drop(old);
+    Ok(())
+}
+
+/// A tensor with `t`'s history but its own copy of the values (`copy`): what an in-place op
+/// saves as "self before the write".
+#[pyfunction]
+pub fn shallow_copy<'py>(
+    t: &Bound<'py, PyTensor>,
+    copy: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let py = t.py();
+    let edge = gradient_edge(t);
+    let b = t.try_borrow()?;
+    let meta = TensorMeta {
+        version: VersionCounter::new(),
+        storage: Some(Storage::new(
+            b.storage.as_ref().map_or(0, |s| s.device()),
+            nbytes(&copy)?,
+        )),
+        requires_grad: b.requires_grad,
+    };
+    drop(b);
+    let (grad_fn, nr) = match edge {
+        Some(e) => (Some(e.node), e.input_nr),
+        None => (None, 0),
+    };
+    let out = new_tensor(py, copy.unbind(), meta, None, 0)?;
+    if let Some(f) = grad_fn {
+        // A leaf's copy routes to the leaf's AccumulateGrad through an identity edge: keep the
+        // node itself as the copy's grad_fn (it is never shown to users).
+        let mut o = out.borrow_mut();
+        o.grad_fn = Some(f);
+        o.output_nr = nr;
+    }
+    Ok(out)
+}
