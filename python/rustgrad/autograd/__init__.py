@@ -248,10 +248,13 @@ def _accumulate_grad(
                 f"but expected shape compatible with {list(leaf.shape)}"
             )
     if how == "copy":
+        if not is_grad_enabled():
+            leaf._grad = new.clone()
+            return
         from .._creation import empty_like
 
         grad = empty_like(new)
-        grad.copy_(new)
+        grad.copy_(new)  # recorded as torch's CopyBackwards
         leaf._grad = grad
     elif how == "add_in_place":
         old = leaf._grad
