@@ -251,9 +251,7 @@ class Tensor(_core.TensorBase):
 
     def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> Any:
         """Registers `hook(grad)`; it may return a replacement gradient. Returns a handle."""
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        return self._register_hook(_checked_hook(hook))
+        return self._register_hook(_checked_hook(hook))  # Rust refuses a tensor without grad
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
         return self._register_post_accumulate_grad_hook(hook)
