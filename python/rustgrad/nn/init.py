@@ -1,7 +1,9 @@
 """torch.nn.init: in-place initializers drawing from rustgrad's generator (`manual_seed`).
 
 Each fills the tensor's array under no_grad, bumps its version counter and returns the tensor.
-The random streams are NumPy's, so the values differ from torch's for the same seed.
+The random streams are NumPy's (rustgrad's generator), drawn on the host and copied to the
+tensor's device, so the values differ from torch's for the same seed. Nothing here imports an
+array library: the host arrays' own methods and rustgrad ops do the arithmetic.
 """
 
 from __future__ import annotations
@@ -9,10 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Tuple
 
-# Host-side sampling: rustgrad's generator is NumPy's; _fill copies values to the device.
-import numpy as _np
-
-from .._creation import Generator, default_generator
+from .._creation import Generator, default_generator, from_numpy
 from .._tensor import Tensor
 
 __all__ = [
@@ -27,7 +26,8 @@ def _rng(generator: Optional[Generator]) -> Any:
 
 
 def _fill(tensor: Tensor, host_values: Any) -> Tensor:
-    """Writes host (NumPy) values into the tensor's array on its device, in place."""
+    """Writes host values (the generator's arrays) into the tensor's array on its device, in
+    place."""
     d = tensor._data
     d[...] = tensor._backend.asarray(host_values.astype(d.dtype, copy=False))
     tensor._bump_version()
@@ -97,15 +97,13 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-    u = rng.uniform(2 * lo - 1, 2 * hi - 1, size=tuple(tensor.shape))
-    # erfinv through Newton steps on erf (NumPy has no erfinv)
-    vec_erf = _np.vectorize(math.erf)
-    y = u.copy()
+    u = from_numpy(rng.uniform(2 * lo - 1, 2 * hi - 1, size=tuple(tensor.shape)))
+    # erfinv(u) by Newton steps on erf, in rustgrad ops on the host (no erfinv op yet)
+    y = u.clone()
     for _ in range(50):
-        err = vec_erf(y) - u
-        y -= err / (2 / math.sqrt(math.pi) * _np.exp(-y * y))
-    vals = (y * std * math.sqrt(2.0) + mean).clip(a, b)
-    return _fill(tensor, vals)
+        y = y - (y.erf() - u) / ((-(y * y)).exp() * (2 / math.sqrt(math.pi)))
+    vals = (y * (std * math.sqrt(2.0)) + mean).clamp(a, b)
+    return _fill(tensor, vals.numpy())
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -194,6 +192,28 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return normal_(tensor, 0.0, std, generator)
 
 
+def _orthonormal_columns(a: Any) -> Any:
+    """Q of the QR decomposition of a host (m, n) array, m >= n, with the signs that make R's
+    diagonal positive (so Q is unique). Block Gram-Schmidt run twice (CGS2, as accurate as
+    Householder for a full-rank matrix), written with the array's own methods and matmuls:
+    nothing here imports a linear-algebra module."""
+    n = a.shape[1]
+    qt = a.T.copy()  # Q's columns as contiguous rows
+    for j in range(0, n, 32):
+        block = qt[j:j + 32]  # a view: the updates below write into qt
+        for _ in range(2):
+            if j:
+                block -= (block @ qt[:j].T) @ qt[:j]
+            for i in range(block.shape[0]):
+                row = block[i]
+                if i:
+                    row -= (block[:i] @ row) @ block[:i]
+                norm = float(row @ row) ** 0.5
+                if norm:
+                    row /= norm
+    return qt.T
+
+
 def orthogonal_(tensor: Tensor, gain: float = 1.0,
                 generator: Optional[Generator] = None) -> Tensor:
     if tensor.ndim < 2:
@@ -205,8 +225,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0,
     flat = _rng(generator).normal(0.0, 1.0, size=(rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = _np.linalg.qr(flat)
-    q = q * _np.sign(_np.diag(r))
+    q = _orthonormal_columns(flat)
     if rows < cols:
         q = q.T
     return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))

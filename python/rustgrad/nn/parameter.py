@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import _core
 from .._tensor import Tensor
 
 
@@ -28,7 +27,7 @@ class Parameter(Tensor):
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients"
             )
-        t = _core.detach(data)
+        t = Tensor.detach(data)
         t.__class__ = cls
         t.requires_grad = requires_grad
         return t  # type: ignore[return-value]
@@ -70,7 +69,7 @@ class Buffer(Tensor):
             from .._creation import empty
 
             data = empty(0)
-        t = _core.detach(data)
+        t = Tensor.detach(data)
         t.__class__ = cls
         t.requires_grad = data.requires_grad
         t.persistent = persistent

@@ -7,10 +7,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, List, Optional, Tuple
 
-from ... import _core
+from ..._ops.backward_hook import backward_hook_identity
 from ..._tensor import Tensor
-
-_NAME = "BackwardHookFunctionBackward"
+from ...autograd.grad_mode import is_grad_enabled
 
 
 def _input_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -21,10 +20,6 @@ def _input_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def _output_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     hook, i = ctx
     return hook._on_output_grad(i, g)
-
-
-def _identity(t: Tensor, bw: Any, ctx: Any) -> Tensor:
-    return _core.record(t._data, (t,), _NAME, bw, None, ctx, False, t)
 
 
 class BackwardHook:
@@ -46,17 +41,17 @@ class BackwardHook:
     # ---- forward --------------------------------------------------------------------------
     def setup_input_hook(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
         self.n_inputs = len(args)
-        if not _core.is_grad_enabled():
+        if not is_grad_enabled():
             return args
         out = list(args)
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and a.requires_grad:
                 self.input_slots.append(i)
-                out[i] = _identity(a, _input_bw, (self, i))
+                out[i] = backward_hook_identity(a, _input_bw, (self, i))
         return tuple(out)
 
     def setup_output_hook(self, result: Any) -> Any:
-        if not _core.is_grad_enabled():
+        if not is_grad_enabled():
             return result
         single = isinstance(result, Tensor)
         outs = [result] if single else list(result) if isinstance(result, tuple) else None
@@ -66,7 +61,7 @@ class BackwardHook:
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and o.requires_grad:
                 self.output_slots.append(i)
-                outs[i] = _identity(o, _output_bw, (self, i))
+                outs[i] = backward_hook_identity(o, _output_bw, (self, i))
         return outs[0] if single else tuple(outs)
 
     # ---- backward -------------------------------------------------------------------------

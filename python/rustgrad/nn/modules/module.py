@@ -21,7 +21,6 @@ from typing import (
     TypeVar,
 )
 
-from ... import _core
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -468,7 +467,7 @@ class Module:
             )
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
-            tensor = _core.detach(tensor)
+            tensor = Tensor.detach(tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
