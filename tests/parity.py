@@ -29,14 +29,10 @@ import functools
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
-import pytest
 import rustgrad
 import torch
 
 FLOATS = (np.float64, np.float32)
-# the public nn.functional still runs nn/_prims.py, whose copies of these ops lack checks the
-# _ops definitions have; issue 8 item 3 puts nn.functional over _ops (then these pass: remove)
-VIA_PRIMS = pytest.mark.xfail(strict=True, reason="nn.functional runs nn/_prims.py, not _ops")
 _TOL = {
     np.dtype(np.float64): (1e-7, 1e-9),
     np.dtype(np.float32): (1e-4, 1e-5),

@@ -96,24 +96,24 @@ __all__ = [
     "split", "split_with_sizes", "chunk", "diagonal", "moveaxis", "movedim", "tril", "triu",
     "flip", "roll", "tile", "repeat_interleave", "reshape", "flatten", "transpose", "t",
     "permute", "unsqueeze", "squeeze", "cat", "concat", "stack", "broadcast_to", "hstack",
-    "vstack", "sin", "cos", "tan", "arcsin", "asin", "acos", "arccos", "arctan", "atan", "sinh",
-    "cosh", "arctan2", "atan2", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square",
-    "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf",
-    "isfinite", "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor",
-    "logical_not", "where", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose",
-    "allclose", "equal", "relu", "sigmoid", "selu", "celu", "softmax", "log_softmax", "neg",
-    "negative", "remainder", "add", "sub", "subtract", "mul", "multiply", "div", "divide",
-    "true_divide", "pow", "addcmul", "addcdiv", "conv2d", "conv1d", "clone", "index_select",
-    "gather", "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select",
-    "nonzero", "argwhere", "index_add", "index_put", "embedding", "embedding_renorm_", "exp_",
-    "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_",
+    "vstack", "exp", "log", "sqrt", "abs", "sign", "tanh", "reciprocal", "clamp", "clip", "sin",
+    "cos", "tan", "arcsin", "asin", "acos", "arccos", "arctan", "atan", "sinh", "cosh",
+    "arctan2", "atan2", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square", "floor",
+    "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf", "isfinite",
+    "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor", "logical_not", "where",
+    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "allclose", "equal",
+    "relu", "sigmoid", "selu", "celu", "softmax", "log_softmax", "neg", "negative", "remainder",
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
+    "addcmul", "addcdiv", "conv2d", "conv1d", "clone", "index_select", "gather",
+    "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select", "nonzero",
+    "argwhere", "index_add", "index_put", "embedding", "embedding_renorm_", "exp_", "sigmoid_",
+    "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_",
     "nan_to_num", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
     "tensordot", "kron", "trace", "diag_embed", "diag", "matmul", "layer_norm", "group_norm",
     "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "randperm", "sum", "mean",
     "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var", "std", "var_mean",
     "std_mean", "norm", "dist", "amax", "amin", "all", "any", "argmax", "argmin", "median",
-    "unique", "sort", "argsort", "topk", "exp", "log", "sqrt", "abs", "sign", "tanh",
-    "reciprocal", "clamp", "clip",
+    "unique", "sort", "argsort", "topk",
 ]
 
 __version__: builtins.str
@@ -262,7 +262,7 @@ def embedding_renorm_(
     max_norm: builtins.float,
     norm_type: builtins.float,
 ) -> Tensor:
-    """Scales the rows of input (an embedding weight) at indices whose norm exceeds max_norm"""
+    """Scales the rows of input at indices down to norm max_norm where it is exceeded."""
 
 # ---- declared in _ops/inplace_pointwise.py
 def exp_(self: Tensor) -> Tensor:
@@ -353,50 +353,101 @@ def group_norm(
     bias: Optional[Tensor] = None,
     eps: builtins.float = 1e-05,
 ) -> Tensor:
-    """input normalized over each group of channels (and the other dims), then scaled and"""
+    """input normalized over each group of channels, then scaled and shifted per channel."""
 
 # ---- declared in _ops/pointwise.py
-def sin(input: Tensor) -> Tensor: ...
-def cos(input: Tensor) -> Tensor: ...
-def tan(input: Tensor) -> Tensor: ...
-def arcsin(input: Tensor) -> Tensor: ...
-def asin(input: Tensor) -> Tensor: ...
-def acos(input: Tensor) -> Tensor: ...
-def arccos(input: Tensor) -> Tensor: ...
-def arctan(input: Tensor) -> Tensor: ...
-def atan(input: Tensor) -> Tensor: ...
-def sinh(input: Tensor) -> Tensor: ...
-def cosh(input: Tensor) -> Tensor: ...
-def arctan2(input: Tensor, other: Tensor) -> Tensor: ...
-def atan2(input: Tensor, other: Tensor) -> Tensor: ...
-def exp2(input: Tensor) -> Tensor: ...
-def expm1(input: Tensor) -> Tensor: ...
-def log2(input: Tensor) -> Tensor: ...
-def log10(input: Tensor) -> Tensor: ...
-def log1p(input: Tensor) -> Tensor: ...
-def rsqrt(input: Tensor) -> Tensor: ...
+def exp(input: Tensor) -> Tensor:
+    """e to the power input."""
+def log(input: Tensor) -> Tensor:
+    """The natural logarithm of input."""
+def sqrt(input: Tensor) -> Tensor:
+    """The square root of input."""
+def abs(input: Tensor) -> Tensor:
+    """The absolute value of input."""
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of input."""
+def reciprocal(input: Tensor) -> Tensor:
+    """1 / input."""
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+def sin(input: Tensor) -> Tensor:
+    """The sine of input (radians)."""
+def cos(input: Tensor) -> Tensor:
+    """The cosine of input (radians)."""
+def tan(input: Tensor) -> Tensor:
+    """The tangent of input (radians)."""
+def arcsin(input: Tensor) -> Tensor:
+    """The arcsine of input."""
+def asin(input: Tensor) -> Tensor:
+    """The arcsine of input."""
+def acos(input: Tensor) -> Tensor:
+    """The arccosine of input."""
+def arccos(input: Tensor) -> Tensor:
+    """The arccosine of input."""
+def arctan(input: Tensor) -> Tensor:
+    """The arctangent of input."""
+def atan(input: Tensor) -> Tensor:
+    """The arctangent of input."""
+def sinh(input: Tensor) -> Tensor:
+    """The hyperbolic sine of input."""
+def cosh(input: Tensor) -> Tensor:
+    """The hyperbolic cosine of input."""
+def arctan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+def exp2(input: Tensor) -> Tensor:
+    """2 to the power input."""
+def expm1(input: Tensor) -> Tensor:
+    """exp(input) - 1, accurate near 0."""
+def log2(input: Tensor) -> Tensor:
+    """The base-2 logarithm of input."""
+def log10(input: Tensor) -> Tensor:
+    """The base-10 logarithm of input."""
+def log1p(input: Tensor) -> Tensor:
+    """log(1 + input), accurate near 0."""
+def rsqrt(input: Tensor) -> Tensor:
+    """1 / sqrt(input)."""
 def square(input: Tensor) -> Tensor:
     """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
-def floor(input: Tensor) -> Tensor: ...
-def ceil(input: Tensor) -> Tensor: ...
-def fix(input: Tensor) -> Tensor: ...
-def trunc(input: Tensor) -> Tensor: ...
+def floor(input: Tensor) -> Tensor:
+    """The largest integer not above input (zero gradient)."""
+def ceil(input: Tensor) -> Tensor:
+    """The smallest integer not below input (zero gradient)."""
+def fix(input: Tensor) -> Tensor:
+    """input rounded toward zero (zero gradient)."""
+def trunc(input: Tensor) -> Tensor:
+    """input rounded toward zero (zero gradient)."""
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
     """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
-def erf(input: Tensor) -> Tensor: ...
+def erf(input: Tensor) -> Tensor:
+    """The error function of input."""
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
 def fmod(input: Tensor, other: Any) -> Tensor:
     """C's fmod: the remainder has the sign of the dividend."""
-def isnan(input: Tensor) -> Tensor: ...
-def isinf(input: Tensor) -> Tensor: ...
-def isfinite(input: Tensor) -> Tensor: ...
-def isposinf(input: Tensor) -> Tensor: ...
-def isneginf(input: Tensor) -> Tensor: ...
-def logical_and(input: Tensor, other: Tensor) -> Tensor: ...
-def logical_or(input: Tensor, other: Tensor) -> Tensor: ...
-def logical_xor(input: Tensor, other: Tensor) -> Tensor: ...
-def logical_not(input: Tensor) -> Tensor: ...
+def isnan(input: Tensor) -> Tensor:
+    """Where input is NaN."""
+def isinf(input: Tensor) -> Tensor:
+    """Where input is +inf or -inf."""
+def isfinite(input: Tensor) -> Tensor:
+    """Where input is neither NaN nor infinite."""
+def isposinf(input: Tensor) -> Tensor:
+    """Where input is +inf."""
+def isneginf(input: Tensor) -> Tensor:
+    """Where input is -inf."""
+def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    """input and other, as truth values (bool result)."""
+def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    """input or other, as truth values (bool result)."""
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """input xor other, as truth values (bool result)."""
+def logical_not(input: Tensor) -> Tensor:
+    """not input, as a truth value (bool result)."""
 
 # ---- declared in _ops/pool.py
 def max_pool2d(
@@ -639,17 +690,6 @@ def topk(
     largest: builtins.bool = True,
     sorted: builtins.bool = True,
 ) -> return_types.topk: ...
-
-# ---- declared in _ops/unary.py
-def exp(a: Tensor) -> Tensor: ...
-def log(a: Tensor) -> Tensor: ...
-def sqrt(a: Tensor) -> Tensor: ...
-def abs(a: Tensor) -> Tensor: ...
-def sign(a: Tensor) -> Tensor: ...
-def tanh(a: Tensor) -> Tensor: ...
-def reciprocal(a: Tensor) -> Tensor: ...
-def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor: ...
-def clip(a: Tensor, min: Any = None, max: Any = None) -> Tensor: ...
 
 # ---- declared in _ops/views.py
 def narrow(input: Tensor, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:

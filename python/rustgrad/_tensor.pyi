@@ -460,47 +460,104 @@ class Tensor(TensorBase):
         """other @ input, for a non-tensor on the left."""
 
     # ---- declared in _ops/pointwise.py
-    def sin(self) -> Tensor: ...
-    def cos(self) -> Tensor: ...
-    def tan(self) -> Tensor: ...
-    def arcsin(self) -> Tensor: ...
-    def asin(self) -> Tensor: ...
-    def acos(self) -> Tensor: ...
-    def arccos(self) -> Tensor: ...
-    def arctan(self) -> Tensor: ...
-    def atan(self) -> Tensor: ...
-    def sinh(self) -> Tensor: ...
-    def cosh(self) -> Tensor: ...
-    def arctan2(self, other: Tensor) -> Tensor: ...
-    def atan2(self, other: Tensor) -> Tensor: ...
-    def exp2(self) -> Tensor: ...
-    def expm1(self) -> Tensor: ...
-    def log2(self) -> Tensor: ...
-    def log10(self) -> Tensor: ...
-    def log1p(self) -> Tensor: ...
-    def rsqrt(self) -> Tensor: ...
+    def exp(self) -> Tensor:
+        """e to the power input."""
+    def log(self) -> Tensor:
+        """The natural logarithm of input."""
+    def sqrt(self) -> Tensor:
+        """The square root of input."""
+    def abs(self) -> Tensor:
+        """The absolute value of input."""
+    def __abs__(self) -> Tensor:
+        """The absolute value of input."""
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+    def tanh(self) -> Tensor:
+        """The hyperbolic tangent of input."""
+    def reciprocal(self) -> Tensor:
+        """1 / input."""
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:
+        """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        """clamp written into self."""
+    def clip_(self, min: Any = None, max: Any = None) -> Tensor:
+        """clamp written into self."""
+    def sin(self) -> Tensor:
+        """The sine of input (radians)."""
+    def cos(self) -> Tensor:
+        """The cosine of input (radians)."""
+    def tan(self) -> Tensor:
+        """The tangent of input (radians)."""
+    def arcsin(self) -> Tensor:
+        """The arcsine of input."""
+    def asin(self) -> Tensor:
+        """The arcsine of input."""
+    def acos(self) -> Tensor:
+        """The arccosine of input."""
+    def arccos(self) -> Tensor:
+        """The arccosine of input."""
+    def arctan(self) -> Tensor:
+        """The arctangent of input."""
+    def atan(self) -> Tensor:
+        """The arctangent of input."""
+    def sinh(self) -> Tensor:
+        """The hyperbolic sine of input."""
+    def cosh(self) -> Tensor:
+        """The hyperbolic cosine of input."""
+    def arctan2(self, other: Tensor) -> Tensor:
+        """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+    def atan2(self, other: Tensor) -> Tensor:
+        """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+    def exp2(self) -> Tensor:
+        """2 to the power input."""
+    def expm1(self) -> Tensor:
+        """exp(input) - 1, accurate near 0."""
+    def log2(self) -> Tensor:
+        """The base-2 logarithm of input."""
+    def log10(self) -> Tensor:
+        """The base-10 logarithm of input."""
+    def log1p(self) -> Tensor:
+        """log(1 + input), accurate near 0."""
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(input)."""
     def square(self) -> Tensor:
         """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
-    def floor(self) -> Tensor: ...
-    def ceil(self) -> Tensor: ...
-    def fix(self) -> Tensor: ...
-    def trunc(self) -> Tensor: ...
+    def floor(self) -> Tensor:
+        """The largest integer not above input (zero gradient)."""
+    def ceil(self) -> Tensor:
+        """The smallest integer not below input (zero gradient)."""
+    def fix(self) -> Tensor:
+        """input rounded toward zero (zero gradient)."""
+    def trunc(self) -> Tensor:
+        """input rounded toward zero (zero gradient)."""
     def round(self, *, decimals: builtins.int = 0) -> Tensor:
         """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
-    def erf(self) -> Tensor: ...
+    def erf(self) -> Tensor:
+        """The error function of input."""
     def lerp(self, end: Tensor, weight: Any) -> Tensor:
         """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
     def fmod(self, other: Any) -> Tensor:
         """C's fmod: the remainder has the sign of the dividend."""
-    def isnan(self) -> Tensor: ...
-    def isinf(self) -> Tensor: ...
-    def isfinite(self) -> Tensor: ...
-    def isposinf(self) -> Tensor: ...
-    def isneginf(self) -> Tensor: ...
-    def logical_and(self, other: Tensor) -> Tensor: ...
-    def logical_or(self, other: Tensor) -> Tensor: ...
-    def logical_xor(self, other: Tensor) -> Tensor: ...
-    def logical_not(self) -> Tensor: ...
+    def isnan(self) -> Tensor:
+        """Where input is NaN."""
+    def isinf(self) -> Tensor:
+        """Where input is +inf or -inf."""
+    def isfinite(self) -> Tensor:
+        """Where input is neither NaN nor infinite."""
+    def isposinf(self) -> Tensor:
+        """Where input is +inf."""
+    def isneginf(self) -> Tensor:
+        """Where input is -inf."""
+    def logical_and(self, other: Tensor) -> Tensor:
+        """input and other, as truth values (bool result)."""
+    def logical_or(self, other: Tensor) -> Tensor:
+        """input or other, as truth values (bool result)."""
+    def logical_xor(self, other: Tensor) -> Tensor:
+        """input xor other, as truth values (bool result)."""
+    def logical_not(self) -> Tensor:
+        """not input, as a truth value (bool result)."""
 
     # ---- declared in _ops/random.py
     def normal_(
@@ -726,20 +783,6 @@ class Tensor(TensorBase):
         largest: builtins.bool = True,
         sorted: builtins.bool = True,
     ) -> return_types.topk: ...
-
-    # ---- declared in _ops/unary.py
-    def exp(self) -> Tensor: ...
-    def log(self) -> Tensor: ...
-    def sqrt(self) -> Tensor: ...
-    def abs(self) -> Tensor: ...
-    def __abs__(self) -> Tensor: ...
-    def sign(self) -> Tensor: ...
-    def tanh(self) -> Tensor: ...
-    def reciprocal(self) -> Tensor: ...
-    def clamp(self, min: Any = None, max: Any = None) -> Tensor: ...
-    def clip(self, min: Any = None, max: Any = None) -> Tensor: ...
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor: ...
-    def clip_(self, min: Any = None, max: Any = None) -> Tensor: ...
 
     # ---- declared in _ops/views.py
     def narrow(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:

@@ -1,7 +1,11 @@
-"""Activations: softmax and log_softmax (and the attention's safe softmax).
+"""Activations: relu, sigmoid, softplus, gelu, silu, mish, leaky_relu, elu/selu/celu,
+hardtanh/relu6, hardsigmoid, hardswish, logsigmoid, softsign, tanhshrink, and the softmax family
+(softmax, log_softmax, softmin, and the attention's safe softmax).
 
 Forward on the input's arrays through `input._backend`; backward formulas in rustgrad ops, so
-double backward works; grad_fn names and kernel names in errors as torch's."""
+double backward works; grad_fn names and kernel names in errors as torch's. The activations
+that take `inplace` write their result into the input as torch's in-place kernels do (see
+`inplace_input` / `write_activation`)."""
 
 from __future__ import annotations
 
@@ -9,10 +13,21 @@ import math
 import warnings
 from typing import Any, Optional
 
-from .. import _dtype
+from .. import _core, _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import _type_name, record
+from ._util import _type_name, check_inplace, commit_inplace, is_grad_enabled, record
+from .pointwise import _erf_array, erf
+from .select import where
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_KAPPA = 0.044715
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+# torch's `_saved_result` / `_saved_self` of a node that saves one tensor
+_SAVED_RESULT = {"result": lambda s, c: s[0]}
+_SAVED_SELF = {"self": lambda s, c: s[0]}
 
 
 def _errstate(xp: Any) -> Any:
@@ -23,6 +38,332 @@ def _errstate(xp: Any) -> Any:
 
         return contextlib.nullcontext()
     return es(all="ignore")
+
+
+def _require_float(input: Tensor, kernel: str) -> Any:
+    """input's array; torch's refusal of an integral input to a floating-point-only kernel."""
+    d = input._data
+    if d.dtype.kind != "f":
+        raise NotImplementedError(
+            f'"{kernel}" not implemented for \'{_type_name(_dtype.from_np(d.dtype))}\''
+        )
+    return d
+
+
+def _floating(input: Tensor) -> Any:
+    """input's array, cast to the default float dtype if it is integral (sigmoid(int) is
+    float)."""
+    d = input._data
+    if d.dtype.kind in "biu":
+        return d.astype(_dtype.get_default_dtype().np)
+    return d
+
+
+# ---- in place --------------------------------------------------------------------------
+def inplace_input(input: Tensor, inplace: bool) -> Tensor:
+    """What an activation computes from: for an in-place call with autograd, a copy of input's
+    values with input's history, so that what the op saves for backward is not overwritten by
+    the write."""
+    if inplace and is_grad_enabled() and input.requires_grad:
+        return _core.shallow_copy(input, input._data.copy())
+    return input
+
+
+def write_activation(input: Tensor, out: Tensor) -> Tensor:
+    """Writes out into input as torch's in-place activations do: input takes out's node as its
+    grad_fn (ReluBackward0, ...), or CopySlices when input is a view."""
+    if not (is_grad_enabled() and out.requires_grad):
+        return input.copy_(out)
+    check_inplace(input)
+    commit_inplace(input, out)
+    return input
+
+
+def _finish(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    return write_activation(input, out) if inplace else out
+
+
+def stable_softplus(x: Tensor) -> Tensor:
+    """log(1 + exp(x)) in rustgrad ops, stable for large |x| (for backward formulas and
+    composite losses)."""
+    return x.clamp(min=0) + ((-x.abs()).exp() + 1).log()
+
+
+# ---- relu, sigmoid ---------------------------------------------------------------------
+def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's threshold_backward: zero where result <= 0, so a nan passes its gradient
+    (out,) = saved
+    return g * ~(out <= 0)
+
+
+@op(method="relu", function="relu", grad_fn="ReluBackward0",
+    saved={"ReluBackward0": _SAVED_RESULT})
+def relu(input: Tensor) -> Tensor:
+    """max(input, 0)."""
+    xp = input._backend
+    d = input._data
+    return record(xp.maximum(d, d.dtype.type(0)), (input,), "ReluBackward0", _relu_bw, (), None,
+                  True)
+
+
+def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    return g * (out * (1 - out))
+
+
+@op(method="sigmoid", function="sigmoid", functional="sigmoid", grad_fn="SigmoidBackward0",
+    saved={"SigmoidBackward0": _SAVED_RESULT})
+def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + exp(-input))."""
+    xp = input._backend
+    d = _floating(input)
+    # exp of a negative argument only, so large |x| neither overflows nor loses precision
+    e = xp.exp(-xp.abs(d))
+    out = xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    return record(out, (input,), "SigmoidBackward0", _sigmoid_bw, (), None, True)
+
+
+# ---- softplus, gelu, silu, mish, logsigmoid --------------------------------------------
+def _softplus_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    beta, threshold = ctx
+    xb = x * beta
+    return where(xb > threshold, g, g * xb.sigmoid())
+
+
+@op(functional="softplus", grad_fn="SoftplusBackward0",
+    saved={"SoftplusBackward0": _SAVED_SELF})
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta input)) / beta, and input itself where beta input > threshold."""
+    d = _require_float(input, "softplus_cpu")
+    xp = input._backend
+    with _errstate(xp):
+        bx = d * d.dtype.type(beta)
+        # max(bx, 0) + log1p(exp(-|bx|)): no overflow for a large threshold
+        soft = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / d.dtype.type(beta)
+        out = xp.where(bx > threshold, d, soft).astype(d.dtype, copy=False)
+    return record(out, (input,), "SoftplusBackward0", _softplus_bw, (input,), (beta, threshold))
+
+
+def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    if ctx == "tanh":
+        inner = _SQRT_2_OVER_PI * (a + _KAPPA * a * a * a)
+        t = inner.tanh()
+        left = 0.5 * a
+        right = 1 + t
+        left_derivative = 0.5 * right
+        right_derivative = left * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _KAPPA * a * a))
+        return g * (left_derivative + right_derivative)
+    cdf = 0.5 * (1 + erf(a * math.sqrt(0.5)))
+    pdf = (-0.5 * a * a).exp() * _INV_SQRT_2PI
+    return g * (cdf + a * pdf)
+
+
+@op(functional="gelu", grad_fn="GeluBackward0", saved={"GeluBackward0": _SAVED_SELF})
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """input * Phi(input) (Phi the standard normal CDF), or its tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    d = _require_float(input, "GeluKernelImpl")
+    xp = input._backend
+    with _errstate(xp):
+        if approximate == "tanh":
+            inner = _SQRT_2_OVER_PI * (d + _KAPPA * d * d * d)
+            out = 0.5 * d * (1 + xp.tanh(inner))
+        else:
+            out = d * 0.5 * (1 + _erf_array(xp, d * d.dtype.type(math.sqrt(0.5))))
+    return record(out.astype(d.dtype, copy=False), (input,), "GeluBackward0", _gelu_bw,
+                  (input,), approximate)
+
+
+def _silu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    s = a.sigmoid()
+    return g * (s * (1 + a * (1 - s)))
+
+
+@op(functional="silu", grad_fn="SiluBackward0", saved={"SiluBackward0": _SAVED_SELF})
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """input * sigmoid(input)."""
+    _require_float(input, "silu_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    xp = src._backend
+    with _errstate(xp):
+        e = xp.exp(-xp.abs(d))
+        sig = xp.where(d >= 0, 1 / (1 + e), e / (1 + e))
+        out = (d * sig).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), "SiluBackward0", _silu_bw, (src,)), inplace)
+
+
+def _mish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    tsp = stable_softplus(x).tanh()
+    return g * (tsp + x * x.sigmoid() * (1 - tsp * tsp))
+
+
+@op(functional="mish", grad_fn="MishBackward0", saved={"MishBackward0": _SAVED_SELF})
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """input * tanh(softplus(input))."""
+    _require_float(input, "mish_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    xp = src._backend
+    with _errstate(xp):
+        sp = xp.maximum(d, 0) + xp.log1p(xp.exp(-xp.abs(d)))
+        out = (d * xp.tanh(sp)).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), "MishBackward0", _mish_bw, (src,)), inplace)
+
+
+def _logsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    return g * (-x).sigmoid()
+
+
+@op(functional="logsigmoid", grad_fn="LogSigmoidBackward0")
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(input)), computed stably."""
+    d = _require_float(input, "log_sigmoid_cpu")
+    xp = input._backend
+    with _errstate(xp):
+        out = (xp.minimum(d, 0) - xp.log1p(xp.exp(-xp.abs(d)))).astype(d.dtype, copy=False)
+    return record(out, (input,), "LogSigmoidBackward0", _logsigmoid_bw, (input,))
+
+
+# ---- leaky_relu, elu, selu, celu -------------------------------------------------------
+def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    return where(x > 0, g, g * ctx)
+
+
+@op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1"))
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """input where positive, else negative_slope * input."""
+    _require_float(input, "leaky_relu_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    out = src._backend.where(d > 0, d, d * d.dtype.type(negative_slope)).astype(d.dtype,
+                                                                                copy=False)
+    name = "LeakyReluBackward1" if inplace else "LeakyReluBackward0"
+    return _finish(input, record(out, (src,), name, _leaky_relu_bw, (src,), negative_slope),
+                   inplace)
+
+
+def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    alpha, scale, input_scale = ctx
+    neg = g * (alpha * scale * input_scale) * (x * input_scale).exp()
+    return where(x > 0, g * scale if scale != 1 else g, neg)
+
+
+def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool,
+         name: str) -> Tensor:
+    """scale * (input where positive, else alpha * (exp(input * input_scale) - 1)): elu, selu
+    and celu are this kernel with other constants, as in torch."""
+    _require_float(input, "elu_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    xp = src._backend
+    with _errstate(xp):
+        neg = alpha * xp.expm1(xp.minimum(d, 0) * input_scale)
+        out = (scale * xp.where(d > 0, d, neg)).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), name, _elu_bw, (src,), (alpha, scale, input_scale)),
+                   inplace)
+
+
+@op(functional="elu", grad_fn=("EluBackward0", "EluBackward1"))
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """input where positive, else alpha * (exp(input) - 1)."""
+    return _elu(input, alpha, 1.0, 1.0, inplace, "EluBackward1" if inplace else "EluBackward0")
+
+
+@op(function="selu", functional="selu", grad_fn=("EluBackward0", "EluBackward1"))
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(input, alpha) with the self-normalizing constants."""
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace,
+                "EluBackward1" if inplace else "EluBackward0")
+
+
+@op(function="celu", functional="celu", grad_fn=("CeluBackward0", "CeluBackward1"))
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """input where positive, else alpha * (exp(input / alpha) - 1)."""
+    return _elu(input, alpha, 1.0, 1.0 / alpha, inplace,
+                "CeluBackward1" if inplace else "CeluBackward0")
+
+
+# ---- hardtanh, relu6, hardsigmoid, hardswish -------------------------------------------
+def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch: the gradient is zero at and beyond the bounds (exclusive, unlike clamp)
+    (x,) = saved
+    lo, hi = ctx
+    return where((x > lo) & (x < hi), g, g * 0)
+
+
+@op(functional="hardtanh", grad_fn="HardtanhBackward0")
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """input clamped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    src = inplace_input(input, inplace)
+    d = src._data
+    out = src._backend.clip(d, min_val, max_val).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), "HardtanhBackward0", _hardtanh_bw, (src,),
+                                 (min_val, max_val)), inplace)
+
+
+@op(functional="relu6", grad_fn="HardtanhBackward0")
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(input, 0), 6) (torch's hardtanh(input, 0, 6))."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    # torch's kernel multiplies by the float literal 1.0f / 6.0f, in every dtype
+    return where((x > -3) & (x < 3), g * 0.1666666716337204, g * 0)
+
+
+@op(functional="hardsigmoid", grad_fn="HardsigmoidBackward0")
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """clamp(input / 6 + 1/2, 0, 1)."""
+    _require_float(input, "hardsigmoid_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    out = (src._backend.clip(d + 3, 0, 6) / 6).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), "HardsigmoidBackward0", _hardsigmoid_bw, (src,)),
+                   inplace)
+
+
+def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    mid = where(x <= 3, g * (x / 3 + 0.5), g)
+    return where(x < -3, g * 0, mid)
+
+
+@op(functional="hardswish", grad_fn="HardswishBackward0")
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """input * hardsigmoid(input)."""
+    _require_float(input, "hardswish_cpu")
+    src = inplace_input(input, inplace)
+    d = src._data
+    out = (d * src._backend.clip(d + 3, 0, 6) / 6).astype(d.dtype, copy=False)
+    return _finish(input, record(out, (src,), "HardswishBackward0", _hardswish_bw, (src,)),
+                   inplace)
+
+
+# ---- softsign, tanhshrink (composites, as in torch) ------------------------------------
+@op(functional="softsign")
+def softsign(input: Tensor) -> Tensor:
+    """input / (1 + |input|)."""
+    return input / (input.abs() + 1)
+
+
+@op(functional="tanhshrink")
+def tanhshrink(input: Tensor) -> Tensor:
+    """input - tanh(input)."""
+    return input - input.tanh()
 
 
 # ---- softmax, log_softmax --------------------------------------------------------------
@@ -113,3 +454,13 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
             out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return record(out.reshape(d.shape), (input,), "LogSoftmaxBackward0", _log_softmax_bw, (),
                   dim, True)
+
+
+@op(functional="softmin", grad_fn="SoftmaxBackward0")
+def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    """softmax(-input, dim)."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim, "softmin")
+    x = input.to(dtype) if dtype is not None else input
+    return softmax(-x, dim)

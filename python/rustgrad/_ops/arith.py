@@ -300,7 +300,7 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
     s = as_scalar(other)
     if s is None:
         return NotImplemented
-    from .unary import reciprocal
+    from .pointwise import reciprocal
 
     return mul(reciprocal(input), s)
 

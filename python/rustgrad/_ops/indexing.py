@@ -415,3 +415,53 @@ def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
     check_inplace(self)
     out = index_put(self, indices, values, accumulate)
     return write_inplace(self, out, self.requires_grad or values.requires_grad)
+
+
+# ---- embedding -----------------------------------------------------------------------------
+def _embedding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, idx, keep = ctx
+    gi = g.reshape(idx.size, shape[1])
+    if keep is not None:
+        gi = gi * const(keep.reshape(-1, 1).astype(g._data.dtype))
+    return index_into_zeros(gi, shape, (idx.reshape(-1),), True)
+
+
+# nn.functional.embedding takes (input, weight, padding_idx=None, max_norm, ...): argument
+# handling over this op, in nn/functional.py
+@op(function="embedding", grad_fn="EmbeddingBackward0")
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """The rows of weight at indices; padding_idx >= 0 names a row that gets no gradient."""
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    idd = indices._data
+    if idd.dtype.kind not in "iu":
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got torch.{_dtype.LEGACY_NAMES[indices.dtype.name]} instead "
+            "(while checking arguments for embedding)"
+        )
+    n = weight._data.shape[0]
+    if idd.size and (int(idd.min()) < -n or int(idd.max()) >= n):
+        raise IndexError("index out of range in self")
+    idd = idd % n if idd.size and int(idd.min()) < 0 else idd
+    out = weight._data[idd]
+    keep = None if padding_idx < 0 else (idd != padding_idx)
+    return record(out, (weight,), "EmbeddingBackward0", _embedding_bw, None,
+                  (weight._data.shape, idd, keep))
+
+
+@op(function="embedding_renorm_")
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> Tensor:
+    """Scales the rows of input at indices down to norm max_norm where it is exceeded.
+
+    input is an embedding weight; it is written in place, outside autograd."""
+    xp = input._backend
+    rows = xp.unique(indices._data.reshape(-1))
+    w = input._data
+    norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+    w[rows] *= scale[:, None]
+    input._bump_version()
+    return input

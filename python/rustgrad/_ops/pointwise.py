@@ -1,21 +1,27 @@
-"""More pointwise ops: trigonometric and hyperbolic functions, exp2/expm1/log2/log10/log1p,
-rsqrt, square, rounding (zero gradient), erf, the activations (softplus, gelu, silu, leaky_relu,
-elu, hardtanh), lerp, fmod, atan2, the floating-point tests (isnan/isinf/isfinite) and the
-logical ops. Backward formulas are torch's (derivatives.yaml), written in rustgrad ops so that
-double backward works."""
+"""Pointwise ops: exp, log, sqrt, abs, sign, tanh, reciprocal, clamp; trigonometric and
+hyperbolic functions, exp2/expm1/log2/log10/log1p, rsqrt, square, rounding (zero gradient), erf,
+lerp, fmod, atan2, the floating-point tests (isnan/isinf/isfinite) and the logical ops.
+
+Backward formulas are torch's (derivatives.yaml), written in rustgrad ops so that double
+backward works."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from .. import _dtype
+from .. import _core, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     _type_name,
     as_scalar,
+    broadcast_error,
     cast_grad,
+    check_inplace,
+    check_inplace_cast,
+    commit_inplace,
+    is_grad_enabled,
     promote,
     record,
     same_device,
@@ -29,7 +35,6 @@ from ._util import (
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -39,16 +44,6 @@ def _floating(a: Tensor) -> Any:
     d = a._data
     if d.dtype.kind in "biu":
         return d.astype(_dtype.get_default_dtype().np)
-    return d
-
-
-def _require_float(a: Tensor, kernel: str) -> Any:
-    """torch's refusal of an integral input to a floating-point-only kernel."""
-    d = a._data
-    if d.dtype.kind != "f":
-        raise NotImplementedError(
-            f'"{kernel}" not implemented for \'{_type_name(_dtype.from_np(d.dtype))}\''
-        )
     return d
 
 
@@ -89,6 +84,240 @@ def _meta(a: Tensor, b: Tensor) -> Any:
     return (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype)
 
 
+# ---- exp, log, sqrt, abs, sign, tanh, reciprocal -----------------------------------------
+# torch's `_saved_result` / `_saved_self` of a node that saves one tensor
+_SAVED_RESULT = {"result": lambda s, c: s[0]}
+_SAVED_SELF = {"self": lambda s, c: s[0]}
+
+
+def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    return g * out
+
+
+@op(method="exp", function="exp", grad_fn="ExpBackward0",
+    saved={"ExpBackward0": _SAVED_RESULT})
+def exp(input: Tensor) -> Tensor:
+    """e to the power input."""
+    return record(input._backend.exp(_floating(input)), (input,), "ExpBackward0", _exp_bw, (),
+                  None, True)
+
+
+def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    return g / a
+
+
+@op(method="log", function="log", grad_fn="LogBackward0",
+    saved={"LogBackward0": _SAVED_SELF})
+def log(input: Tensor) -> Tensor:
+    """The natural logarithm of input."""
+    return record(input._backend.log(_floating(input)), (input,), "LogBackward0", _log_bw,
+                  (input,))
+
+
+def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    return g / (2 * out)
+
+
+@op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0",
+    saved={"SqrtBackward0": _SAVED_RESULT})
+def sqrt(input: Tensor) -> Tensor:
+    """The square root of input."""
+    return record(input._backend.sqrt(_floating(input)), (input,), "SqrtBackward0", _sqrt_bw,
+                  (), None, True)
+
+
+def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    return g * a.sign()
+
+
+@op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0",
+    saved={"AbsBackward0": _SAVED_SELF})
+def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
+    """The absolute value of input."""
+    return record(input._backend.abs(input._data), (input,), "AbsBackward0", _abs_bw, (input,))
+
+
+def _sign_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g * 0
+
+
+@op(method="sign", function="sign", grad_fn="SignBackward0")
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+    d = input._data
+    if d.dtype.kind == "b":
+        out = d.copy()
+    else:
+        out = input._backend.sign(d)
+        if d.dtype.kind == "f":  # torch's sign(nan) is 0, NumPy's nan
+            out = input._backend.nan_to_num(out, nan=0.0)
+    return record(out, (input,), "SignBackward0", _sign_bw)
+
+
+def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    return g * (1 - out * out)
+
+
+@op(method="tanh", function="tanh", functional="tanh", grad_fn="TanhBackward0",
+    saved={"TanhBackward0": _SAVED_RESULT})
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of input."""
+    return record(input._backend.tanh(_floating(input)), (input,), "TanhBackward0", _tanh_bw, (),
+                  None, True)
+
+
+def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (out,) = saved
+    return -g * out * out
+
+
+@op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0",
+    saved={"ReciprocalBackward0": _SAVED_RESULT})
+def reciprocal(input: Tensor) -> Tensor:
+    """1 / input."""
+    d = _floating(input)
+    return record(1 / d, (input,), "ReciprocalBackward0", _reciprocal_bw, (), None, True)
+
+
+# ---- clamp -----------------------------------------------------------------------------
+def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (a,) = saved
+    lo, hi = ctx
+    mask = None
+    if lo is not None:
+        mask = a >= lo
+    if hi is not None:
+        m = a <= hi
+        mask = m if mask is None else mask & m
+    return g * mask
+
+
+def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
+    xp = a._backend
+    d = a._data
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if d.dtype.kind != "f" and (type(lo) is float or type(hi) is float):
+        d = d.astype(_dtype.get_default_dtype().np)  # int tensor, float bound: default float
+    out = d
+    if lo is not None:
+        out = xp.maximum(out, lo)
+    if hi is not None:
+        out = xp.minimum(out, hi)
+    if out is a._data:
+        out = out.copy()
+    return out.astype(d.dtype, copy=False)
+
+
+# torch names the C type in clamp_'s scalar-bound cast error ("... output type long int")
+_C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool"}
+
+
+@op(method=("clamp", "clip"), function=("clamp", "clip"), grad_fn=("ClampBackward0", "ClampBackward1"))
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002  (torch's names)
+    """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensor(input, min, max)
+    lo = None if min is None else as_scalar(min)
+    hi = None if max is None else as_scalar(max)
+    out = _clamp_array(input, lo, hi)
+    return record(out, (input,), "ClampBackward1", _clamp_bw, (input,), (lo, hi))
+
+
+def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's clamp_backward and clamp_backward_min_max
+    from .select import where
+
+    a, lo, hi = saved
+    zero = g * 0
+    if lo is not None and hi is not None:
+        ga = where((a >= lo) & (a <= hi), g, zero)
+        glo = where((a < lo) & (lo < hi), g, zero)
+        ghi = where((a > hi) | (hi < lo), g, zero)
+    elif lo is not None:
+        ga, glo, ghi = where(a >= lo, g, zero), where(a < lo, g, zero), None
+    else:
+        ga, glo, ghi = where(a <= hi, g, zero), None, where(a > hi, g, zero)
+    out = []
+    for grad, (shape, dt) in zip((ga, glo, ghi), ctx):
+        if shape is not None:
+            out.append(cast_grad(sum_to(grad, shape), dt))
+    return tuple(out)
+
+
+def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
+    for x in (lo, hi):
+        if x is not None and not isinstance(x, Tensor):
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got (Tensor, "
+                f"{type(lo).__name__ if lo is not None else 'NoneType'}, "
+                f"{type(hi).__name__ if hi is not None else 'NoneType'}), but expected one of:\n"
+                " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+                " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)"
+            )
+
+    present = [x for x in (a, lo, hi) if x is not None]
+    rt = _dtype.result_type(*present).np
+    xp = a._backend
+    out = a._data.astype(rt, copy=False)
+    try:
+        if lo is not None:
+            same_device(a._data, lo._data)
+            out = xp.maximum(out, lo._data.astype(rt, copy=False))
+        if hi is not None:
+            same_device(a._data, hi._data)
+            out = xp.minimum(out, hi._data.astype(rt, copy=False))
+    except ValueError as e:
+        raise broadcast_error(e, *(x._data.shape for x in present)) from None
+    if out is a._data:
+        out = out.copy()
+    ctx = tuple((x._data.shape, x._data.dtype) if x is not None else (None, None)
+                for x in (a, lo, hi))
+    return record(out, tuple(present), "ClampBackward0", _clamp_tensor_bw, (a, lo, hi), ctx)
+
+
+@op(method=("clamp_", "clip_"))
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """clamp written into self."""
+    check_inplace(self)
+    if self._data.dtype.kind != "f":
+        bounds = [x for x in (min, max) if x is not None]
+        if any(type(x) is float for x in bounds):
+            raise RuntimeError(
+                "result type Float can't be cast to the desired output type "
+                f"{_C_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}"
+            )
+        if bounds and any(isinstance(x, Tensor) for x in bounds):
+            check_inplace_cast(self, _dtype.result_type(self, *bounds))
+    tensor_bound = isinstance(min, Tensor) and min.requires_grad or \
+        isinstance(max, Tensor) and max.requires_grad
+    if is_grad_enabled() and (self.requires_grad or tensor_bound):
+        # the backward needs self as it was before the write: save self copy with its history
+        out = clamp(_core.shallow_copy(self, self._data.copy()), min, max)
+        commit_inplace(self, out)
+        return self
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        res = _clamp_tensor(self, min, max)._data
+        if res.shape != self._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                f"{list(res.shape)}"
+            )
+    else:
+        lo = None if min is None else as_scalar(min)
+        hi = None if max is None else as_scalar(max)
+        res = _clamp_array(self, lo, hi)
+    self._data[...] = res
+    self._bump_version()
+    return self
+
+
 # ---- trigonometric and hyperbolic ------------------------------------------------------
 def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * saved[0].cos()
@@ -96,6 +325,7 @@ def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sin", function="sin", grad_fn="SinBackward0")
 def sin(input: Tensor) -> Tensor:
+    """The sine of input (radians)."""
     return _unary(input, lambda xp, d: xp.sin(d), "SinBackward0", _sin_bw, "in")
 
 
@@ -105,6 +335,7 @@ def _cos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cos", function="cos", grad_fn="CosBackward0")
 def cos(input: Tensor) -> Tensor:
+    """The cosine of input (radians)."""
     return _unary(input, lambda xp, d: xp.cos(d), "CosBackward0", _cos_bw, "in")
 
 
@@ -115,6 +346,7 @@ def _tan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="tan", function="tan", grad_fn="TanBackward0")
 def tan(input: Tensor) -> Tensor:
+    """The tangent of input (radians)."""
     return _unary(input, lambda xp, d: xp.tan(d), "TanBackward0", _tan_bw, "out")
 
 
@@ -125,6 +357,7 @@ def _asin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0")
 def asin(input: Tensor) -> Tensor:
+    """The arcsine of input."""
     return _unary(input, lambda xp, d: xp.arcsin(d), "AsinBackward0", _asin_bw, "in")
 
 
@@ -135,6 +368,7 @@ def _acos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0")
 def acos(input: Tensor) -> Tensor:
+    """The arccosine of input."""
     return _unary(input, lambda xp, d: xp.arccos(d), "AcosBackward0", _acos_bw, "in")
 
 
@@ -145,6 +379,7 @@ def _atan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("arctan", "atan"), function=("arctan", "atan"), grad_fn="AtanBackward0")
 def atan(input: Tensor) -> Tensor:
+    """The arctangent of input."""
     return _unary(input, lambda xp, d: xp.arctan(d), "AtanBackward0", _atan_bw, "in")
 
 
@@ -154,6 +389,7 @@ def _sinh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sinh", function="sinh", grad_fn="SinhBackward0")
 def sinh(input: Tensor) -> Tensor:
+    """The hyperbolic sine of input."""
     return _unary(input, lambda xp, d: xp.sinh(d), "SinhBackward0", _sinh_bw, "in")
 
 
@@ -163,6 +399,7 @@ def _cosh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cosh", function="cosh", grad_fn="CoshBackward0")
 def cosh(input: Tensor) -> Tensor:
+    """The hyperbolic cosine of input."""
     return _unary(input, lambda xp, d: xp.cosh(d), "CoshBackward0", _cosh_bw, "in")
 
 
@@ -172,8 +409,9 @@ def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _binary_grads(g * b * recip, g * -a * recip, ctx)
 
 
-@op(method=("arctan2", "atan2"), function=("arctan2", "atan2"))
+@op(method=("arctan2", "atan2"), function=("arctan2", "atan2"), grad_fn="Atan2Backward0")
 def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
     if not isinstance(other, Tensor):
         raise TypeError(
             f"atan2(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}"
@@ -198,8 +436,9 @@ def _exp2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (saved[0] * _LN2)
 
 
-@op(method="exp2", function="exp2")
+@op(method="exp2", function="exp2", grad_fn="Exp2Backward0")
 def exp2(input: Tensor) -> Tensor:
+    """2 to the power input."""
     return _unary(input, lambda xp, d: xp.exp2(d), "Exp2Backward0", _exp2_bw, "out")
 
 
@@ -207,8 +446,9 @@ def _expm1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (saved[0] + 1)
 
 
-@op(method="expm1", function="expm1")
+@op(method="expm1", function="expm1", grad_fn="Expm1Backward0")
 def expm1(input: Tensor) -> Tensor:
+    """exp(input) - 1, accurate near 0."""
     return _unary(input, lambda xp, d: xp.expm1(d), "Expm1Backward0", _expm1_bw, "out")
 
 
@@ -216,8 +456,9 @@ def _log2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] * _LN2)
 
 
-@op(method="log2", function="log2")
+@op(method="log2", function="log2", grad_fn="Log2Backward0")
 def log2(input: Tensor) -> Tensor:
+    """The base-2 logarithm of input."""
     return _unary(input, lambda xp, d: xp.log2(d), "Log2Backward0", _log2_bw, "in")
 
 
@@ -225,8 +466,9 @@ def _log10_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] * _LN10)
 
 
-@op(method="log10", function="log10")
+@op(method="log10", function="log10", grad_fn="Log10Backward0")
 def log10(input: Tensor) -> Tensor:
+    """The base-10 logarithm of input."""
     return _unary(input, lambda xp, d: xp.log10(d), "Log10Backward0", _log10_bw, "in")
 
 
@@ -234,8 +476,9 @@ def _log1p_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (saved[0] + 1)
 
 
-@op(method="log1p", function="log1p")
+@op(method="log1p", function="log1p", grad_fn="Log1PBackward0")
 def log1p(input: Tensor) -> Tensor:
+    """log(1 + input), accurate near 0."""
     return _unary(input, lambda xp, d: xp.log1p(d), "Log1PBackward0", _log1p_bw, "in")
 
 
@@ -246,10 +489,11 @@ def _rsqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0")
 def rsqrt(input: Tensor) -> Tensor:
+    """1 / sqrt(input)."""
     return _unary(input, lambda xp, d: 1 / xp.sqrt(d), "RsqrtBackward0", _rsqrt_bw, "out")
 
 
-@op(method="square", function="square")
+@op(method="square", function="square", grad_fn="PowBackward0")
 def square(input: Tensor) -> Tensor:
     """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
     if input._data.dtype.kind == "b":
@@ -274,16 +518,19 @@ def _rounding(a: Tensor, fn: Any, name: str, kernel: str) -> Tensor:
 
 @op(method="floor", function="floor", grad_fn="FloorBackward0")
 def floor(input: Tensor) -> Tensor:
+    """The largest integer not above input (zero gradient)."""
     return _rounding(input, lambda xp, d: xp.floor(d), "FloorBackward0", "floor_vml_cpu")
 
 
 @op(method="ceil", function="ceil", grad_fn="CeilBackward0")
 def ceil(input: Tensor) -> Tensor:
+    """The smallest integer not below input (zero gradient)."""
     return _rounding(input, lambda xp, d: xp.ceil(d), "CeilBackward0", "ceil_vml_cpu")
 
 
 @op(method=("fix", "trunc"), function=("fix", "trunc"), grad_fn="TruncBackward0")
 def trunc(input: Tensor) -> Tensor:
+    """input rounded toward zero (zero gradient)."""
     return _rounding(input, lambda xp, d: xp.trunc(d), "TruncBackward0", "trunc_vml_cpu")
 
 
@@ -343,124 +590,8 @@ def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="erf", function="erf", grad_fn="ErfBackward0")
 def erf(input: Tensor) -> Tensor:
+    """The error function of input."""
     return _unary(input, _erf_array, "ErfBackward0", _erf_bw, "in")
-
-
-# ---- activations -----------------------------------------------------------------------
-def _softplus_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .select import where
-
-    (a,) = saved
-    beta, threshold = ctx
-    xb = a * beta
-    return where(xb > threshold, g, g * xb.sigmoid())
-
-
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, and x where beta x > threshold (torch's)."""
-    d = _require_float(input, "softplus_cpu")
-    xp = input._backend
-    with _errstate(xp):
-        xb = d * d.dtype.type(beta)
-        soft = xp.log1p(xp.exp(xb)) / d.dtype.type(beta)
-        out = xp.where(xb > threshold, d, soft).astype(d.dtype, copy=False)
-    return record(out, (input,), "SoftplusBackward0", _softplus_bw, (input,), (beta, threshold))
-
-
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_KAPPA = 0.044715
-
-
-def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    if ctx == "tanh":
-        inner = _SQRT_2_OVER_PI * (a + _KAPPA * a * a * a)
-        t = inner.tanh()
-        left = 0.5 * a
-        right = 1 + t
-        left_derivative = 0.5 * right
-        right_derivative = left * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _KAPPA * a * a))
-        return g * (left_derivative + right_derivative)
-    cdf = 0.5 * (1 + erf(a * math.sqrt(0.5)))
-    pdf = (-0.5 * a * a).exp() * _INV_SQRT_2PI
-    return g * (cdf + a * pdf)
-
-
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError("approximate argument must be either none or tanh.")
-    d = _require_float(input, "GeluKernelImpl")
-    xp = input._backend
-    with _errstate(xp):
-        if approximate == "tanh":
-            inner = _SQRT_2_OVER_PI * (d + _KAPPA * d * d * d)
-            out = 0.5 * d * (1 + xp.tanh(inner))
-        else:
-            out = d * 0.5 * (1 + _erf_array(xp, d * d.dtype.type(math.sqrt(0.5))))
-    return record(out.astype(d.dtype, copy=False), (input,), "GeluBackward0", _gelu_bw,
-                  (input,), approximate)
-
-
-def _silu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    s = a.sigmoid()
-    return g * (s * (1 + a * (1 - s)))
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    d = _require_float(input, "silu_cpu")
-    xp = input._backend
-    with _errstate(xp):
-        e = xp.exp(-xp.abs(d))
-        sig = xp.where(d >= 0, 1 / (1 + e), e / (1 + e))
-        out = (d * sig).astype(d.dtype, copy=False)
-    return record(out, (input,), "SiluBackward0", _silu_bw, (input,))
-
-
-def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .select import where
-
-    (a,) = saved
-    return where(a > 0, g, g * ctx)
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    d = _require_float(input, "leaky_relu_cpu")
-    xp = input._backend
-    out = xp.where(d > 0, d, d * d.dtype.type(negative_slope)).astype(d.dtype, copy=False)
-    return record(out, (input,), "LeakyReluBackward0", _leaky_relu_bw, (input,), negative_slope)
-
-
-def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .select import where
-
-    (a,) = saved
-    return where(a > 0, g, g * (a.exp() * ctx))
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    d = _require_float(input, "elu_cpu")
-    xp = input._backend
-    with _errstate(xp):
-        out = xp.where(d > 0, d, d.dtype.type(alpha) * xp.expm1(d)).astype(d.dtype, copy=False)
-    return record(out, (input,), "EluBackward0", _elu_bw, (input,), alpha)
-
-
-def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch: the gradient is zero at and beyond the bounds (exclusive, unlike clamp)
-    (a,) = saved
-    lo, hi = ctx
-    return g * ((a > lo) & (a < hi))
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    d = input._data
-    xp = input._backend
-    out = xp.minimum(xp.maximum(d, min_val), max_val).astype(d.dtype, copy=False)
-    return record(out, (input,), "HardtanhBackward0", _hardtanh_bw, (input,), (min_val, max_val))
 
 
 # ---- lerp, fmod ------------------------------------------------------------------------
@@ -509,7 +640,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if w is None:
         raise TypeError(f"lerp(): argument 'weight' must be Number or Tensor, not "
                         f"{type(weight).__name__}")
-    out = s + w * (e - s) if abs(w) < 0.5 else e - (e - s) * (1 - w)
+    out = s + w * (e - s) if -0.5 < w < 0.5 else e - (e - s) * (1 - w)
     out = xp.asarray(out).astype(s.dtype, copy=False)
     return record(out, (input, end), "LerpBackward0", _lerp_scalar_bw, None, (w, _meta(input, end)))
 
@@ -555,26 +686,31 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 # ---- floating-point tests and logical ops (bool results, no gradient) -----------------
 @op(method="isnan", function="isnan")
 def isnan(input: Tensor) -> Tensor:
+    """Where input is NaN."""
     return _const(input._backend.isnan(input._data))
 
 
 @op(method="isinf", function="isinf")
 def isinf(input: Tensor) -> Tensor:
+    """Where input is +inf or -inf."""
     return _const(input._backend.isinf(input._data))
 
 
 @op(method="isfinite", function="isfinite")
 def isfinite(input: Tensor) -> Tensor:
+    """Where input is neither NaN nor infinite."""
     return _const(input._backend.isfinite(input._data))
 
 
 @op(method="isposinf", function="isposinf")
 def isposinf(input: Tensor) -> Tensor:
+    """Where input is +inf."""
     return _const(input._backend.isposinf(input._data))
 
 
 @op(method="isneginf", function="isneginf")
 def isneginf(input: Tensor) -> Tensor:
+    """Where input is -inf."""
     return _const(input._backend.isneginf(input._data))
 
 
@@ -589,21 +725,25 @@ def _logical(name: str, a: Tensor, b: Any) -> Tensor:
 
 @op(method="logical_and", function="logical_and")
 def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    """input and other, as truth values (bool result)."""
     return _logical("logical_and", input, other)
 
 
 @op(method="logical_or", function="logical_or")
 def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    """input or other, as truth values (bool result)."""
     return _logical("logical_or", input, other)
 
 
 @op(method="logical_xor", function="logical_xor")
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """input xor other, as truth values (bool result)."""
     return _logical("logical_xor", input, other)
 
 
 @op(method="logical_not", function="logical_not")
 def logical_not(input: Tensor) -> Tensor:
+    """not input, as a truth value (bool result)."""
     return _const(input._backend.logical_not(input._data))
 
 

@@ -1,95 +1,35 @@
-"""torch.nn.functional: activations, losses, linear/conv/pooling, normalization, dropout.
+"""torch.nn.functional: activations, losses, linear/conv/pooling, normalization, dropout,
+attention.
 
-One-node primitives (with torch's grad_fn names) live in `_prims.py`; the rest are composites
-of rustgrad ops, which is also what torch does for them (l1_loss, kl_div, dropout, ...).
+The ops live in the `_ops` families (activation, conv, pool, loss, norm, linear, indexing), each
+declaring its `nn.functional` name beside its definition; `_bind` binds them here. What is
+written here is argument handling over those ops where torch's functional signature differs
+from the op's (relu's inplace, softmax's _stacklevel, embedding's argument order) and the
+composites that torch also writes in Python (l1_loss, kl_div, dropout, attention, ...).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Tuple
 
-from .. import _dtype
-from .._ops import linalg_ext as _linalg_ext
-from .._ops import unary as _unary
+from .. import _bind, _dtype
+from .._ops import activation as _act
+from .._ops import conv as _conv
+from .._ops import indexing as _indexing
+from .._ops import linalg as _linalg
+from .._ops import linear as _lin
+from .._ops import loss as _loss
 from .._ops.select import where as _where
 from .._tensor import Tensor
-from . import _prims
-from ._prims import const as _const
 
-__all__ = [
-    "linear", "bilinear", "conv1d", "conv2d", "unfold", "fold", "pad",
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d", "relu", "relu_", "relu6", "elu", "selu", "celu", "leaky_relu",
-    "gelu", "silu", "mish", "softplus", "sigmoid", "tanh", "hardtanh", "hardsigmoid",
-    "hardswish", "logsigmoid", "softsign", "tanhshrink", "softmax", "softmin", "log_softmax",
-    "dropout", "embedding", "one_hot", "layer_norm", "batch_norm", "group_norm", "normalize",
-    "cosine_similarity", "pairwise_distance", "cross_entropy", "nll_loss", "mse_loss",
-    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss", "margin_ranking_loss",
-    "cosine_embedding_loss", "hinge_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
-    "scaled_dot_product_attention", "multi_head_attention_forward",
-]
-
-IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
+# the reduction-argument helpers (nn.modules.loss uses `_reduction` too)
+_reduction = _loss.legacy_reduction
+_apply_reduction = _loss.apply_reduction
 
 
-# ---- reduction arguments ------------------------------------------------------------------
-def _reduction(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:
-    """torch's _Reduction.legacy_get_string when the deprecated arguments are given."""
-    if size_average is None and reduce is None:
-        if reduction not in ("none", "mean", "sum", "batchmean"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean' instead.", UserWarning, stacklevel=3)
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
-
-
-def _apply_reduction(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _inplace_src(x: Tensor, inplace: bool) -> Tensor:
-    """What an in-place activation computes from: with autograd, a copy of x's values with x's
-    history, so that whatever the op saves for backward is not overwritten by the write."""
-    from .. import _core
-    from .._ops._util import is_grad_enabled
-
-    if inplace and is_grad_enabled() and x.requires_grad:
-        return _core.shallow_copy(x, x._data.copy())
-    return x
-
-
-def _inplace(x: Tensor, out: Tensor) -> Tensor:
-    """Writes `out` into x as torch's in-place activations do: x takes out's node as its
-    grad_fn (ReluBackward0, ...), or CopySlices when x is a view."""
-    from .._ops._util import check_inplace, commit_inplace, is_grad_enabled
-
-    if not (is_grad_enabled() and out.requires_grad):
-        return x.copy_(out)
-    check_inplace(x)
-    commit_inplace(x, out)
-    return x
-
-
-# ---- linear and convolution ---------------------------------------------------------------
-def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """y = input @ weight.T + bias (AddmmBackward0 for 2-D input, as torch)."""
-    return _prims.linear(input, weight, bias)
-
-
+# ---- bilinear -----------------------------------------------------------------------------
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Optional[Tensor] = None) -> Tensor:
     # y_k = x1 @ W_k @ x2
@@ -99,377 +39,115 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     return out + bias if bias is not None else out
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
-           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
-           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
-    """2-D convolution (cross-correlation) as torch's: one ConvolutionBackward0 node."""
-    return _prims.conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
-           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
-           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
-    squeeze = input.ndim == 2
-    x = input.unsqueeze(0) if squeeze else input
-    p = padding if isinstance(padding, str) else (0, _one(padding))
-    out = _prims.conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _one(stride)), p,
-                        (1, _one(dilation)), groups).squeeze(2)
-    return out.squeeze(0) if squeeze else out
-
-
-def _one(v: Any) -> int:
-    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
-
-
-def unfold(input: Tensor, kernel_size: IntOrPair, dilation: IntOrPair = 1,
-           padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L) (Im2ColBackward0)."""
-    if input.ndim == 3:
-        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
-    if input.ndim != 4:
-        raise NotImplementedError(
-            f"Input Error: Only 4D input Tensors are supported (got {input.ndim}D)"
-        )
-    P = _prims._pair
-    return _prims.unfold(input, P(kernel_size), P(dilation), P(padding), P(stride))
-
-
-def fold(input: Tensor, output_size: IntOrPair, kernel_size: IntOrPair,
-         dilation: IntOrPair = 1, padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
-    """col2im: (N, C*kh*kw, L) -> (N, C, H, W), overlaps summed (Col2ImBackward0)."""
-    if input.ndim == 2:
-        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding,
-                    stride).squeeze(0)
-    P = _prims._pair
-    return _prims.fold(input, P(output_size), P(kernel_size), P(dilation), P(padding),
-                       P(stride))
-
-
-def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
-        value: Optional[float] = None) -> Tensor:
-    """Pads the last dimensions: pad = (left, right, top, bottom, ...); modes constant,
-    reflect, replicate, circular."""
-    return _prims.pad(input, pad, mode, value)
-
-
-# ---- pooling ------------------------------------------------------------------------------
-def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
-               padding: IntOrPair = 0, dilation: IntOrPair = 1, ceil_mode: bool = False,
-               return_indices: bool = False) -> Any:
-    return _prims.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                             return_indices)
-
-
-def max_pool1d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
-               padding: IntOrPair = 0, dilation: IntOrPair = 1, ceil_mode: bool = False,
-               return_indices: bool = False) -> Any:
-    s = None if stride is None else (1, _one(stride))
-    res = _prims.max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s,
-                            (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
-    if return_indices:
-        return res[0].squeeze(-2), res[1].squeeze(-2)
-    return res.squeeze(-2)
-
-
-def avg_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
-               padding: IntOrPair = 0, ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: Optional[int] = None) -> Tensor:
-    return _prims.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                             divisor_override)
-
-
-def avg_pool1d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
-               padding: IntOrPair = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
-    s = None if stride is None else (1, _one(stride))
-    return _prims.avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)), s,
-                             (0, _one(padding)), ceil_mode, count_include_pad,
-                             None).squeeze(-2)
-
-
-def _adaptive_bins(n: int, o: int) -> List[Tuple[int, int]]:
-    return [((i * n) // o, -((-(i + 1) * n) // o)) for i in range(o)]
-
-
-def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    h, w = input.shape[-2], input.shape[-1]
-    if isinstance(output_size, (tuple, list)):
-        oh = h if output_size[0] is None else int(output_size[0])
-        ow = w if output_size[1] is None else int(output_size[1])
-    else:
-        oh = ow = int(output_size)
-    if oh == 1 and ow == 1:
-        return input.mean((-2, -1), keepdim=True)
-    if h % oh == 0 and w % ow == 0:
-        k = (h // oh, w // ow)
-        return _prims.avg_pool2d(input, k, k, 0, False, True, None,
-                                 "AdaptiveAvgPool2DBackward0")
-    rows = []
-    for hs, he in _adaptive_bins(h, oh):
-        cols = [input[..., hs:he, ws:we].mean((-2, -1)) for ws, we in _adaptive_bins(w, ow)]
-        rows.append(_stack(cols, -1))
-    return _stack(rows, -2)
-
-
-def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
-    o = _one(output_size)
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
-
-
-def _stack(ts: List[Tensor], dim: int) -> Tensor:
-    from .._ops.shape import stack
-
-    return stack(ts, dim)
-
-
-# ---- activations --------------------------------------------------------------------------
+# ---- activations with a functional signature of their own ----------------------------------
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _unary.relu(_inplace_src(input, inplace))
-    return _inplace(input, out) if inplace else out
+    """max(input, 0); inplace writes it into input (ReluBackward0, as torch's relu_)."""
+    if inplace:
+        return _act.write_activation(input, _act.relu(_act.inplace_input(input, True)))
+    return _act.relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
+    """relu written into input."""
     return relu(input, inplace=True)
-
-
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    return hardtanh(input, 0.0, 6.0, inplace)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
-    out = _prims.hardtanh(_inplace_src(input, inplace), min_val, max_val)
-    return _inplace(input, out) if inplace else out
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = _prims.elu(_inplace_src(input, inplace), alpha,
-                     name="EluBackward1" if inplace else "EluBackward0")
-    return _inplace(input, out) if inplace else out
-
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.elu(_inplace_src(input, inplace), _SELU_ALPHA, _SELU_SCALE,
-                     name="EluBackward1" if inplace else "EluBackward0")
-    return _inplace(input, out) if inplace else out
-
-
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = _prims.elu(_inplace_src(input, inplace), alpha, 1.0, 1.0 / alpha,
-                     "CeluBackward1" if inplace else "CeluBackward0")
-    return _inplace(input, out) if inplace else out
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    out = _prims.leaky_relu(_inplace_src(input, inplace), negative_slope,
-                            "LeakyReluBackward1" if inplace else "LeakyReluBackward0")
-    return _inplace(input, out) if inplace else out
-
-
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    return _prims.gelu(input, approximate)
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.silu(_inplace_src(input, inplace))
-    return _inplace(input, out) if inplace else out
-
-
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.mish(_inplace_src(input, inplace))
-    return _inplace(input, out) if inplace else out
-
-
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    return _prims.softplus(input, beta, threshold)
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    return _unary.sigmoid(input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    return _unary.tanh(input)
-
-
-def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.hardsigmoid(_inplace_src(input, inplace))
-    return _inplace(input, out) if inplace else out
-
-
-def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = _prims.hardswish(_inplace_src(input, inplace))
-    return _inplace(input, out) if inplace else out
-
-
-def logsigmoid(input: Tensor) -> Tensor:
-    return _prims.logsigmoid(input)
-
-
-def softsign(input: Tensor) -> Tensor:
-    return input / (input.abs() + 1)
-
-
-def tanhshrink(input: Tensor) -> Tensor:
-    return input - input.tanh()
-
-
-def _softmax_dim(ndim: int, name: str) -> int:
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-        "dim=X as an argument.", UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
             dtype: Optional[_dtype.dtype] = None) -> Tensor:
+    """exp(input) / exp(input).sum(dim) (torch's implicit dim, with its warning, if none)."""
     if dim is None:
-        dim = _softmax_dim(input.ndim, "softmax")
-    x = input.to(dtype) if dtype is not None else input
-    return _prims.softmax(x, dim)
-
-
-def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
-            dtype: Optional[_dtype.dtype] = None) -> Tensor:
-    if dim is None:
-        dim = _softmax_dim(input.ndim, "softmin")
-    x = input.to(dtype) if dtype is not None else input
-    return _prims.softmax(-x, dim)
+        dim = _act._softmax_dim(input.ndim, "softmax")
+    return _act.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
                 dtype: Optional[_dtype.dtype] = None) -> Tensor:
+    """input - logsumexp(input, dim) (torch's implicit dim, with its warning, if none)."""
     if dim is None:
-        dim = _softmax_dim(input.ndim, "log_softmax")
-    x = input.to(dtype) if dtype is not None else input
-    return _prims.log_softmax(x, dim)
+        dim = _act._softmax_dim(input.ndim, "log_softmax")
+    return _act.log_softmax(input, dim, dtype)
 
 
-# ---- dropout, embedding -------------------------------------------------------------------
-def dropout(input: Tensor, p: float = 0.5, training: bool = True,
-            inplace: bool = False) -> Tensor:
-    """Zeroes elements with probability p (rustgrad's generator) and scales the rest by
-    1/(1-p); the identity when not training."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
+# ---- dropout, embedding, one_hot ----------------------------------------------------------
+def _dropout_mask(input: Tensor, shape: Tuple[int, ...], p: float) -> Tensor:
+    """Kept entries scaled by 1/(1-p), dropped ones 0, drawn from rustgrad's generator."""
     from .._creation import rand
 
+    r = rand(shape, dtype=input.dtype, device=input.device)
     if p == 1.0:
-        mask = input._backend.zeros(input._data.shape, dtype=input._data.dtype)
+        return r * 0
+    return (r < (1.0 - p)).to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zeroes elements with probability p and scales the rest by 1/(1-p); the identity when
+    not training."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        from .._creation import zeros
+
+        mask = zeros(input.shape, dtype=input.dtype, device=input.device)
     else:
-        r = rand(input._data.shape, dtype=input.dtype, device=input.device)._data
-        mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p))
-    out = _inplace_src(input, inplace) * _const(mask.astype(input._data.dtype, copy=False))
-    return _inplace(input, out) if inplace else out
+        mask = _dropout_mask(input, input.shape, p)
+    out = _act.inplace_input(input, inplace) * mask
+    return _act.write_activation(input, out) if inplace else out
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zeroes whole channels of (N, C, H, W) (or (C, H, W)) input."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    """Zeroes whole channels of (N, C, H, W) (or (C, H, W)) input with probability p."""
+    _check_p(p)
     if not training or p == 0.0:
         return input
-    from .._creation import rand
-
-    shape = input._data.shape[:-2] + (1, 1)
-    r = rand(shape, dtype=input.dtype, device=input.device)._data
-    mask = (r < (1.0 - p)).astype(input._data.dtype) * (1.0 / (1.0 - p)) if p < 1 else r * 0
-    out = _inplace_src(input, inplace) * _const(mask.astype(input._data.dtype, copy=False))
-    return _inplace(input, out) if inplace else out
+    mask = _dropout_mask(input, tuple(input.shape[:-2]) + (1, 1), p)
+    out = _act.inplace_input(input, inplace) * mask
+    return _act.write_activation(input, out) if inplace else out
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
               max_norm: Optional[float] = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """The rows of weight at the indices in input (torch.embedding, whose arguments come in
+    the other order); max_norm first renormalizes the rows used, in place."""
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx < 0:
             padding_idx += n
+    else:
+        padding_idx = -1
     if max_norm is not None:
-        _embedding_renorm_(weight, input, max_norm, norm_type)
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
-    return _prims.embedding(input, weight, padding_idx)
-
-
-def _embedding_renorm_(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float) -> None:
-    xp = weight._backend
-    rows = xp.unique(idx._data.reshape(-1))
-    w = weight._data
-    norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
-    w[rows] *= scale[:, None]
-    weight._bump_version()
+        _indexing.embedding_renorm_(weight, input, max_norm, norm_type)
+    return _indexing.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    d = tensor._data
-    if d.dtype.kind not in "iu":
+    """int64 rows with a 1 at each class index of tensor (a new last dim of num_classes)."""
+    from .._creation import arange
+
+    if tensor.dtype.is_floating_point or tensor.dtype == _dtype.bool_:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    xp = tensor._backend
+    n = tensor.numel()
     if num_classes == -1:
-        num_classes = int(d.max()) + 1 if d.size else 0
-    if d.size and (int(d.min()) < 0):
+        num_classes = int(tensor.max()) + 1 if n else 0
+    if n and int(tensor.min()) < 0:
         raise RuntimeError("Class values must be non-negative.")
-    if d.size and int(d.max()) >= num_classes:
+    if n and int(tensor.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = (d[..., None] == xp.arange(num_classes)).astype(_dtype.int64.np)
-    return _const(out)
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(_dtype.int64)
 
 
-# ---- normalization ------------------------------------------------------------------------
-def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None,
-               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape "
-            f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
-        )
-    return _prims.layer_norm(input, shape, weight, bias, eps)
-
-
-def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
-               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
-               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """Normalizes over all dims but the channel dim 1; in training, updates the running
-    stats in place (unbiased variance), as torch."""
-    if input.ndim < 2:
-        raise ValueError(f"batch_norm expects at least 2-D input, got {input.ndim}-D")
-    return _prims.batch_norm(input, running_mean, running_var, weight, bias, training,
-                             momentum, eps)
-
-
-def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
-               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
-    n, c = input.shape[0], input.shape[1]
-    if c % num_groups:
-        raise RuntimeError(
-            f"Expected number of channels in input to be divisible by num_groups, but got input "
-            f"of shape {input.shape} and num_groups={num_groups}"
-        )
-    x = input.reshape(n, num_groups, -1)
-    mean = x.mean(-1, keepdim=True)
-    xc = x - mean
-    var = (xc * xc).mean(-1, keepdim=True)
-    out = (xc * (var + eps).sqrt().reciprocal()).reshape(input.shape)
-    bshape = (1, c) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(bshape)
-    if bias is not None:
-        out = out + bias.reshape(bshape)
-    return out
-
-
+# ---- distances ----------------------------------------------------------------------------
 def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
     if p == 2:
         return (x * x).sum(dim, keepdim=keepdim).sqrt()
@@ -494,14 +172,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return _norm(x1 - x2 + eps, p, -1, keepdim)
 
 
-# ---- losses -------------------------------------------------------------------------------
-def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
-             size_average: Optional[bool] = None, ignore_index: int = -100,
-             reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
-    return _prims.nll_loss(input, target, weight, ignore_index,
-                           _reduction(size_average, reduce, reduction))
-
-
+# ---- losses composed of ops ---------------------------------------------------------------
 def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                   size_average: Optional[bool] = None, ignore_index: int = -100,
                   reduce: Optional[bool] = None, reduction: str = "mean",
@@ -514,7 +185,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
             f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     cdim = 0 if input.ndim == 1 else 1
-    logp = _prims.log_softmax(input, cdim)
+    logp = _act.log_softmax(input, cdim)
     c = input.shape[cdim]
     wshape = [1] * input.ndim
     wshape[cdim] = c
@@ -529,7 +200,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum(cdim)
-    nll = _prims.nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = _loss.nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return nll
     keep = target != ignore_index
@@ -549,62 +220,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
 
 
-def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
-             reduce: Optional[bool] = None, reduction: str = "mean",
-             weight: Optional[Tensor] = None) -> Tensor:
-    reduction = _reduction(size_average, reduce, reduction)
-    if weight is not None:
-        d = input - target
-        return _apply_reduction(d * d * weight, reduction)
-    return _prims.mse_loss(input, target, reduction)
-
-
 def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
             reduce: Optional[bool] = None, reduction: str = "mean",
             weight: Optional[Tensor] = None) -> Tensor:
     reduction = _reduction(size_average, reduce, reduction)
-    _prims._bshape(input, target)
+    _loss.check_target_size(input, target)
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
     return _apply_reduction(loss, reduction)
-
-
-def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
-                   reduce: Optional[bool] = None, reduction: str = "mean",
-                   beta: float = 1.0) -> Tensor:
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    return _prims.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction),
-                                 beta, False)
-
-
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
-               weight: Optional[Tensor] = None) -> Tensor:
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    if weight is not None:
-        loss = _prims.smooth_l1_loss(input, target, "none", delta, True) * weight
-        return _apply_reduction(loss, reduction)
-    return _prims.smooth_l1_loss(input, target, _reduction(None, None, reduction), delta, True)
-
-
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
-                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
-                         reduction: str = "mean") -> Tensor:
-    reduction = _reduction(size_average, reduce, reduction)
-    if weight is not None and weight.shape != input.shape:
-        weight = weight.expand(input.shape)
-    return _prims.binary_cross_entropy(input, target, weight, reduction)
-
-
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Optional[Tensor] = None,
-                                     size_average: Optional[bool] = None,
-                                     reduce: Optional[bool] = None, reduction: str = "mean",
-                                     pos_weight: Optional[Tensor] = None) -> Tensor:
-    return _prims.binary_cross_entropy_with_logits(
-        input, target, weight, _reduction(size_average, reduce, reduction), pos_weight)
 
 
 def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
@@ -632,7 +256,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                      reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
-    loss = _prims._softplus_t(-target * input)
+    loss = _act.stable_softplus(-target * input)
     return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
 
 
@@ -744,7 +368,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if keep is not None:
         attn = attn.masked_fill(keep.logical_not(), -math.inf)
     masked = keep is not None or bias is not None
-    attn = _prims.safe_softmax(attn, -1) if masked else _prims.softmax(attn, -1)
+    attn = _act.safe_softmax(attn, -1) if masked else _act.softmax(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn @ value
@@ -783,19 +407,19 @@ def _in_projection_packed(q: Tensor, k: Tensor, v: Tensor, w: Tensor,
     E = q.size(-1)
     if k is v:
         if q is k:
-            proj = linear(q, w, b)
+            proj = _lin.linear(q, w, b)
             proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
             proj = proj.contiguous()
             return [proj[0], proj[1], proj[2]]
         w_q, w_kv = w.split([E, E * 2])
         b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
-        q_proj = linear(q, w_q, b_q)
-        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2)
+        q_proj = _lin.linear(q, w_q, b_q)
+        kv = _lin.linear(k, w_kv, b_kv).unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2)
         kv = kv.squeeze(-2).contiguous()
         return [q_proj, kv[0], kv[1]]
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
-    return [linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)]
+    return [_lin.linear(q, w_q, b_q), _lin.linear(k, w_k, b_k), _lin.linear(v, w_v, b_v)]
 
 
 def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor,
@@ -861,7 +485,7 @@ def multi_head_attention_forward(
         average_attn_weights: bool = True, is_causal: bool = False
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """torch.nn.functional.multi_head_attention_forward, step for step (time-first inputs)."""
-    from .._ops.shape import cat
+    from .._ops.views import cat
 
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
@@ -907,9 +531,9 @@ def multi_head_attention_forward(
         if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is True but a projection is None")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q = linear(query, q_proj_weight, b_q)
-        k = linear(key, k_proj_weight, b_k)
-        v = linear(value, v_proj_weight, b_v)
+        q = _lin.linear(query, q_proj_weight, b_q)
+        k = _lin.linear(key, k_proj_weight, b_k)
+        v = _lin.linear(value, v_proj_weight, b_v)
 
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -934,9 +558,9 @@ def multi_head_attention_forward(
         k = cat([k, bias_k.repeat(1, bsz, 1)])
         v = cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
+            attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
+            key_padding_mask = _conv.pad(key_padding_mask, (0, 1))
 
     q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = (k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None
@@ -951,9 +575,9 @@ def multi_head_attention_forward(
         k = cat([k, zeros], 1)
         v = cat([v, zeros], 1)
         if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
+            attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
+            key_padding_mask = _conv.pad(key_padding_mask, (0, 1))
 
     src_len = k.size(1)
     if key_padding_mask is not None:
@@ -978,15 +602,15 @@ def multi_head_attention_forward(
         E = q.shape[-1]
         q_scaled = q * math.sqrt(1.0 / float(E))
         if attn_mask is not None:
-            weights = _linalg_ext.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+            weights = _linalg.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
-            weights = _linalg_ext.bmm(q_scaled, k.transpose(-2, -1))
+            weights = _linalg.bmm(q_scaled, k.transpose(-2, -1))
         weights = softmax(weights, dim=-1)
         if dropout_p > 0.0:
             weights = dropout(weights, p=dropout_p)
-        out = _linalg_ext.bmm(weights, v)
+        out = _linalg.bmm(weights, v)
         out = out.transpose(0, 1).contiguous().view(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias)
+        out = _lin.linear(out, out_proj_weight, out_proj_bias)
         out = out.view(tgt_len, bsz, out.size(1))
         weights = weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
@@ -1006,8 +630,20 @@ def multi_head_attention_forward(
     v = v.view(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias)
+    out = _lin.linear(out, out_proj_weight, out_proj_bias)
     out = out.view(tgt_len, bsz, out.size(1))
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+__all__ = [
+    "bilinear", "relu", "relu_", "softmax", "log_softmax", "dropout", "dropout2d", "embedding",
+    "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "cross_entropy", "l1_loss",
+    "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
+]
+# every op declared with an nn.functional name (linear, conv2d, pad, max_pool2d, gelu,
+# layer_norm, nll_loss, ...), bound once; see rustgrad/_bind.py
+__all__ += _bind.bind_namespace(globals(), "rustgrad.nn.functional", "functional")

@@ -16,13 +16,13 @@ __all__ = [
     "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "cross_entropy",
     "l1_loss", "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
-    "scaled_dot_product_attention", "multi_head_attention_forward", "sigmoid", "softplus",
-    "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu", "celu", "hardtanh",
-    "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin", "unfold", "fold",
-    "conv2d", "conv1d", "pad", "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "layer_norm", "batch_norm",
-    "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool1d", "tanh",
+    "scaled_dot_product_attention", "multi_head_attention_forward", "tanh", "sigmoid",
+    "softplus", "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu", "celu",
+    "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
+    "unfold", "fold", "conv2d", "conv1d", "pad", "linear", "nll_loss", "mse_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d",
+    "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
 ]
 
 def bilinear(
@@ -212,6 +212,8 @@ def multi_head_attention_forward(
     is_causal: builtins.bool = False,
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """torch.nn.functional.multi_head_attention_forward, step for step (time-first inputs)."""
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of input."""
 def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-input))."""
 def softplus(input: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
@@ -303,7 +305,7 @@ def pad(
     mode: builtins.str = 'constant',
     value: Optional[builtins.float] = None,
 ) -> Tensor:
-    """Pads the last dims: pad = (last_lo, last_hi, second_last_lo, ...); negative amounts"""
+    """input padded at both ends of its last dims (negative amounts crop)."""
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
 def nll_loss(
@@ -379,7 +381,7 @@ def batch_norm(
     momentum: builtins.float = 0.1,
     eps: builtins.float = 1e-05,
 ) -> Tensor:
-    """input normalized per channel (dim 1); in training by the batch statistics, updating the"""
+    """input normalized per channel (dim 1), then scaled and shifted."""
 def group_norm(
     input: Tensor,
     num_groups: builtins.int,
@@ -387,7 +389,7 @@ def group_norm(
     bias: Optional[Tensor] = None,
     eps: builtins.float = 1e-05,
 ) -> Tensor:
-    """input normalized over each group of channels (and the other dims), then scaled and"""
+    """input normalized over each group of channels, then scaled and shifted per channel."""
 def max_pool2d(
     input: Tensor,
     kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
@@ -431,4 +433,3 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last two dims (bins as torch's: they may overlap)."""
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last dim."""
-def tanh(a: Tensor) -> Tensor: ...

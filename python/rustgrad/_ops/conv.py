@@ -1,0 +1,450 @@
+"""Convolution and its array machinery: conv1d/conv2d, unfold/fold (torch's im2col/col2im), pad.
+
+`im2col` / `col2im` work on the device's arrays (through `input._backend`) and are shared with
+pooling. Backward formulas are written in rustgrad ops (the convolution's as two GEMMs over a
+channels-first unfold/fold pair), so double backward works; grad_fn names as torch's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._declare import op
+from ._util import const, record
+
+Pads = Tuple[int, int, int, int]  # top, bottom, left, right
+IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
+
+
+def type_name(t: Tensor) -> str:
+    """torch's ScalarType name of t's dtype ('Float', 'Long')."""
+    return _dtype.scalar_type_name(t.dtype)
+
+
+def check_float(t: Tensor, kernel: str) -> None:
+    if t._data.dtype.kind not in "fc":
+        raise RuntimeError(f'"{kernel}" not implemented for \'{type_name(t)}\'')
+
+
+def pair(v: Any) -> Tuple[int, int]:
+    """An int or a 1- or 2-sequence as a pair of ints (kernel sizes, strides, ...)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return int(v[0]), int(v[0])
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def single(v: Any) -> int:
+    """An int or the first entry of a sequence (the 1-d ops' sizes)."""
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
+
+
+# ---- im2col / col2im on arrays ------------------------------------------------------------
+def out_size(n: int, k: int, d: int, s: int, p_lo: int, p_hi: int) -> int:
+    return (n + p_lo + p_hi - d * (k - 1) - 1) // s + 1
+
+
+def _pad_array(xp: Any, x: Any, pads: Pads, fill: float) -> Any:
+    pt, pb, pl, pr = pads
+    if not (pt or pb or pl or pr):
+        return x
+    n, c, h, w = x.shape
+    out = xp.full((n, c, h + pt + pb, w + pl + pr), fill, dtype=x.dtype)
+    out[:, :, pt:pt + h, pl:pl + w] = x
+    return out
+
+
+def im2col(xp: Any, x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Pads,
+           s: Tuple[int, int], fill: float = 0.0, channels_first: bool = False) -> Any:
+    """(N, C, H, W) -> (N, C, kh, kw, OH, OW): the window elements of every output position;
+    channels_first gives (C, kh, kw, N, OH, OW), whose (C*kh*kw, N*OH*OW) reshape feeds one
+    GEMM."""
+    n, c, h, w = x.shape
+    kh, kw = k
+    oh = out_size(h, kh, d[0], s[0], pads[0], pads[1])
+    ow = out_size(w, kw, d[1], s[1], pads[2], pads[3])
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{oh}x{ow}). "
+            "Output size is too small"
+        )
+    xpad = _pad_array(xp, x, pads, fill)
+    if channels_first:
+        xpad = xpad.transpose(1, 0, 2, 3)
+        cols = xp.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    else:
+        cols = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
+    hs, ws = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
+    for i in range(kh):
+        hi = i * d[0]
+        for j in range(kw):
+            wj = j * d[1]
+            window = xpad[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]]
+            if channels_first:
+                cols[:, i, j] = window
+            else:
+                cols[:, :, i, j] = window
+    return cols
+
+
+def col2im(xp: Any, cols: Any, size: Tuple[int, int], d: Tuple[int, int], pads: Pads,
+           s: Tuple[int, int], channels_first: bool = False) -> Any:
+    """The adjoint of im2col: (N, C, kh, kw, OH, OW) (or channels_first's (C, kh, kw, N, OH,
+    OW)) -> (N, C, H, W), overlaps summed."""
+    if channels_first:
+        c, kh, kw, n, oh, ow = cols.shape
+    else:
+        n, c, kh, kw, oh, ow = cols.shape
+    h, w = size
+    pt, pb, pl, pr = pads
+    shape = (c, n) if channels_first else (n, c)
+    out = xp.zeros(shape + (h + pt + pb, w + pl + pr), dtype=cols.dtype)
+    hs, ws = s[0] * (oh - 1) + 1, s[1] * (ow - 1) + 1
+    for i in range(kh):
+        hi = i * d[0]
+        for j in range(kw):
+            wj = j * d[1]
+            out[:, :, hi:hi + hs:s[0], wj:wj + ws:s[1]] += \
+                cols[:, i, j] if channels_first else cols[:, :, i, j]
+    out = out[:, :, pt:pt + h, pl:pl + w]
+    if channels_first:
+        out = out.transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(out)
+
+
+# ---- unfold / fold (torch's im2col / col2im layout (N, C*kh*kw, L)) ---------------------------
+def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    size, k, d, p, s = ctx
+    return fold_pairs(g, size, k, d, p, s)
+
+
+def unfold_pairs(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int, int],
+                 s: Tuple[int, int]) -> Tensor:
+    """unfold of a 4-D input with every size already a pair (one Im2ColBackward0 node)."""
+    xd = x._data
+    n, c, h, w = xd.shape
+    cols = im2col(x._backend, xd, k, d, (p[0], p[0], p[1], p[1]), s)
+    out = cols.reshape(n, c * k[0] * k[1], cols.shape[4] * cols.shape[5])
+    return record(out, (x,), "Im2ColBackward0", _unfold_bw, None, ((h, w), k, d, p, s))
+
+
+def _fold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    size, k, d, p, s = ctx
+    return unfold_pairs(g, k, d, p, s)
+
+
+def fold_pairs(cols: Tensor, size: Tuple[int, int], k: Tuple[int, int], d: Tuple[int, int],
+               p: Tuple[int, int], s: Tuple[int, int]) -> Tensor:
+    """fold of a 3-D input with every size already a pair (one Col2ImBackward0 node)."""
+    cd = cols._data
+    n, ck, L = cd.shape
+    kk = k[0] * k[1]
+    if ck % kk:
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+            f"but got input.size(1)={ck} and kernel_size=({k[0]}, {k[1]})."
+        )
+    c = ck // kk
+    oh = out_size(size[0], k[0], d[0], s[0], p[0], p[0])
+    ow = out_size(size[1], k[1], d[1], s[1], p[1], p[1])
+    if oh * ow != L:
+        raise RuntimeError(
+            f"Given output_size=({size[0]}, {size[1]}), kernel_size=({k[0]}, {k[1]}), "
+            f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), "
+            f"expected size of input's dimension 2 to match the calculated number of sliding "
+            f"blocks {oh} * {ow} = {oh * ow}, but got input.size(2)={L}."
+        )
+    out = col2im(cols._backend, cd.reshape(n, c, k[0], k[1], oh, ow), size, d,
+                 (p[0], p[0], p[1], p[1]), s)
+    return record(out, (cols,), "Col2ImBackward0", _fold_bw, None, (size, k, d, p, s))
+
+
+@op(functional="unfold", grad_fn="Im2ColBackward0")
+def unfold(input: Tensor, kernel_size: IntOrPair, dilation: IntOrPair = 1,
+           padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
+    """im2col: sliding blocks of (N, C, H, W) as (N, C*kh*kw, L)."""
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    if input.ndim != 4:
+        raise NotImplementedError(
+            f"Input Error: Only 4D input Tensors are supported (got {input.ndim}D)"
+        )
+    return unfold_pairs(input, pair(kernel_size), pair(dilation), pair(padding), pair(stride))
+
+
+@op(functional="fold", grad_fn="Col2ImBackward0")
+def fold(input: Tensor, output_size: IntOrPair, kernel_size: IntOrPair,
+         dilation: IntOrPair = 1, padding: IntOrPair = 0, stride: IntOrPair = 1) -> Tensor:
+    """col2im: (N, C*kh*kw, L) blocks summed back into (N, C, H, W)."""
+    if input.ndim == 2:
+        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding,
+                    stride).squeeze(0)
+    return fold_pairs(input, pair(output_size), pair(kernel_size), pair(dilation), pair(padding),
+                      pair(stride))
+
+
+# ---- conv1d / conv2d ----------------------------------------------------------------------
+# The convolution's backward uses a private unfold/fold pair in the channels-first layout
+# (C*kh*kw, N*OH*OW), so that both weight and input gradients are single GEMMs.
+def _unfold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return _fold_cf(g, *ctx)
+
+
+def _unfold_cf(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int, int],
+               s: Tuple[int, int]) -> Tensor:
+    xd = x._data
+    cols = im2col(x._backend, xd, k, d, (p[0], p[0], p[1], p[1]), s, channels_first=True)
+    c, n = xd.shape[1], xd.shape[0]
+    out = cols.reshape(c * k[0] * k[1], n * cols.shape[4] * cols.shape[5])
+    return record(out, (x,), "Im2ColBackward0", _unfold_cf_bw, None,
+                  (xd.shape, k, d, p, s, cols.shape[4], cols.shape[5]))
+
+
+def _fold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, k, d, p, s = ctx
+    return _unfold_cf(g, k, d, p, s)
+
+
+def _fold_cf(cols: Tensor, shape: Tuple[int, ...], k: Tuple[int, int], d: Tuple[int, int],
+             p: Tuple[int, int], s: Tuple[int, int], oh: int, ow: int) -> Tensor:
+    n, c, h, w = shape
+    c6 = cols._data.reshape(c, k[0], k[1], n, oh, ow)
+    out = col2im(cols._backend, c6, (h, w), d, (p[0], p[0], p[1], p[1]), s,
+                 channels_first=True)
+    return record(out, (cols,), "Col2ImBackward0", _fold_cf_bw, None, (shape, k, d, p, s))
+
+
+def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, w = saved
+    xshape, (o, cg, kh, kw), groups, d, p, s, needs, has_bias = ctx
+    gx = gw = gb = None
+    nx, nw, nb = needs
+    n = xshape[0]
+    oh, ow = g._data.shape[2], g._data.shape[3]
+    nl = n * oh * ow
+    ckg = cg * kh * kw
+    og = o // groups
+    g2 = g.permute(1, 0, 2, 3).reshape(o, nl)
+    if nw:
+        cols = _unfold_cf(x, (kh, kw), d, p, s)  # (C*K, N*L)
+        if groups == 1:
+            gw = (g2 @ cols.t()).reshape(o, cg, kh, kw)
+        else:
+            gw = (g2.reshape(groups, og, nl) @ cols.reshape(groups, ckg, nl).transpose(1, 2))
+            gw = gw.reshape(o, cg, kh, kw)
+    if nx:
+        if groups == 1:
+            gcols = w.reshape(o, ckg).t() @ g2
+        else:
+            gcols = w.reshape(groups, og, ckg).transpose(1, 2) @ g2.reshape(groups, og, nl)
+            gcols = gcols.reshape(groups * ckg, nl)
+        gx = _fold_cf(gcols, xshape, (kh, kw), d, p, s, oh, ow)
+    if nb:
+        gb = g.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _padding(padding: Any, k: Tuple[int, int], s: Tuple[int, int],
+             d: Tuple[int, int]) -> Union[Tuple[int, int], List[int]]:
+    """The (h, w) padding, or for padding='same' with an odd total, the F.pad amounts the input
+    needs first (torch pads such an input, then convolves it unpadded)."""
+    if not isinstance(padding, str):
+        return pair(padding)
+    if padding == "valid":
+        return (0, 0)
+    if padding != "same":
+        raise ValueError(f"Invalid padding string '{padding}'")
+    if s != (1, 1):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    tot = (d[0] * (k[0] - 1), d[1] * (k[1] - 1))
+    if tot[0] % 2 or tot[1] % 2:
+        return [tot[1] // 2, tot[1] - tot[1] // 2, tot[0] // 2, tot[0] - tot[0] // 2]
+    return (tot[0] // 2, tot[1] // 2)
+
+
+def _check_conv(xd: Any, wd: Any, groups: int, x: Tensor, w: Tensor, name: str,
+                dims: int) -> None:
+    if xd.ndim != dims + 2:
+        raise RuntimeError(
+            f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {name}, but got "
+            f"input of size: {list(xd.shape)}"
+        )
+    if xd.dtype != wd.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(x)} but found {type_name(w)}")
+    c, cg = xd.shape[1], wd.shape[1]
+    if cg * groups != c:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(wd.shape)}, expected input"
+            f"{list(xd.shape)} to have {cg * groups} channels, but got {c} channels instead"
+        )
+    if wd.shape[0] % groups:
+        raise RuntimeError("out_channels must be divisible by groups")
+
+
+def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tuple[int, int],
+                  d: Tuple[int, int], groups: int) -> Any:
+    """The (N, O, OH, OW) output of (N, C, H, W) input and (O, C/groups, kh, kw) weight arrays:
+    one GEMM (per group) over the channels-first im2col."""
+    n, c = xd.shape[:2]
+    o, cg, kh, kw = wd.shape
+    cols = im2col(xp, xd, (kh, kw), d, (p[0], p[0], p[1], p[1]), s, channels_first=True)
+    oh, ow = cols.shape[4], cols.shape[5]
+    ckg = cg * kh * kw
+    cols2 = cols.reshape(c * kh * kw, n * oh * ow)
+    if groups == 1:
+        out = wd.reshape(o, ckg) @ cols2
+    else:
+        out = xp.matmul(wd.reshape(groups, o // groups, ckg),
+                        cols2.reshape(groups, ckg, -1))
+    out = xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
+    if bd is not None:
+        out += bd.reshape(1, o, 1, 1)
+    return out
+
+
+@op(function="conv2d", functional="conv2d", grad_fn="ConvolutionBackward0")
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
+           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input."""
+    x, w, b = input, weight, bias
+    if x._data.ndim == 3:
+        return conv2d(x.unsqueeze(0), w, b, stride, padding, dilation, groups).squeeze(0)
+    xd, wd = x._data, w._data
+    _check_conv(xd, wd, groups, x, w, "conv2d", 2)
+    s, d = pair(stride), pair(dilation)
+    p = _padding(padding, wd.shape[2:], s, d)
+    if isinstance(p, list):
+        return conv2d(pad(x, p), w, b, 1, 0, d, groups)
+    out = _conv_forward(x._backend, xd, wd, None if b is None else b._data, s, p, d, groups)
+    inputs = (x, w) if b is None else (x, w, b)
+    needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
+    ctx = (xd.shape, wd.shape, groups, d, p, s, needs, b is not None)
+    return record(out, inputs, "ConvolutionBackward0", _conv_bw, (x, w), ctx)
+
+
+def _conv1d_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # the 2-D formula on the inputs seen as (N, C, 1, L)
+    x, w = saved
+    grads = _conv_bw(g.unsqueeze(2), (x.unsqueeze(2), w.unsqueeze(2)), ctx)
+    gx, gw = (None if t is None else t.squeeze(2) for t in grads[:2])
+    return (gx, gw) + tuple(grads[2:])
+
+
+@op(function="conv1d", functional="conv1d", grad_fn="ConvolutionBackward0")
+def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
+           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) or (C, L) input."""
+    x, w, b = input, weight, bias
+    if x._data.ndim == 2:
+        return conv1d(x.unsqueeze(0), w, b, stride, padding, dilation, groups).squeeze(0)
+    xd, wd = x._data, w._data
+    _check_conv(xd, wd, groups, x, w, "conv1d", 1)
+    s, d = (1, single(stride)), (1, single(dilation))
+    p = _padding(padding if isinstance(padding, str) else (0, single(padding)),
+                 (1, wd.shape[2]), s, d)
+    if isinstance(p, list):
+        return conv1d(pad(x, p[:2]), w, b, 1, 0, d[1], groups)
+    x4, w4 = xd[:, :, None, :], wd[:, :, None, :]
+    out = _conv_forward(x._backend, x4, w4, None if b is None else b._data, s, p, d,
+                        groups)[:, :, 0, :]
+    inputs = (x, w) if b is None else (x, w, b)
+    needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
+    ctx = (x4.shape, w4.shape, groups, d, p, s, needs, b is not None)
+    return record(out, inputs, "ConvolutionBackward0", _conv1d_bw, (x, w), ctx)
+
+
+# ---- pad ----------------------------------------------------------------------------------
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+@op(functional="pad", grad_fn="ConstantPadNdBackward0")
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: Optional[float] = None) -> Tensor:
+    """input padded at both ends of its last dims (negative amounts crop).
+
+    pad = (last_lo, last_hi, second_last_lo, ...); modes constant, reflect, replicate,
+    circular."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    xd = input._data
+    pads = [int(q) for q in pad]
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pads) // 2 > xd.ndim:
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pads)} and input of dimension {xd.ndim}"
+        )
+    pairs = [(pads[2 * i], pads[2 * i + 1]) for i in range(len(pads) // 2)]
+    if mode != "constant":
+        if value is not None and value != 0:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        return _pad_index(input, pairs, mode)
+    nd = xd.ndim
+    crop = [slice(None)] * nd
+    shape = list(xd.shape)
+    place = [slice(None)] * nd
+    for i, (lo, hi) in enumerate(pairs):
+        dim = nd - 1 - i
+        size = shape[dim]
+        kept = size - max(-lo, 0) - max(-hi, 0)
+        if kept < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        crop[dim] = slice(max(-lo, 0), size - max(-hi, 0))
+        shape[dim] = size + lo + hi
+        place[dim] = slice(max(lo, 0), max(lo, 0) + kept)
+    out = input._backend.full(tuple(shape), 0 if value is None else value, dtype=xd.dtype)
+    out[tuple(place)] = xd[tuple(crop)]
+    return record(out, (input,), "ConstantPadNdBackward0", _pad_bw, None,
+                  (tuple(place), tuple(crop), xd.shape))
+
+
+def _pad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # the gradient of the kept part, zeros where the input was cropped
+    place, crop, shape = ctx
+    piece = g[place]
+    if all(c == slice(None) or c.indices(n) == (0, n, 1) for c, n in zip(crop, shape)):
+        return piece
+    return pad(piece, _pads_from_crop(crop, shape))
+
+
+def _pads_from_crop(crop: Tuple[slice, ...], shape: Tuple[int, ...]) -> List[int]:
+    pads: List[int] = []
+    for dim in reversed(range(len(shape))):
+        start, stop, _ = crop[dim].indices(shape[dim])
+        pads += [start, shape[dim] - stop]
+    return pads
+
+
+def _pad_index(x: Tensor, pairs: List[Tuple[int, int]], mode: str) -> Tensor:
+    """reflect / replicate / circular padding as one gather per padded dim."""
+    xp = x._backend
+    nd = x._data.ndim
+    out = x
+    for i, (lo, hi) in enumerate(pairs):
+        if lo == 0 and hi == 0:
+            continue
+        dim = nd - 1 - i
+        n = x._data.shape[dim]
+        pos = xp.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(
+                    f"Argument #4: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({lo}, {hi}) at dimension {dim} of input "
+                    f"{list(x._data.shape)}"
+                )
+            period = 2 * (n - 1) if n > 1 else 1
+            m = xp.mod(pos, period)
+            idx = xp.where(m >= n, period - m, m)
+        elif mode == "replicate":
+            idx = xp.clip(pos, 0, n - 1)
+        else:  # circular
+            idx = xp.mod(pos, n)
+        out = out[(slice(None),) * dim + (const(idx.astype(_dtype.int64.np)),)]
+    return out

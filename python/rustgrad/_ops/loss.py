@@ -1,0 +1,372 @@
+"""Losses with a node of their own: nll_loss, mse_loss, smooth_l1_loss, huber_loss,
+binary_cross_entropy, binary_cross_entropy_with_logits; the reduction-argument helpers the
+composite losses of nn.functional share.
+
+Forward on the device's arrays (through `input._backend`); backward formulas in rustgrad ops,
+so double backward works; grad_fn names as torch's."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any, Optional, Tuple
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._declare import op
+from ._util import broadcast_error, const, record, sum_to
+from .activation import stable_softplus
+from .indexing import index_into_zeros
+
+_REDUCTIONS = ("none", "mean", "sum", "batchmean")
+
+
+def _errstate(xp: Any) -> Any:
+    es = getattr(xp, "errstate", None)
+    return contextlib.nullcontext() if es is None else es(all="ignore")
+
+
+def _needs(*ts: Any) -> Tuple[bool, ...]:
+    return tuple(isinstance(t, Tensor) and t.requires_grad for t in ts)
+
+
+# ---- reduction arguments ------------------------------------------------------------------
+def legacy_reduction(size_average: Optional[bool], reduce: Optional[bool],
+                     reduction: str) -> str:
+    """The reduction string, from torch's deprecated size_average/reduce when either is given
+    (torch's _Reduction.legacy_get_string, with its warning)."""
+    if size_average is None and reduce is None:
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def apply_reduction(loss: Tensor, reduction: str) -> Tensor:
+    """loss reduced as `reduction` says (for losses composed of rustgrad ops)."""
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def check_target_size(input: Tensor, target: Tensor) -> None:
+    """torch's warning when input and target shapes differ (they broadcast, likely by
+    mistake), and its error when they do not broadcast."""
+    a, b = input._data.shape, target._data.shape
+    if a == b:
+        return
+    warnings.warn(
+        f"Using a target size ({target.shape}) that is different to the input size "
+        f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+        "Please ensure they have the same size.", UserWarning, stacklevel=3)
+    ok = ValueError()
+    err = broadcast_error(ok, a, b)
+    if err is not ok:
+        raise err
+
+
+def _reduce_array(xp: Any, a: Any, reduction: str) -> Any:
+    if reduction == "none":
+        return a
+    if reduction == "sum":
+        return xp.asarray(a.sum(), dtype=a.dtype)
+    if reduction == "mean":
+        return xp.asarray(a.mean(), dtype=a.dtype)
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce_grad(g: Tensor, local: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return local * (g / local._data.size)
+    return local * g
+
+
+def _pair_grads(gl: Tensor, ctx: Any) -> Any:
+    shapes, needs = ctx
+    ga = sum_to(gl, shapes[0]) if needs[0] else None
+    gb = sum_to(-gl, shapes[1]) if needs[1] else None
+    return ga, gb
+
+
+# ---- nll_loss -----------------------------------------------------------------------------
+def _nll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape2, idx, coef, reduction, perm, shape_nd = ctx
+    m = coef.shape[0]
+    gm = g.reshape(m) if reduction == "none" else g.reshape(1).expand(m)
+    gx = index_into_zeros(gm * const(coef), shape2, idx, False)
+    if perm is None:
+        return gx.reshape(shape_nd) if gx._data.shape != shape_nd else gx
+    moved = tuple(shape_nd[i] for i in perm)
+    inv = [0] * len(perm)
+    for i, q in enumerate(perm):
+        inv[q] = i
+    return gx.reshape(moved).permute(inv)
+
+
+@op(functional="nll_loss", grad_fn=("NllLossBackward0", "NllLoss2DBackward0"))
+def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+             size_average: Optional[bool] = None, ignore_index: int = -100,
+             reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of class-index targets, given log-probabilities."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    xd, td = input._data, target._data
+    xp = input._backend
+    if td.dtype.kind != "u" and td.dtype != _dtype.int64.np:
+        raise RuntimeError(
+            f"expected scalar type Long but found {_dtype.scalar_type_name(target.dtype)}"
+        )
+    if xd.ndim == 1:
+        if td.ndim != 0:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size "
+                             f"({td.shape[0] if td.ndim else 1}).")
+        c = xd.shape[0]
+        x2 = xd.reshape(1, c)
+        t1 = td.reshape(1)
+        perm = None
+        out_shape: Tuple[int, ...] = ()
+    else:
+        if xd.shape[0] != td.shape[0] if td.ndim else True:
+            raise ValueError(
+                f"Expected input batch_size ({xd.shape[0]}) to match target batch_size "
+                f"({td.shape[0] if td.ndim else 0})."
+            )
+        c = xd.shape[1]
+        if xd.ndim == 2:
+            x2, t1, perm = xd, td, None
+        else:
+            if td.shape != xd.shape[:1] + xd.shape[2:]:
+                raise RuntimeError(
+                    f"Expected target size {list(xd.shape[:1] + xd.shape[2:])}, got "
+                    f"{list(td.shape)}"
+                )
+            perm = (0,) + tuple(range(2, xd.ndim)) + (1,)
+            x2 = xd.transpose(perm).reshape(-1, c)
+            t1 = td.reshape(-1)
+        out_shape = td.shape
+    valid = t1 != ignore_index
+    if bool(((t1 < 0) | (t1 >= c))[valid].any()):
+        bad = t1[valid & ((t1 < 0) | (t1 >= c))][0]
+        raise IndexError(f"Target {int(bad)} is out of bounds.")
+    tsafe = xp.where(valid, t1, 0)
+    rows = xp.arange(x2.shape[0])
+    picked = x2[rows, tsafe]
+    w = weight._data[tsafe] if weight is not None else xp.ones(t1.shape, dtype=xd.dtype)
+    w = xp.where(valid, w, 0).astype(xd.dtype, copy=False)
+    losses = -picked * w
+    if reduction == "none":
+        out = losses.reshape(out_shape)
+        coef = -w
+    elif reduction == "sum":
+        out = xp.asarray(losses.sum(), dtype=xd.dtype)
+        coef = -w
+    elif reduction == "mean":
+        total = w.sum()
+        with _errstate(xp):
+            out = xp.asarray(losses.sum() / total, dtype=xd.dtype)  # nan if all ignored
+            coef = (-w / total).astype(xd.dtype, copy=False)
+    else:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    ctx = (x2.shape, (rows, tsafe), coef, reduction, perm, xd.shape)
+    name = "NllLoss2DBackward0" if xd.ndim == 4 else "NllLossBackward0"
+    return record(out, (input,), name, _nll_bw, None, ctx)
+
+
+# ---- mse, smooth l1, huber ----------------------------------------------------------------
+def _mse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    reduction = ctx[0]
+    return _pair_grads(_reduce_grad(g, (a - b) * 2, reduction), ctx[1:])
+
+
+@op(functional="mse_loss", grad_fn="MseLossBackward0")
+def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+             reduce: Optional[bool] = None, reduction: str = "mean",
+             weight: Optional[Tensor] = None) -> Tensor:
+    """The (weighted) squared error (input - target)^2, reduced."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is not None:
+        d = input - target
+        return apply_reduction(d * d * weight, reduction)
+    a, b = input, target
+    check_target_size(a, b)
+    d = a._data - b._data
+    out = _reduce_array(a._backend, d * d, reduction)
+    ctx = (reduction, (a._data.shape, b._data.shape), _needs(a, b))
+    return record(out, (a, b), "MseLossBackward0", _mse_bw, (a, b), ctx)
+
+
+def _smooth_l1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    reduction, beta, huber = ctx[0]
+    diff = a - b
+    if beta == 0:
+        local = diff.sign()
+    elif huber:
+        local = diff.clamp(-beta, beta)
+    else:
+        local = diff.clamp(-beta, beta) / beta
+    return _pair_grads(_reduce_grad(g, local, reduction), ctx[1:])
+
+
+def _smooth_l1(a: Tensor, b: Tensor, reduction: str, beta: float, huber: bool) -> Tensor:
+    """smooth_l1 (quadratic below beta, scaled by 1/beta) or huber (quadratic below delta)."""
+    check_target_size(a, b)
+    xp = a._backend
+    d = a._data - b._data
+    ad = xp.abs(d)
+    if huber:
+        loss = xp.where(ad < beta, 0.5 * d * d, beta * (ad - 0.5 * beta))
+    elif beta == 0:
+        loss = ad
+    else:
+        loss = xp.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+    loss = loss.astype(d.dtype, copy=False)
+    out = _reduce_array(xp, loss, reduction)
+    name = "HuberLossBackward0" if huber else "SmoothL1LossBackward0"
+    ctx = ((reduction, beta, huber), (a._data.shape, b._data.shape), _needs(a, b))
+    return record(out, (a, b), name, _smooth_l1_bw, (a, b), ctx)
+
+
+@op(functional="smooth_l1_loss", grad_fn="SmoothL1LossBackward0")
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                   reduce: Optional[bool] = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _smooth_l1(input, target, legacy_reduction(size_average, reduce, reduction), beta,
+                      False)
+
+
+@op(functional="huber_loss", grad_fn="HuberLossBackward0")
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Optional[Tensor] = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target), reduced."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None:
+        return apply_reduction(_smooth_l1(input, target, "none", delta, True) * weight,
+                               reduction)
+    return _smooth_l1(input, target, legacy_reduction(None, None, reduction), delta, True)
+
+
+# ---- binary cross entropy -----------------------------------------------------------------
+def _bce_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, t, w = saved
+    reduction, has_w = ctx
+    local = (x - t) / ((1 - x) * x).clamp(min=1e-12)
+    if has_w:
+        local = local * w
+    gx = _reduce_grad(g, local, reduction)
+    return (gx, None, None) if has_w else (gx, None)
+
+
+@op(functional="binary_cross_entropy", grad_fn="BinaryCrossEntropyBackward0")
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log(x) + (1 - t) log(1 - x)) of probabilities x, logs clamped at -100, reduced."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    x, t = input, target
+    if weight is not None and weight.shape != x.shape:
+        weight = weight.expand(x.shape)
+    if x._data.shape != t._data.shape:
+        raise ValueError(
+            f"Using a target size ({t.shape}) that is different to the input size ({x.shape}) "
+            "is deprecated. Please ensure they have the same size."
+        )
+    if t.requires_grad:
+        raise RuntimeError("the derivative for 'target' is not implemented")
+    xd, td = x._data, t._data
+    if bool(((xd < 0) | (xd > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    xp = x._backend
+    with _errstate(xp):
+        logx = xp.maximum(xp.log(xd), -100)
+        log1mx = xp.maximum(xp.log(1 - xd), -100)
+    loss = (td - 1) * log1mx - td * logx
+    if weight is not None:
+        loss = loss * weight._data
+    loss = loss.astype(xd.dtype, copy=False)
+    out = _reduce_array(xp, loss, reduction)
+    inputs = (x, t) if weight is None else (x, t, weight)
+    return record(out, inputs, "BinaryCrossEntropyBackward0", _bce_bw, (x, t, weight),
+                  (reduction, weight is not None))
+
+
+def _bce_logits_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, t, w, pw = saved
+    reduction, has_w, has_pw, nx, nt = ctx
+    gx = gt = None
+    if nx:
+        if has_pw:
+            tp = pw * t
+            local = (tp + 1 - t) * x.sigmoid() - tp
+        else:
+            local = x.sigmoid() - t
+        if has_w:
+            local = local * w
+        gx = sum_to(_reduce_grad(g, local, reduction), x._data.shape)
+    if nt:
+        sp = stable_softplus(-x)
+        local = (pw - 1) * sp - x if has_pw else -x
+        if has_w:
+            local = local * w
+        gt = sum_to(_reduce_grad(g, local, reduction), t._data.shape)
+    out = [gx, gt]
+    if has_w:
+        out.append(None)
+    if has_pw:
+        out.append(None)
+    return tuple(out)
+
+
+# torch.binary_cross_entropy_with_logits takes (input, target, weight, pos_weight, reduction):
+# another order, so only the nn.functional name is declared
+@op(functional="binary_cross_entropy_with_logits",
+    grad_fn="BinaryCrossEntropyWithLogitsBackward0")
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Optional[Tensor] = None,
+                                     size_average: Optional[bool] = None,
+                                     reduce: Optional[bool] = None, reduction: str = "mean",
+                                     pos_weight: Optional[Tensor] = None) -> Tensor:
+    """binary_cross_entropy of sigmoid(input), computed stably from the logits, reduced."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    x, t = input, target
+    if x._data.shape != t._data.shape:
+        raise ValueError(
+            f"Target size ({t.shape}) must be the same as input size ({x.shape})"
+        )
+    xp = x._backend
+    xd, td = x._data, t._data
+    # (1 - t) * x + lw * softplus(-x), softplus(-x) = max(-x, 0) + log(1 + exp(-|x|))
+    sp = xp.maximum(-xd, 0) + xp.log1p(xp.exp(-xp.abs(xd)))
+    if pos_weight is not None:
+        lw = (pos_weight._data - 1) * td + 1
+        loss = (1 - td) * xd + lw * sp
+    else:
+        loss = (1 - td) * xd + sp
+    if weight is not None:
+        loss = loss * weight._data
+    loss = loss.astype(xd.dtype, copy=False)
+    out = _reduce_array(xp, loss, reduction)
+    inputs = [x, t]
+    if weight is not None:
+        inputs.append(weight)
+    if pos_weight is not None:
+        inputs.append(pos_weight)
+    saved = (x, t, weight, pos_weight)
+    ctx = (reduction, weight is not None, pos_weight is not None, x.requires_grad,
+           t.requires_grad)
+    return record(out, tuple(inputs), "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_bw,
+                  saved, ctx)
