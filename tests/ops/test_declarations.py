@@ -4,6 +4,8 @@ to exactly that function."""
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +112,41 @@ def test_package_namespace_does_not_shadow_what_torch_names_differently():
     # torch's dtype aliases are in the namespace, as torch's
     assert rustgrad.float is rustgrad.float32 and rustgrad.int is rustgrad.int32
     assert rustgrad.bool.is_floating_point is False
+
+
+def test_every_op_declares_a_one_line_docstring():
+    missing = [f"{d.family}.{d.fn.__name__}" for d in _bind.declared() if not d.doc.strip()]
+    assert not missing, f"ops without a docstring: {missing}"
+
+
+_PACKAGE = Path(rustgrad.__file__).parent
+
+
+def _sources(*folders: str) -> list:
+    return [p for f in folders for p in sorted((_PACKAGE / f).rglob("*.py"))]
+
+
+def test_no_array_library_imported_past_the_dispatch_layer():
+    # ops take their array namespace from their inputs: only _backends knows NumPy or CuPy
+    offenders = [
+        str(p.relative_to(_PACKAGE)) for p in _sources("_ops", "nn", "optim", "autograd")
+        if re.search(r"^\s*(import numpy|from numpy|import cupy|from cupy)", p.read_text(), re.M)
+    ]
+    assert not offenders, offenders
+
+
+def test_array_interface_and_the_test_device_stay_out_of_the_package():
+    for p in _PACKAGE.rglob("*.py"):
+        text = p.read_text()
+        if p.parent.name != "_backends":
+            assert "__array_interface__" not in text, p
+        assert '"fake"' not in text, p
+
+
+def test_nodes_are_recorded_only_by_the_op_layer():
+    allowed = {"_ops", "autograd"}
+    for p in _PACKAGE.rglob("*.py"):
+        rel = p.relative_to(_PACKAGE)
+        if rel.parts[0] in allowed:
+            continue
+        assert not re.search(r"\brecord(_multi)?\(", p.read_text()), rel

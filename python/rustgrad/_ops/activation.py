@@ -17,8 +17,8 @@ from .. import _core, _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
 from ._util import _type_name, check_inplace, commit_inplace, is_grad_enabled, record
+from .compare import where
 from .pointwise import _erf_array, erf
-from .select import where
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

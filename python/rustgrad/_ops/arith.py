@@ -339,12 +339,12 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b, out = saved
     ga = gb = None
     if a.requires_grad:
-        from .select import where
+        from .compare import where
 
         # torch's pow_backward_self: zero where the exponent is 0 (not 0 * 0 ** -1 = nan)
         ga = where(b == 0, 0.0, g * (b * a ** (b - 1)))
     if b.requires_grad:
-        from .select import where
+        from .compare import where
 
         zero = (a == 0) & (b >= 0)
         gb = g * where(zero, 0.0, out * a.log())
@@ -358,7 +358,7 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     import math
 
     if ctx == 0:  # torch's pow_backward_exponent: 0 where exponent >= 0, else result * log(0)
-        from .select import where
+        from .compare import where
 
         a, out = saved
         return g * where(a >= 0, 0.0, out * -math.inf)

@@ -378,7 +378,7 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple:
 
 
 def _masked_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .select import where
+    from .compare import where
 
     mask, shape, dtype, vmeta = ctx
     m = _const(mask)

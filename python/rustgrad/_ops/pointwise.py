@@ -1,6 +1,7 @@
 """Pointwise ops: exp, log, sqrt, abs, sign, tanh, reciprocal, clamp; trigonometric and
 hyperbolic functions, exp2/expm1/log2/log10/log1p, rsqrt, square, rounding (zero gradient), erf,
-lerp, fmod, atan2, the floating-point tests (isnan/isinf/isfinite) and the logical ops.
+lerp, fmod, atan2, the floating-point tests (isnan/isinf/isfinite), the logical ops, the
+in-place forms (exp_, sigmoid_, tanh_, sqrt_, abs_, neg_, square_, relu_) and nan_to_num.
 
 Backward formulas are torch's (derivatives.yaml), written in rustgrad ops so that double
 backward works."""
@@ -27,6 +28,7 @@ from ._util import (
     same_device,
     scalar_operand,
     sum_to,
+    write_inplace,
 )
 from ._util import (
     const as _const,
@@ -232,7 +234,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's clamp_backward and clamp_backward_min_max
-    from .select import where
+    from .compare import where
 
     a, lo, hi = saved
     zero = g * 0
@@ -747,3 +749,48 @@ def logical_not(input: Tensor) -> Tensor:
     return _const(input._backend.logical_not(input._data))
 
 
+# ---- in-place forms and nan_to_num ----------------------------------------------------------
+def _unary_inplace(method: str, saves_input: bool = False) -> Any:
+    """saves_input: the backward formula reads the input, which the write will change, so
+    the op runs on a clone (as torch's generated in-place kernels save self.clone())."""
+    def inplace(self: Tensor) -> Tensor:
+        check_inplace(self)
+        src = self.clone() if saves_input and is_grad_enabled() and self.requires_grad else self
+        return write_inplace(self, getattr(src, method)(), self.requires_grad)
+
+    inplace.__name__ = method + "_"
+    inplace.__qualname__ = method + "_"
+    inplace.__doc__ = f"In-place {method}."
+    return inplace
+
+
+exp_ = op(method="exp_", function="exp_", grad_fn="ExpBackward0")(_unary_inplace("exp"))
+sigmoid_ = op(method="sigmoid_", function="sigmoid_", grad_fn="SigmoidBackward0")(_unary_inplace("sigmoid"))
+tanh_ = op(method="tanh_", function="tanh_", grad_fn="TanhBackward0")(_unary_inplace("tanh"))
+sqrt_ = op(method="sqrt_", function="sqrt_", grad_fn="SqrtBackward0")(_unary_inplace("sqrt"))
+abs_ = op(method=("abs_", "absolute_"), function=("abs_", "absolute_"), grad_fn="AbsBackward0")(
+    _unary_inplace("abs", True))
+neg_ = op(method=("neg_", "negative_"), function=("neg_", "negative_"), grad_fn="NegBackward0")(
+    _unary_inplace("neg"))
+square_ = op(method="square_", function="square_", grad_fn="PowBackward0")(_unary_inplace("square", True))
+relu_ = op(method="relu_", function="relu_", grad_fn="ReluBackward0")(_unary_inplace("relu"))
+
+
+# ---- nan_to_num ------------------------------------------------------------------------------
+def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g * _const(ctx.astype(g._data.dtype))
+
+
+@op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
+    """input with NaN, +inf and -inf replaced by finite numbers."""
+    d = input._data
+    xp = input._backend
+    if d.dtype.kind != "f":
+        return record(d.copy(), (), "", None)
+    info = xp.finfo(d.dtype)
+    out = xp.where(xp.isnan(d), nan, d)
+    out = xp.where(xp.isposinf(d), info.max if posinf is None else posinf, out)
+    out = xp.where(xp.isneginf(d), info.min if neginf is None else neginf, out)
+    return record(out.astype(d.dtype), (input,), "NanToNumBackward0", _nan_to_num_bw, None,
+                  xp.isfinite(d))

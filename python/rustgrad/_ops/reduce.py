@@ -145,7 +145,7 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         name = "MaxBackward1" if is_max else "MinBackward1"
         return record(out, (a,), name, _evenly_bw, (a,), None, True)
     if isinstance(dim, Tensor):
-        from .select import maximum, minimum
+        from .compare import maximum, minimum
 
         return maximum(a, dim) if is_max else minimum(a, dim)
     dim = _wrap_dim(dim, d.ndim)
@@ -323,6 +323,7 @@ def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
 @op(method="prod", function="prod", grad_fn=("ProdBackward0", "ProdBackward1"))
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
+    """The product of all entries, or over dim."""
     input = _reduce_dtype(input, dtype)
     d = input._data
     xp = input._backend
@@ -352,6 +353,7 @@ def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cumsum", function="cumsum", grad_fn="CumsumBackward0")
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running sums along dim."""
     in_dt = input._data.dtype
     input = _reduce_dtype(input, dtype)
     d = input._data
@@ -368,7 +370,7 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if not bool((a._data == 0).any()):
         return _reverse_cumsum(g * out, dim) / a
     # with zeros: d out_j / d x_k = prod_{i <= j, i != k} x_i for j >= k, built for all (k, j)
-    from .select import where
+    from .compare import where
     from .views import movedim, triu
 
     xm = movedim(a, dim, -1)
@@ -383,6 +385,7 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cumprod", function="cumprod", grad_fn="CumprodBackward0")
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running products along dim."""
     input = _reduce_dtype(input, dtype)
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
@@ -444,6 +447,8 @@ def _var_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="var", function="var", grad_fn="VarBackward0")
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
+    """The variance over dim (all entries by default), with Bessel's correction unless told
+    otherwise."""
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "var")
     return record(out, (input,), "VarBackward0", _var_bw, (input,), (axes, kshape, dof))
@@ -457,6 +462,7 @@ def _std_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="std", function="std", grad_fn="StdBackward0")
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
+    """The standard deviation over dim (all entries by default)."""
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "std")
     out = input._backend.sqrt(out)
@@ -466,6 +472,7 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
 @op(function="var_mean")
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> Tuple[Tensor, Tensor]:
+    """(variance, mean) over dim, in one call."""
     return (var(input, dim, unbiased, keepdim, correction=correction),
             input.mean(_mean_dims(dim, input), keepdim=keepdim))
 
@@ -473,6 +480,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
 @op(function="std_mean")
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> Tuple[Tensor, Tensor]:
+    """(standard deviation, mean) over dim, in one call."""
     return (std(input, dim, unbiased, keepdim, correction=correction),
             input.mean(_mean_dims(dim, input), keepdim=keepdim))
 
@@ -505,7 +513,7 @@ def _norm_array(xp: Any, src: Any, p: float, axes: tuple) -> Any:
 
 def _norm_grad(g: Tensor, x: Tensor, norm: Tensor, p: float, axes: tuple) -> Tensor:
     """torch's norm_backward (g and norm in keepdim shape), in rustgrad ops."""
-    from .select import where
+    from .compare import where
 
     if p == 0:
         return None  # torch: no gradient (None) for the 0-"norm"
@@ -606,6 +614,7 @@ def _dist_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="dist", function="dist", grad_fn="DistBackward0")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The p-norm of input - other."""
     ad, bd = promote(input, other)
     if ad.dtype.kind != "f":
         raise RuntimeError(
@@ -658,11 +667,13 @@ def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
 
 @op(method="amax", function="amax")
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
+    """The largest entries over dim (the gradient is shared evenly among ties)."""
     return _amax(input, dim, keepdim, True)
 
 
 @op(method="amin", function="amin")
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
+    """The smallest entries over dim (the gradient is shared evenly among ties)."""
     return _amax(input, dim, keepdim, False)
 
 
@@ -680,11 +691,13 @@ def _all_any(input: Tensor, dim: Dims, keepdim: bool, is_all: bool) -> Tensor:
 
 @op(method="all", function="all")
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """Whether every entry is non-zero, overall or over dim."""
     return _all_any(input, dim, keepdim, True)
 
 
 @op(method="any", function="any")
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """Whether some entry is non-zero, overall or over dim."""
     return _all_any(input, dim, keepdim, False)
 
 
@@ -715,9 +728,11 @@ def _arg(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tens
 
 @op(method="argmax", function="argmax")
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest entry, overall (flattened) or over dim."""
     return _arg(input, dim, keepdim, True)
 
 
 @op(method="argmin", function="argmin")
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest entry, overall (flattened) or over dim."""
     return _arg(input, dim, keepdim, False)

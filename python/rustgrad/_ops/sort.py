@@ -141,6 +141,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = N
 
 @op(method="argsort", function="argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort input along dim."""
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
     idx = _order(input._backend, _src(d), dim, descending)
@@ -149,6 +150,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 @op(method="topk", function="topk", grad_fn="TopkBackward0")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    """The k largest (or smallest) entries along dim and their indices."""
     d = input._data
     xp = input._backend
     dim = _wrap_dim(dim, d.ndim)

@@ -809,9 +809,9 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
 
 # ---- shapes and joins ------------------------------------------------------------------------
 @op(method="broadcast_to", function="broadcast_to")
-def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
-    """A view of input broadcast to size."""
-    return input.expand(tuple(size))
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """A view of input broadcast to shape."""
+    return input.expand(tuple(shape))
 
 
 @op(function="hstack")

@@ -21,7 +21,7 @@ from .._ops import indexing as _indexing
 from .._ops import linalg as _linalg
 from .._ops import linear as _lin
 from .._ops import loss as _loss
-from .._ops.select import where as _where
+from .._ops.compare import where as _where
 from .._tensor import Tensor
 
 # the reduction-argument helpers (nn.modules.loss uses `_reduction` too)

@@ -13,8 +13,9 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, DefaultDict, Dict, Iterable, List, Optional, Union
 
-from .. import _core, _dtype
+from .. import _dtype
 from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -64,11 +65,8 @@ def _with_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
                         f"{step} must return None or a tuple of (new_args, new_kwargs), but "
                         f"got {res}."
                     )
-        prev = _core.set_grad_enabled(False)
-        try:
+        with no_grad():
             out = step(self, *args, **kwargs)
-        finally:
-            _core.set_grad_enabled(prev)
         self._opt_called = True
         for hook in chain(self._optimizer_step_post_hooks.values(), _global_post_hooks.values()):
             hook(self, args, kwargs)
@@ -303,11 +301,8 @@ class Optimizer:
     def _closure_loss(closure: Optional[Callable[[], Any]]) -> Any:
         if closure is None:
             return None
-        prev = _core.set_grad_enabled(True)
-        try:
+        with enable_grad():
             return closure()
-        finally:
-            _core.set_grad_enabled(prev)
 
 
 def _zeros_like(p: Tensor) -> Tensor:
