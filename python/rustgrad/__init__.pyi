@@ -96,19 +96,19 @@ __all__ = [
     "split", "split_with_sizes", "chunk", "diagonal", "moveaxis", "movedim", "tril", "triu",
     "flip", "roll", "tile", "repeat_interleave", "reshape", "flatten", "transpose", "t",
     "permute", "unsqueeze", "squeeze", "cat", "concat", "stack", "broadcast_to", "hstack",
-    "vstack", "exp", "log", "sqrt", "abs", "sign", "tanh", "reciprocal", "clamp", "clip", "sin",
-    "cos", "tan", "arcsin", "asin", "acos", "arccos", "arctan", "atan", "sinh", "cosh",
-    "arctan2", "atan2", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square", "floor",
-    "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf", "isfinite",
-    "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor", "logical_not", "where",
-    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "allclose", "equal",
-    "relu", "sigmoid", "selu", "celu", "softmax", "log_softmax", "neg", "negative", "remainder",
-    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
-    "addcmul", "addcdiv", "conv2d", "conv1d", "clone", "index_select", "gather",
-    "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select", "nonzero",
-    "argwhere", "index_add", "index_put", "embedding", "embedding_renorm_", "exp_", "sigmoid_",
-    "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_",
-    "nan_to_num", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
+    "vstack", "where", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose",
+    "allclose", "equal", "exp", "log", "sqrt", "abs", "sign", "tanh", "reciprocal", "clamp",
+    "clip", "sin", "cos", "tan", "arcsin", "asin", "acos", "arccos", "arctan", "atan", "sinh",
+    "cosh", "arctan2", "atan2", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square",
+    "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf",
+    "isfinite", "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "exp_", "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_", "neg_",
+    "negative_", "square_", "relu_", "nan_to_num", "relu", "sigmoid", "selu", "celu", "softmax",
+    "log_softmax", "neg", "negative", "remainder", "add", "sub", "subtract", "mul", "multiply",
+    "div", "divide", "true_divide", "pow", "addcmul", "addcdiv", "conv2d", "conv1d", "clone",
+    "index_select", "gather", "take_along_dim", "scatter", "scatter_add", "masked_fill",
+    "masked_select", "nonzero", "argwhere", "index_add", "index_put", "embedding",
+    "embedding_renorm_", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
     "tensordot", "kron", "trace", "diag_embed", "diag", "matmul", "layer_norm", "group_norm",
     "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "randperm", "sum", "mean",
     "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var", "std", "var_mean",
@@ -167,6 +167,47 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     """input + value * tensor1 * tensor2."""
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2."""
+
+# ---- declared in _ops/compare.py
+@overload
+def where(condition: Tensor) -> Tuple[Tensor, ...]:
+    """input where condition holds, else other (elementwise, broadcast); where(condition) is"""
+@overload
+def where(condition: Tensor, input: Any, other: Any) -> Tensor: ...
+def maximum(input: Tensor, other: Any) -> Tensor:
+    """The elementwise maximum of input and other."""
+def minimum(input: Tensor, other: Any) -> Tensor:
+    """The elementwise minimum of input and other."""
+def eq(input: Tensor, other: Any) -> Tensor:
+    """input == other, elementwise, as a bool tensor."""
+def ne(input: Tensor, other: Any) -> Tensor:
+    """input != other, elementwise, as a bool tensor."""
+def lt(input: Tensor, other: Any) -> Tensor:
+    """input < other, elementwise, as a bool tensor."""
+def le(input: Tensor, other: Any) -> Tensor:
+    """input <= other, elementwise, as a bool tensor."""
+def gt(input: Tensor, other: Any) -> Tensor:
+    """input > other, elementwise, as a bool tensor."""
+def ge(input: Tensor, other: Any) -> Tensor:
+    """input >= other, elementwise, as a bool tensor."""
+def isclose(
+    input: Tensor,
+    other: Tensor,
+    rtol: builtins.float = 1e-05,
+    atol: builtins.float = 1e-08,
+    equal_nan: builtins.bool = False,
+) -> Tensor:
+    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
+def allclose(
+    input: Tensor,
+    other: Tensor,
+    rtol: builtins.float = 1e-05,
+    atol: builtins.float = 1e-08,
+    equal_nan: builtins.bool = False,
+) -> builtins.bool:
+    """Whether isclose holds everywhere (a Python bool)."""
+def equal(input: Tensor, other: Tensor) -> builtins.bool:
+    """Same shape and the same values (a Python bool)."""
 
 # ---- declared in _ops/conv.py
 def conv2d(
@@ -263,35 +304,6 @@ def embedding_renorm_(
     norm_type: builtins.float,
 ) -> Tensor:
     """Scales the rows of input at indices down to norm max_norm where it is exceeded."""
-
-# ---- declared in _ops/inplace_pointwise.py
-def exp_(self: Tensor) -> Tensor:
-    """In-place exp."""
-def sigmoid_(self: Tensor) -> Tensor:
-    """In-place sigmoid."""
-def tanh_(self: Tensor) -> Tensor:
-    """In-place tanh."""
-def sqrt_(self: Tensor) -> Tensor:
-    """In-place sqrt."""
-def abs_(self: Tensor) -> Tensor:
-    """In-place abs."""
-def absolute_(self: Tensor) -> Tensor:
-    """In-place abs."""
-def neg_(self: Tensor) -> Tensor:
-    """In-place neg."""
-def negative_(self: Tensor) -> Tensor:
-    """In-place neg."""
-def square_(self: Tensor) -> Tensor:
-    """In-place square."""
-def relu_(self: Tensor) -> Tensor:
-    """In-place relu."""
-def nan_to_num(
-    input: Tensor,
-    nan: builtins.float = 0.0,
-    posinf: Any = None,
-    neginf: Any = None,
-) -> Tensor:
-    """input with NaN, +inf and -inf replaced by finite numbers."""
 
 # ---- declared in _ops/linalg.py
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
@@ -448,6 +460,33 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
     """input xor other, as truth values (bool result)."""
 def logical_not(input: Tensor) -> Tensor:
     """not input, as a truth value (bool result)."""
+def exp_(self: Tensor) -> Tensor:
+    """In-place exp."""
+def sigmoid_(self: Tensor) -> Tensor:
+    """In-place sigmoid."""
+def tanh_(self: Tensor) -> Tensor:
+    """In-place tanh."""
+def sqrt_(self: Tensor) -> Tensor:
+    """In-place sqrt."""
+def abs_(self: Tensor) -> Tensor:
+    """In-place abs."""
+def absolute_(self: Tensor) -> Tensor:
+    """In-place abs."""
+def neg_(self: Tensor) -> Tensor:
+    """In-place neg."""
+def negative_(self: Tensor) -> Tensor:
+    """In-place neg."""
+def square_(self: Tensor) -> Tensor:
+    """In-place square."""
+def relu_(self: Tensor) -> Tensor:
+    """In-place relu."""
+def nan_to_num(
+    input: Tensor,
+    nan: builtins.float = 0.0,
+    posinf: Any = None,
+    neginf: Any = None,
+) -> Tensor:
+    """input with NaN, +inf and -inf replaced by finite numbers."""
 
 # ---- declared in _ops/pool.py
 def max_pool2d(
@@ -536,9 +575,12 @@ def prod(
     keepdim: builtins.bool = False,
     *,
     dtype: Any = None,
-) -> Tensor: ...
-def cumsum(input: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor: ...
-def cumprod(input: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor: ...
+) -> Tensor:
+    """The product of all entries, or over dim."""
+def cumsum(input: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+    """Running sums along dim."""
+def cumprod(input: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+    """Running products along dim."""
 def var(
     input: Tensor,
     dim: Any = None,
@@ -546,7 +588,8 @@ def var(
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
-) -> Tensor: ...
+) -> Tensor:
+    """The variance over dim (all entries by default), with Bessel's correction unless told"""
 def std(
     input: Tensor,
     dim: Any = None,
@@ -554,7 +597,8 @@ def std(
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
-) -> Tensor: ...
+) -> Tensor:
+    """The standard deviation over dim (all entries by default)."""
 def var_mean(
     input: Tensor,
     dim: Any = None,
@@ -562,7 +606,8 @@ def var_mean(
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
-) -> Tuple[Tensor, Tensor]: ...
+) -> Tuple[Tensor, Tensor]:
+    """(variance, mean) over dim, in one call."""
 def std_mean(
     input: Tensor,
     dim: Any = None,
@@ -570,7 +615,8 @@ def std_mean(
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
-) -> Tuple[Tensor, Tensor]: ...
+) -> Tuple[Tensor, Tensor]:
+    """(standard deviation, mean) over dim, in one call."""
 def norm(
     input: Tensor,
     p: Any = 'fro',
@@ -579,78 +625,44 @@ def norm(
     dtype: Any = None,
 ) -> Tensor:
     """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
-def dist(input: Tensor, other: Tensor, p: builtins.float = 2) -> Tensor: ...
+def dist(input: Tensor, other: Tensor, p: builtins.float = 2) -> Tensor:
+    """The p-norm of input - other."""
 def amax(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = (),
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """The largest entries over dim (the gradient is shared evenly among ties)."""
 def amin(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = (),
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """The smallest entries over dim (the gradient is shared evenly among ties)."""
 def all(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """Whether every entry is non-zero, overall or over dim."""
 def any(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """Whether some entry is non-zero, overall or over dim."""
 def argmax(
     input: Tensor,
     dim: Optional[builtins.int] = None,
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """The index of the largest entry, overall (flattened) or over dim."""
 def argmin(
     input: Tensor,
     dim: Optional[builtins.int] = None,
     keepdim: builtins.bool = False,
-) -> Tensor: ...
-
-# ---- declared in _ops/select.py
-@overload
-def where(condition: Tensor) -> Tuple[Tensor, ...]:
-    """input where condition holds, else other (elementwise, broadcast); where(condition) is"""
-@overload
-def where(condition: Tensor, input: Any, other: Any) -> Tensor: ...
-def maximum(input: Tensor, other: Any) -> Tensor:
-    """The elementwise maximum of input and other."""
-def minimum(input: Tensor, other: Any) -> Tensor:
-    """The elementwise minimum of input and other."""
-def eq(input: Tensor, other: Any) -> Tensor:
-    """input == other, elementwise, as a bool tensor."""
-def ne(input: Tensor, other: Any) -> Tensor:
-    """input != other, elementwise, as a bool tensor."""
-def lt(input: Tensor, other: Any) -> Tensor:
-    """input < other, elementwise, as a bool tensor."""
-def le(input: Tensor, other: Any) -> Tensor:
-    """input <= other, elementwise, as a bool tensor."""
-def gt(input: Tensor, other: Any) -> Tensor:
-    """input > other, elementwise, as a bool tensor."""
-def ge(input: Tensor, other: Any) -> Tensor:
-    """input >= other, elementwise, as a bool tensor."""
-def isclose(
-    input: Tensor,
-    other: Tensor,
-    rtol: builtins.float = 1e-05,
-    atol: builtins.float = 1e-08,
-    equal_nan: builtins.bool = False,
 ) -> Tensor:
-    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
-def allclose(
-    input: Tensor,
-    other: Tensor,
-    rtol: builtins.float = 1e-05,
-    atol: builtins.float = 1e-08,
-    equal_nan: builtins.bool = False,
-) -> builtins.bool:
-    """Whether isclose holds everywhere (a Python bool)."""
-def equal(input: Tensor, other: Tensor) -> builtins.bool:
-    """Same shape and the same values (a Python bool)."""
+    """The index of the smallest entry, overall (flattened) or over dim."""
 
 # ---- declared in _ops/sort.py
 @overload
@@ -682,14 +694,16 @@ def argsort(
     dim: builtins.int = -1,
     descending: builtins.bool = False,
     stable: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """The indices that sort input along dim."""
 def topk(
     input: Tensor,
     k: builtins.int,
     dim: builtins.int = -1,
     largest: builtins.bool = True,
     sorted: builtins.bool = True,
-) -> return_types.topk: ...
+) -> return_types.topk:
+    """The k largest (or smallest) entries along dim and their indices."""
 
 # ---- declared in _ops/views.py
 def narrow(input: Tensor, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
@@ -757,8 +771,8 @@ def concat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """The tensors joined along an existing dim."""
 def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """The tensors joined along a new dim."""
-def broadcast_to(input: Tensor, size: Sequence[builtins.int]) -> Tensor:
-    """A view of input broadcast to size."""
+def broadcast_to(input: Tensor, shape: Sequence[builtins.int]) -> Tensor:
+    """A view of input broadcast to shape."""
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
 def vstack(tensors: Sequence[Tensor]) -> Tensor:

@@ -221,6 +221,68 @@ class Tensor(TensorBase):
     def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
         """input + value * tensor1 / tensor2."""
 
+    # ---- declared in _ops/compare.py
+    def maximum(self, other: Any) -> Tensor:
+        """The elementwise maximum of input and other."""
+    def minimum(self, other: Any) -> Tensor:
+        """The elementwise minimum of input and other."""
+    def eq(self, other: Any) -> Tensor:
+        """input == other, elementwise, as a bool tensor."""
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        """input == other, elementwise, as a bool tensor."""
+    def ne(self, other: Any) -> Tensor:
+        """input != other, elementwise, as a bool tensor."""
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        """input != other, elementwise, as a bool tensor."""
+    def lt(self, other: Any) -> Tensor:
+        """input < other, elementwise, as a bool tensor."""
+    def __lt__(self, other: Any) -> Tensor:
+        """input < other, elementwise, as a bool tensor."""
+    def le(self, other: Any) -> Tensor:
+        """input <= other, elementwise, as a bool tensor."""
+    def __le__(self, other: Any) -> Tensor:
+        """input <= other, elementwise, as a bool tensor."""
+    def gt(self, other: Any) -> Tensor:
+        """input > other, elementwise, as a bool tensor."""
+    def __gt__(self, other: Any) -> Tensor:
+        """input > other, elementwise, as a bool tensor."""
+    def ge(self, other: Any) -> Tensor:
+        """input >= other, elementwise, as a bool tensor."""
+    def __ge__(self, other: Any) -> Tensor:
+        """input >= other, elementwise, as a bool tensor."""
+    def __and__(self, other: Any) -> Tensor:
+        """input & other: logical and of bool tensors, bitwise and of integer ones."""
+    def __rand__(self, other: Any) -> Tensor:
+        """input & other: logical and of bool tensors, bitwise and of integer ones."""
+    def __or__(self, other: Any) -> Tensor:
+        """input | other: logical or of bool tensors, bitwise or of integer ones."""
+    def __ror__(self, other: Any) -> Tensor:
+        """input | other: logical or of bool tensors, bitwise or of integer ones."""
+    def __xor__(self, other: Any) -> Tensor:
+        """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
+    def __invert__(self) -> Tensor:
+        """~input: logical not of a bool tensor, bitwise not of an integer one."""
+    def where(self, condition: Tensor, other: Any) -> Tensor:
+        """self where condition holds, else other (torch's Tensor.where)."""
+    def isclose(
+        self,
+        other: Tensor,
+        rtol: builtins.float = 1e-05,
+        atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False,
+    ) -> Tensor:
+        """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
+    def allclose(
+        self,
+        other: Tensor,
+        rtol: builtins.float = 1e-05,
+        atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False,
+    ) -> builtins.bool:
+        """Whether isclose holds everywhere (a Python bool)."""
+    def equal(self, other: Tensor) -> builtins.bool:
+        """Same shape and the same values (a Python bool)."""
+
     # ---- declared in _ops/copies.py
     def clone(self, *, memory_format: Any = None) -> Tensor:
         """A copy of input with its own storage; differentiable (CloneBackward0)."""
@@ -393,35 +455,6 @@ class Tensor(TensorBase):
     ) -> Tensor:
         """In-place index_put."""
 
-    # ---- declared in _ops/inplace_pointwise.py
-    def exp_(self) -> Tensor:
-        """In-place exp."""
-    def sigmoid_(self) -> Tensor:
-        """In-place sigmoid."""
-    def tanh_(self) -> Tensor:
-        """In-place tanh."""
-    def sqrt_(self) -> Tensor:
-        """In-place sqrt."""
-    def abs_(self) -> Tensor:
-        """In-place abs."""
-    def absolute_(self) -> Tensor:
-        """In-place abs."""
-    def neg_(self) -> Tensor:
-        """In-place neg."""
-    def negative_(self) -> Tensor:
-        """In-place neg."""
-    def square_(self) -> Tensor:
-        """In-place square."""
-    def relu_(self) -> Tensor:
-        """In-place relu."""
-    def nan_to_num(
-        self,
-        nan: builtins.float = 0.0,
-        posinf: Any = None,
-        neginf: Any = None,
-    ) -> Tensor:
-        """input with NaN, +inf and -inf replaced by finite numbers."""
-
     # ---- declared in _ops/linalg.py
     def dot(self, tensor: Tensor) -> Tensor:
         """The dot product of two 1-D tensors."""
@@ -558,6 +591,33 @@ class Tensor(TensorBase):
         """input xor other, as truth values (bool result)."""
     def logical_not(self) -> Tensor:
         """not input, as a truth value (bool result)."""
+    def exp_(self) -> Tensor:
+        """In-place exp."""
+    def sigmoid_(self) -> Tensor:
+        """In-place sigmoid."""
+    def tanh_(self) -> Tensor:
+        """In-place tanh."""
+    def sqrt_(self) -> Tensor:
+        """In-place sqrt."""
+    def abs_(self) -> Tensor:
+        """In-place abs."""
+    def absolute_(self) -> Tensor:
+        """In-place abs."""
+    def neg_(self) -> Tensor:
+        """In-place neg."""
+    def negative_(self) -> Tensor:
+        """In-place neg."""
+    def square_(self) -> Tensor:
+        """In-place square."""
+    def relu_(self) -> Tensor:
+        """In-place relu."""
+    def nan_to_num(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: Any = None,
+        neginf: Any = None,
+    ) -> Tensor:
+        """input with NaN, +inf and -inf replaced by finite numbers."""
 
     # ---- declared in _ops/random.py
     def normal_(
@@ -624,9 +684,12 @@ class Tensor(TensorBase):
         keepdim: builtins.bool = False,
         *,
         dtype: Any = None,
-    ) -> Tensor: ...
-    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor: ...
-    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor: ...
+    ) -> Tensor:
+        """The product of all entries, or over dim."""
+    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """Running sums along dim."""
+    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """Running products along dim."""
     def var(
         self,
         dim: Any = None,
@@ -634,7 +697,8 @@ class Tensor(TensorBase):
         keepdim: builtins.bool = False,
         *,
         correction: Any = None,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """The variance over dim (all entries by default), with Bessel's correction unless told"""
     def std(
         self,
         dim: Any = None,
@@ -642,7 +706,8 @@ class Tensor(TensorBase):
         keepdim: builtins.bool = False,
         *,
         correction: Any = None,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """The standard deviation over dim (all entries by default)."""
     def norm(
         self,
         p: Any = 'fro',
@@ -651,99 +716,36 @@ class Tensor(TensorBase):
         dtype: Any = None,
     ) -> Tensor:
         """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
-    def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor: ...
+    def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor:
+        """The p-norm of input - other."""
     def amax(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = (),
         keepdim: builtins.bool = False,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """The largest entries over dim (the gradient is shared evenly among ties)."""
     def amin(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = (),
         keepdim: builtins.bool = False,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """The smallest entries over dim (the gradient is shared evenly among ties)."""
     def all(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
         keepdim: builtins.bool = False,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """Whether every entry is non-zero, overall or over dim."""
     def any(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
         keepdim: builtins.bool = False,
-    ) -> Tensor: ...
-    def argmax(
-        self,
-        dim: Optional[builtins.int] = None,
-        keepdim: builtins.bool = False,
-    ) -> Tensor: ...
-    def argmin(
-        self,
-        dim: Optional[builtins.int] = None,
-        keepdim: builtins.bool = False,
-    ) -> Tensor: ...
-
-    # ---- declared in _ops/select.py
-    def maximum(self, other: Any) -> Tensor:
-        """The elementwise maximum of input and other."""
-    def minimum(self, other: Any) -> Tensor:
-        """The elementwise minimum of input and other."""
-    def eq(self, other: Any) -> Tensor:
-        """input == other, elementwise, as a bool tensor."""
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        """input == other, elementwise, as a bool tensor."""
-    def ne(self, other: Any) -> Tensor:
-        """input != other, elementwise, as a bool tensor."""
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        """input != other, elementwise, as a bool tensor."""
-    def lt(self, other: Any) -> Tensor:
-        """input < other, elementwise, as a bool tensor."""
-    def __lt__(self, other: Any) -> Tensor:
-        """input < other, elementwise, as a bool tensor."""
-    def le(self, other: Any) -> Tensor:
-        """input <= other, elementwise, as a bool tensor."""
-    def __le__(self, other: Any) -> Tensor:
-        """input <= other, elementwise, as a bool tensor."""
-    def gt(self, other: Any) -> Tensor:
-        """input > other, elementwise, as a bool tensor."""
-    def __gt__(self, other: Any) -> Tensor:
-        """input > other, elementwise, as a bool tensor."""
-    def ge(self, other: Any) -> Tensor:
-        """input >= other, elementwise, as a bool tensor."""
-    def __ge__(self, other: Any) -> Tensor:
-        """input >= other, elementwise, as a bool tensor."""
-    def __and__(self, other: Any) -> Tensor:
-        """input & other: logical and of bool tensors, bitwise and of integer ones."""
-    def __rand__(self, other: Any) -> Tensor:
-        """input & other: logical and of bool tensors, bitwise and of integer ones."""
-    def __or__(self, other: Any) -> Tensor:
-        """input | other: logical or of bool tensors, bitwise or of integer ones."""
-    def __ror__(self, other: Any) -> Tensor:
-        """input | other: logical or of bool tensors, bitwise or of integer ones."""
-    def __xor__(self, other: Any) -> Tensor:
-        """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
-    def __invert__(self) -> Tensor:
-        """~input: logical not of a bool tensor, bitwise not of an integer one."""
-    def where(self, condition: Tensor, other: Any) -> Tensor:
-        """self where condition holds, else other (torch's Tensor.where)."""
-    def isclose(
-        self,
-        other: Tensor,
-        rtol: builtins.float = 1e-05,
-        atol: builtins.float = 1e-08,
-        equal_nan: builtins.bool = False,
     ) -> Tensor:
-        """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
-    def allclose(
-        self,
-        other: Tensor,
-        rtol: builtins.float = 1e-05,
-        atol: builtins.float = 1e-08,
-        equal_nan: builtins.bool = False,
-    ) -> builtins.bool:
-        """Whether isclose holds everywhere (a Python bool)."""
-    def equal(self, other: Tensor) -> builtins.bool:
-        """Same shape and the same values (a Python bool)."""
+        """Whether some entry is non-zero, overall or over dim."""
+    def argmax(self, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the largest entry, overall (flattened) or over dim."""
+    def argmin(self, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the smallest entry, overall (flattened) or over dim."""
 
     # ---- declared in _ops/sort.py
     @overload
@@ -775,14 +777,16 @@ class Tensor(TensorBase):
         dim: builtins.int = -1,
         descending: builtins.bool = False,
         stable: builtins.bool = False,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """The indices that sort input along dim."""
     def topk(
         self,
         k: builtins.int,
         dim: builtins.int = -1,
         largest: builtins.bool = True,
         sorted: builtins.bool = True,
-    ) -> return_types.topk: ...
+    ) -> return_types.topk:
+        """The k largest (or smallest) entries along dim and their indices."""
 
     # ---- declared in _ops/views.py
     def narrow(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
@@ -866,5 +870,5 @@ class Tensor(TensorBase):
     @property
     def T(self) -> Tensor:
         """The dimensions reversed (permute), as torch's `.T` for every ndim."""
-    def broadcast_to(self, size: Sequence[builtins.int]) -> Tensor:
-        """A view of input broadcast to size."""
+    def broadcast_to(self, shape: Sequence[builtins.int]) -> Tensor:
+        """A view of input broadcast to shape."""
