@@ -29,7 +29,7 @@ demo: build
 
 test: $(VENV)/.test build
 	cargo fmt --all -- --check
-	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/ruff check python tests benches examples tools
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
 
@@ -42,7 +42,7 @@ bench: $(VENV)/.test build
 lint: $(VENV)/.test
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/ruff check python tests benches examples tools
 
 clean:
 	rm -rf $(VENV) target
