@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import Any, Tuple
 
 from .. import _core, _dtype
 from .._backends import namespace
@@ -57,14 +58,11 @@ def to_device(t: Tensor, target: Any) -> Tensor:
     return record(arr, (t,), "ToCopyBackward0", _to_device_bw, None, t.device)
 
 
-@op(method="to", grad_fn="ToCopyBackward0")
-def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """Tensor.to(dtype), to(device), to(other), to(device, dtype); copy=False returns self if
-    nothing changes."""
-    dtype = kwargs.pop("dtype", None)
-    dev = kwargs.pop("device", None)
-    copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+def parse_to(*args: Any, **kwargs: Any) -> Tuple[Any, Any, bool]:
+    """(device, dtype, copy) from the call forms of Tensor.to and Module.to: to(dtype),
+    to(device), to(other), to(device, dtype), and the keywords."""
+    dtype = kwargs.get("dtype")
+    dev = kwargs.get("device")
     for a in args:
         if isinstance(a, _dtype.dtype):
             dtype = a
@@ -72,6 +70,14 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             dtype, dev = a.dtype, a.device
         elif a is not None:
             dev = a
+    return dev, dtype, builtins.bool(kwargs.get("copy", False))  # bool here is Tensor.bool
+
+
+@op(method="to", grad_fn="ToCopyBackward0")
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Tensor.to(dtype), to(device), to(other), to(device, dtype); copy=False returns self if
+    nothing changes."""
+    dev, dtype, copy = parse_to(*args, **kwargs)
     out = self
     if dev is not None:
         from .._backends import device as _device

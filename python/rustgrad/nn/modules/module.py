@@ -759,17 +759,9 @@ class Module:
         return self
 
     def to(self: T, *args: Any, **kwargs: Any) -> T:
-        from ... import _dtype
+        from ..._ops.copies import parse_to
 
-        dtype = kwargs.get("dtype")
-        dev = kwargs.get("device")
-        for a in args:
-            if isinstance(a, _dtype.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype, dev = a.dtype, a.device
-            elif a is not None:
-                dev = a
+        dev, dtype, _ = parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
