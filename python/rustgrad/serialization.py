@@ -14,6 +14,7 @@ import json
 import math
 import os
 import zipfile
+import zlib
 from collections import Counter, OrderedDict
 from typing import IO, Any, Callable, Dict, List, Union
 
@@ -182,40 +183,98 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
             fh.close()
 
 
+# A member may be stored or deflated; a deflated one may not claim to inflate by more than this
+# factor (zip bombs), nor may any member exceed MAX_MEMBER_BYTES, checked before inflating.
+MAX_INFLATION_RATIO = 1000
+MAX_MEMBER_BYTES = 1 << 40
+
+
+class _Malformed(Exception):
+    """What is wrong with a checkpoint, before the file's name is added."""
+
+
+def _file_name(f: Any) -> str:
+    if isinstance(f, (str, os.PathLike)):
+        return os.fspath(f)
+    return str(getattr(f, "name", "<stream>"))
+
+
+def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
+    try:
+        info = z.getinfo(name)
+    except KeyError:
+        raise _Malformed(f"member {name!r} is missing") from None
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise _Malformed(f"member {name!r} declares {info.file_size} bytes, more than the bound "
+                         f"of {MAX_MEMBER_BYTES}")
+    if (info.compress_type != zipfile.ZIP_STORED
+            and info.file_size > MAX_INFLATION_RATIO * max(info.compress_size, 1)):
+        raise _Malformed(f"member {name!r} would inflate {info.compress_size} bytes to "
+                         f"{info.file_size} (more than {MAX_INFLATION_RATIO}x): refused")
+    try:
+        with z.open(info) as member:
+            data = member.read(info.file_size + 1)  # never past the size the header declares
+    except zipfile.BadZipFile as e:
+        raise _Malformed(f"member {name!r} is corrupt ({e})") from None
+    except (zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+        raise _Malformed(f"member {name!r} cannot be read ({e})") from None
+    if len(data) != info.file_size:
+        raise _Malformed(f"member {name!r} holds {len(data)} bytes, its header says "
+                         f"{info.file_size}")
+    return data
+
+
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
          weights_only: bool = True, mmap: Any = None, **pickle_load_args: Any) -> Any:
     """Loads what `save` wrote. Never unpickles: the file holds JSON and .npy arrays only.
-    map_location: a device (string or rustgrad.device) or a callable (tensor, saved_device)."""
+    map_location: a device (string or rustgrad.device) or a callable (tensor, saved_device).
+    A file that is not a well-formed checkpoint raises one RuntimeError naming the file and
+    what is wrong with it."""
     own = isinstance(f, (str, os.PathLike))
     fh: Any = open(f, "rb") if own else f
     try:
-        with zipfile.ZipFile(fh, "r") as z:
-            try:
-                structure = json.loads(z.read(_STRUCTURE).decode("utf-8"))
-            except KeyError:
-                raise RuntimeError(
-                    "rustgrad.load: not a rustgrad checkpoint (no structure.json); rustgrad "
-                    "does not read pickled torch files"
-                ) from None
-            if structure.get("format") != _FORMAT:
-                raise RuntimeError(
-                    f"rustgrad.load: unsupported checkpoint format {structure.get('format')!r}"
-                )
-            cache: Dict[int, Any] = {}
-
-            def array(i: int) -> Any:
-                if i not in cache:
-                    with z.open(f"data/{i}.npy") as member:
-                        cache[i] = _np.lib.format.read_array(
-                            io.BytesIO(member.read()), allow_pickle=False)
-                return cache[i]
-
-            return _Reader(array, map_location).decode(structure["root"])
-    except zipfile.BadZipFile:
-        raise RuntimeError(
-            "rustgrad.load: not a rustgrad checkpoint (not a zip archive); rustgrad does not "
-            "read pickled files"
-        ) from None
+        return _load(fh, map_location)
+    except _Malformed as e:
+        raise RuntimeError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     finally:
         if own:
             fh.close()
+
+
+def _load(fh: Any, map_location: Any) -> Any:
+    try:
+        z = zipfile.ZipFile(fh, "r")
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+        raise _Malformed(f"not a rustgrad checkpoint (not a zip archive: {e}); rustgrad does not "
+                         "read pickled files") from None
+    with z:
+        if _STRUCTURE not in z.namelist():
+            raise _Malformed("not a rustgrad checkpoint (no structure.json); rustgrad does not "
+                             "read pickled torch files")
+        try:
+            structure = json.loads(_checked_read(z, _STRUCTURE).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise _Malformed(f"structure.json is not valid JSON text ({e})") from None
+        if not isinstance(structure, dict) or "root" not in structure:
+            raise _Malformed("structure.json has no root object")
+        if structure.get("format") != _FORMAT:
+            raise _Malformed(f"unsupported checkpoint format {structure.get('format')!r}")
+        cache: Dict[int, Any] = {}
+
+        def array(i: int) -> Any:
+            if i not in cache:
+                name = f"data/{i}.npy"
+                try:
+                    cache[i] = _np.lib.format.read_array(
+                        io.BytesIO(_checked_read(z, name)), allow_pickle=False)
+                except (ValueError, EOFError, OSError) as e:
+                    raise _Malformed(f"member {name!r} is not a valid .npy array ({e})") from None
+            return cache[i]
+
+        try:
+            return _Reader(array, map_location).decode(structure["root"])
+        except _Malformed:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as e:
+            what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+            raise _Malformed(f"malformed structure.json ({type(e).__name__}: {what})") from None
