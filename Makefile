@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 TORCH_VERSION := 2.9.1
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test bench build lint clean
+.PHONY: demo test bench build lint clean fuzz
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: $(VENV)/.test build
 	$(VENV)/bin/ruff check python tests benches examples tools
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
+
+# the long differential fuzzing profile (make test runs a short deterministic one)
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(VENV)/.test build
+	RUSTGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/programs/test_fuzz_programs.py
 
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here) slow current NumPy builds;
 # both libraries are measured without them, one BLAS thread each.
