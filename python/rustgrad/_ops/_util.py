@@ -111,29 +111,44 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
+NO_GRAD_MODE = 3  # torch's CreationMeta of a view made in no_grad mode (TensorBase._creation_meta)
+
+
+def no_grad_view_error(t: Tensor, modified: str) -> RuntimeError:
+    """torch's refusal of an in-place op on a view made in no_grad mode (or a view of one)."""
+    f = t.grad_fn
+    if f is None:
+        prefix = "A view was created in"
+    else:
+        prefix = (f"Output {t.output_nr} of {f.name()} is a view of a view which was created "
+                  "in")
+    return RuntimeError(
+        f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled. Given "
+        "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+        "code by moving both the view and the inplace either both inside the no_grad block (if "
+        "you don't want the inplace to be tracked) or both outside (if you want the inplace to "
+        "be tracked)."
+    )
+
+
 def check_inplace(t: Tensor) -> None:
-    """torch's refusals for in-place ops on tensors that autograd needs unchanged."""
-    if is_grad_enabled() and t.requires_grad:
-        if t.is_leaf:
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an in-place operation."
-            )
-        base = t._base
-        if base is not None and base.requires_grad and base.is_leaf:
+    """torch's refusals for in-place ops on tensors that autograd needs unchanged. (An op
+    whose other operand requires grad is refused on a no_grad view by copyslices.commit.)"""
+    if not is_grad_enabled() or not t.requires_grad:
+        return
+    base = t._base
+    if base is not None:
+        if t._creation_meta == NO_GRAD_MODE:
+            raise no_grad_view_error(t, "is being")
+        if base.requires_grad and base.is_leaf:
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
             )
-    elif is_grad_enabled():
-        base = t._base
-        if base is not None and base.requires_grad:
-            raise RuntimeError(
-                "A view was created in no_grad mode and is being modified inplace with grad mode "
-                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
-                "You can clarify your code by moving both the view and the inplace either both "
-                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-                "outside (if you want the inplace to be tracked)."
-            )
+    if t.is_leaf:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
 
 
 def commit_inplace(t: Tensor, out: Tensor) -> None:

@@ -1,41 +1,113 @@
-"""In-place ops on views of tensors in a graph: torch's CopySlices.
+"""In-place ops on views of tensors in a graph: torch's CopySlices, and views following their base.
 
 An in-place op on a view writes into its base's memory, so the base's history must change too.
-The view's region of the base is read off the arrays themselves (offset and strides into the
-base's buffer, as torch's as_strided), so no view op needs to remember how it was made:
+The view's place in the base is read off the arrays themselves (offset and strides into the
+base's memory, as torch's as_strided), so no view op needs to remember how it was made:
 
-    new_base = copy_slices(base, out)   # base with the view's region replaced by `out`
-    base.grad_fn  <- new_base.grad_fn    (CopySlices: gradient outside the region to the old
-                                          base, inside the region to `out`)
-    view.grad_fn  <- as_strided(base).grad_fn
+    base.grad_fn  <- CopySlices(base, out)   (gradient outside the view's elements to the old
+                                              base, inside them to `out`)
+    view.grad_fn  <- AsStridedBackward0(base)
+
+Any view of the base made before (a sibling, or the base's own earlier views) must see the new
+history too. The version counter they share has moved since their grad_fn was set, and the
+binding (`refresh_view` in rust/python/src/tensor.rs) then calls `regenerate_view`, which remakes
+the grad_fn as AsStridedBackward0 over the base's current history, as torch does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 from .. import _core
 from .._tensor import Tensor
-from ._util import record
+from ._util import NO_GRAD_MODE, no_grad_view_error, record
 
-Region = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
+Strided = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
+# (base, view): each placed in the base's memory, offsets in elements from the base's first
+Geometry = Tuple[Strided, Strided]
 
 
-def region_of(view: Any, base: Any) -> Region:
-    """Where `view` (an array) lies in the C-contiguous array `base`, in elements."""
+def geometry_of(view: Any, base: Any) -> Optional[Geometry]:
+    """Where the array `view` lies in the memory of the array `base`, or None when element
+    strides cannot say it (a view with another item size)."""
     item = base.itemsize
+    if view.itemsize != item:
+        return None
     xp = _backend_of(base)
     off = xp.data_ptr(view) - xp.data_ptr(base)
-    return tuple(view.shape), tuple(s // item for s in view.strides), off // item
+    if off % item or any(s % item for s in view.strides) or any(s % item for s in base.strides):
+        return None
+    b = (tuple(base.shape), tuple(s // item for s in base.strides), 0)
+    v = (tuple(view.shape), tuple(s // item for s in view.strides), off // item)
+    return b, v
 
 
-def _region(array: Any, region: Region) -> Any:
-    """The region of a C-contiguous array with the base's shape, as a writable view."""
-    shape, strides, offset = region
-    xp = _backend_of(array)
-    flat = array.reshape(-1)
-    item = array.itemsize
-    return xp.as_strided(flat[offset:], shape, tuple(s * item for s in strides))
+def _span(t: Strided) -> Tuple[int, int]:
+    """The lowest and highest element offsets a strided layout touches."""
+    shape, strides, offset = t
+    lo = hi = offset
+    for n, s in zip(shape, strides):
+        if n > 1:
+            if s > 0:
+                hi += (n - 1) * s
+            else:
+                lo += (n - 1) * s
+    return lo, hi
+
+
+def _is_empty(t: Strided) -> bool:
+    return any(n == 0 for n in t[0])
+
+
+def _overlaps(t: Strided) -> bool:
+    """Whether two elements of a layout share memory (an expanded view)."""
+    span = 0
+    for n, s in sorted(((n, abs(s)) for n, s in zip(t[0], t[1]) if n > 1), key=lambda p: p[1]):
+        if s <= span:
+            return True
+        span += (n - 1) * s
+    return False
+
+
+class _Memory:
+    """A zeroed flat buffer standing for the base's memory, with both layouts placed in it."""
+
+    def __init__(self, geometry: Geometry, like: Any) -> None:
+        self.geometry = geometry
+        b_lo, b_hi = _span(geometry[0])
+        v_lo, v_hi = _span(geometry[1])
+        self.lo = min(b_lo, v_lo)
+        self.xp = _backend_of(like)
+        self.buf = self.xp.zeros(max(b_hi, v_hi) - self.lo + 1, dtype=like.dtype)
+
+    def at(self, t: Strided) -> Any:
+        shape, strides, offset = t
+        if _is_empty(t):
+            return self.xp.zeros(shape, dtype=self.buf.dtype)
+        item = self.buf.itemsize
+        return self.xp.as_strided(self.buf[offset - self.lo:], shape,
+                                  tuple(s * item for s in strides))
+
+    def base(self) -> Any:
+        return self.at(self.geometry[0])
+
+    def view(self) -> Any:
+        return self.at(self.geometry[1])
+
+    def add_to_view(self, g: Any) -> None:
+        """Writes g into the view's elements, summing where they share memory."""
+        v = self.geometry[1]
+        if _is_empty(v):
+            return
+        if not _overlaps(v):
+            self.view()[...] = g
+            return
+        shape, strides, offset = v
+        xp = self.xp
+        idx = xp.zeros(shape, dtype=xp.int64) + (offset - self.lo)
+        for d, (n, s) in enumerate(zip(shape, strides)):
+            idx = idx + (xp.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+        xp.add_at(self.buf, idx, g)
 
 
 def _backend_of(array: Any) -> Any:
@@ -44,57 +116,79 @@ def _backend_of(array: Any) -> Any:
     return namespace_of(array)
 
 
+def _gather(g: Any, geometry: Geometry) -> Any:
+    """The view's elements of a base-shaped array."""
+    m = _Memory(geometry, g)
+    m.base()[...] = g
+    return m.view().copy()
+
+
+def _scatter(g: Any, geometry: Geometry) -> Any:
+    """A base-shaped array of zeros with the view-shaped g added at the view's elements."""
+    m = _Memory(geometry, g)
+    m.add_to_view(g)
+    return m.base().copy()
+
+
+def _outside(g: Any, geometry: Geometry) -> Any:
+    """A base-shaped array with the view's elements zeroed."""
+    m = _Memory(geometry, g)
+    m.base()[...] = g
+    if not _is_empty(geometry[1]):
+        m.view()[...] = 0
+    return m.base().copy()
+
+
 def _as_strided_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    base_shape, region = ctx
-    xp = g._backend
-    z = xp.zeros(base_shape, dtype=g._data.dtype)
-    _region(z, region)[...] = g._data
-    return record(z, (g,), "AsStridedScatterBackward0", _scatter_bw, None, region)
+    return record(_scatter(g._data, ctx), (g,), "AsStridedScatterBackward0", _scatter_bw, None,
+                  ctx)
 
 
 def _scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return as_strided(g, ctx)
 
 
-def as_strided(base: Tensor, region: Region) -> Tensor:
-    """The view of `base` at `region` (differentiable: AsStridedBackward0)."""
-    d = base._data if base._data.flags.c_contiguous else base._data.copy()
-    out = _region(d, region)
-    view_of = base if d is base._data else None
-    return record(out, (base,), "AsStridedBackward0", _as_strided_bw, None,
-                  (base._data.shape, region), False, view_of)
+def as_strided(base: Tensor, geometry: Geometry) -> Tensor:
+    """The view's elements of the base-shaped `base` (differentiable: AsStridedBackward0)."""
+    return record(_gather(base._data, geometry), (base,), "AsStridedBackward0", _as_strided_bw,
+                  None, geometry)
+
+
+def regenerate_view(view: Tensor, base: Tensor) -> Optional[Tensor]:
+    """A tensor whose grad_fn is the view's history remade over its base's current one
+    (AsStridedBackward0); the binding moves that grad_fn onto the view. None when the view's
+    place in the base cannot be expressed by strides."""
+    geometry = geometry_of(view._data, base._data)
+    if geometry is None:
+        return None
+    return record(view._data, (base,), "AsStridedBackward0", _as_strided_bw, None, geometry)
 
 
 def _copy_slices_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    region, has_out = ctx
-    keep = g._data.copy()
-    _region(keep, region)[...] = 0
-    g_base = record(keep, (g,), "CopySlices", _copy_slices_bw_bw, None, region)
-    return (g_base, as_strided(g, region)) if has_out else g_base
+    g_base = record(_outside(g._data, ctx), (g,), "CopySlices", _copy_slices_bw_bw, None, ctx)
+    return g_base, as_strided(g, ctx)
 
 
 def _copy_slices_bw_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    keep = g._data.copy()
-    _region(keep, ctx)[...] = 0
-    return record(keep, (g,), "CopySlices", _copy_slices_bw_bw, None, ctx)
+    return record(_outside(g._data, ctx), (g,), "CopySlices", _copy_slices_bw_bw, None, ctx)
 
 
 def commit(view: Tensor, out: Tensor) -> None:
     """Finishes an in-place op on `view` whose out-of-place result is `out` (already computed
     with autograd): writes it into the shared memory and rewrites the histories."""
+    if view._creation_meta == NO_GRAD_MODE:
+        raise no_grad_view_error(view, "is being")
     base = view._base
-    bd = base._data
-    if not bd.flags.c_contiguous:
+    geometry = geometry_of(view._data, base._data)
+    if geometry is None:
         raise RuntimeError(
-            "rustgrad: in-place op on a view of a non-contiguous base tensor that requires grad "
-            "is not supported; clone() the base first"
+            "rustgrad: in-place op on a view whose place in its base strides cannot express "
+            "(another item size) is not supported; clone() it first"
         )
-    region = region_of(view._data, bd)
-    data = bd.copy()
-    _region(data, region)[...] = out._data
-    new_base = record(data, (base, out), "torch::autograd::CopySlices", _copy_slices_bw, None,
-                      (region, True))
+    # The base's old history is taken before the write; its new value is the same memory.
+    new_base = record(base._data, (base, out), "torch::autograd::CopySlices", _copy_slices_bw,
+                      None, geometry)
     view._data[...] = out._data
     _core.rebase_history(base, new_base)
-    new_view = as_strided(base, region)
-    _core.rebase_history(view, new_view, False)
+    # The shared version moved: reading the view's history remakes it over the base's new one.
+    view.requires_grad  # noqa: B018

@@ -10,6 +10,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
 from ._util import (
+    NO_GRAD_MODE,
     _type_name,
     cast_grad,
     check_inplace,
@@ -297,13 +298,17 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
 @op(dunder="__setitem__", grad_fn="torch::autograd::CopySlices")
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
     """self[indices] = value, in place (CopySlices when self needs grad)."""
-    if is_grad_enabled() and a.requires_grad and a.is_leaf:
+    if is_grad_enabled() and a.requires_grad and a.is_leaf and a._base is None:
         # torch indexes first: an int or a partial slice makes a view of the leaf
         if _setitem_name(_normalize(idx, a._backend), a._data.shape, False) == "torch::autograd::CopySlices":
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
             )
+    if (is_grad_enabled() and a._base is not None and a._creation_meta == NO_GRAD_MODE
+            and _setitem_name(_normalize(idx, a._backend), a._data.shape, False)
+            == "torch::autograd::CopySlices"):
+        check_inplace(a[idx])  # torch indexes first: its error names the indexing view
     check_inplace(a)
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):

@@ -16,7 +16,8 @@ use rustgrad_core::{
 use crate::callbacks::{as_array, callbacks};
 use crate::py_value::{Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
-    gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, set_history, PyTensor, TensorMeta,
+    gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
+    try_gradient_edge, PyTensor, TensorMeta, CREATION_DEFAULT, CREATION_NO_GRAD_MODE,
 };
 
 /// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
@@ -40,6 +41,13 @@ fn device_of(inputs: &Bound<'_, PyTuple>) -> usize {
 
 fn nbytes(data: &Bound<'_, PyAny>) -> PyResult<usize> {
     data.getattr(pyo3::intern!(data.py(), "nbytes"))?.extract()
+}
+
+/// An input's requires_grad, after a stale view has followed its base (which may have come to
+/// require grad through an in-place op).
+fn requires_grad_now(t: &Bound<'_, PyTensor>) -> PyResult<bool> {
+    refresh_view(t)?;
+    Ok(t.try_borrow()?.requires_grad)
 }
 
 /// Records one op: `data` is the forward result computed from `inputs` (the tensor arguments).
@@ -67,19 +75,33 @@ pub fn record<'py>(
         for t in inputs.iter() {
             // None stands for a Python scalar operand: an input slot without an edge, as
             // torch's wrapped numbers (`(x * 2).grad_fn.next_functions` has `(None, 0)`).
-            if !t.is_none() && t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
+            if !t.is_none() && requires_grad_now(t.downcast::<PyTensor>()?)? {
                 needs_grad = true;
                 break;
             }
         }
     }
+    let mut view = None;
     let (version, storage, base) = match view_of {
         Some(v) => {
             let b = v.try_borrow()?;
-            let root = match &b.base {
-                Some(r) => r.clone_ref(py),
-                None => v.clone().into_any().unbind(),
+            let (root, inherited) = match &b.base {
+                Some(r) => (r.clone_ref(py), b.creation_meta),
+                None => (v.clone().into_any().unbind(), CREATION_DEFAULT),
             };
+            // As torch: a view made in no_grad mode (or of such a view) cannot follow an
+            // in-place op; one of a tensor that requires grad still requires grad, as a leaf
+            // with no edge.
+            let creation = if grad_mode::is_grad_enabled() {
+                inherited
+            } else {
+                CREATION_NO_GRAD_MODE
+            };
+            if creation == CREATION_NO_GRAD_MODE && !needs_grad && b.requires_grad {
+                view = Some((creation, true));
+            } else {
+                view = Some((creation, false));
+            }
             (b.version.clone(), b.storage.clone(), Some(root))
         }
         None => (
@@ -95,7 +117,7 @@ pub fn record<'py>(
     };
     if !needs_grad {
         let out = new_tensor(py, data.unbind(), meta, None, 0)?;
-        out.borrow_mut().base = base;
+        mark_view(&out, base, view);
         return Ok(out);
     }
     let mut edges = Vec::with_capacity(inputs.len());
@@ -103,7 +125,7 @@ pub fn record<'py>(
         edges.push(if t.is_none() {
             None
         } else {
-            gradient_edge(t.downcast::<PyTensor>()?)
+            try_gradient_edge(t.downcast::<PyTensor>()?)?
         });
     }
     let hooks = if saved.is_some() || save_output {
@@ -148,7 +170,7 @@ pub fn record<'py>(
         stack: anomaly_stack(py),
     });
     let out = new_tensor(py, data.unbind(), meta, Some(node.clone()), 0)?;
-    out.borrow_mut().base = base;
+    mark_view(&out, base, view);
     if let Some(hooks) = hooks {
         let mut items = Vec::new();
         if let Some(saved) = saved {
@@ -160,6 +182,20 @@ pub fn record<'py>(
         node.saved.set(pack_saved(py, items, Some(&hooks))?);
     }
     Ok(out)
+}
+
+/// Makes `out` a view of `base` (its root) with this creation meta; `no_grad_rg`: made in
+/// no_grad mode of a tensor that requires grad.
+fn mark_view(out: &Bound<'_, PyTensor>, base: Option<Py<PyAny>>, view: Option<(u8, bool)>) {
+    let mut o = out.borrow_mut();
+    o.base = base;
+    if let Some((creation, no_grad_rg)) = view {
+        o.creation_meta = creation;
+        o.view_version = o.version.current();
+        if no_grad_rg {
+            o.requires_grad = true;
+        }
+    }
 }
 
 /// What a node saves, before it is saved.
@@ -322,7 +358,7 @@ pub fn record_multi<'py>(
     let mut needs_grad = false;
     if grad_mode::is_grad_enabled() {
         for t in inputs.iter() {
-            if t.downcast::<PyTensor>()?.try_borrow()?.requires_grad {
+            if requires_grad_now(t.downcast::<PyTensor>()?)? {
                 needs_grad = true;
                 break;
             }
@@ -358,7 +394,7 @@ pub fn record_multi<'py>(
     // Edges first: an output may be an input modified in place, whose history changes below.
     let mut edges = Vec::with_capacity(inputs.len());
     for t in inputs.iter() {
-        edges.push(gradient_edge(t.downcast::<PyTensor>()?));
+        edges.push(try_gradient_edge(t.downcast::<PyTensor>()?)?);
     }
     let node = Arc::new_cyclic(|weak| PyNode {
         base: NodeBase::new(n, edges),

@@ -44,7 +44,19 @@ pub struct PyTensor {
     pub hooks: Option<Arc<TensorHooks>>,
     pub post_hooks: Option<Arc<PostHooks>>,
     pub retains_grad: bool,
+    /// For a view: the shared version when its grad_fn was last set (torch's attr_version);
+    /// once the counter moves past it, the grad_fn is remade from the base (`refresh_view`).
+    pub view_version: u32,
+    /// torch's CreationMeta of a view (`CREATION_*`).
+    pub creation_meta: u8,
 }
+
+/// torch's CreationMeta values: how a view was made, which decides what an in-place op on it
+/// (or on its base) may do.
+pub const CREATION_DEFAULT: u8 = 0;
+pub const CREATION_NO_GRAD_MODE: u8 = 3;
+
+const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
 impl PyTensor {
     fn placeholder(py: Python<'_>) -> Self {
@@ -61,7 +73,14 @@ impl PyTensor {
             hooks: None,
             post_hooks: None,
             retains_grad: false,
+            view_version: 0,
+            creation_meta: CREATION_DEFAULT,
         }
+    }
+
+    /// A view made in no_grad mode (or a view of one): it has no edge to its base.
+    pub fn is_no_grad_view(&self) -> bool {
+        self.base.is_some() && self.creation_meta == CREATION_NO_GRAD_MODE
     }
 
     pub fn meta(&self) -> TensorMeta {
@@ -115,7 +134,21 @@ pub fn new_tensor_of<'py>(
 }
 
 /// The edge a gradient for this tensor travels along: its grad_fn, or its leaf accumulator.
+/// A stale view is refreshed first; where that fails (a view made in no_grad mode whose base
+/// was modified in place) the tensor has no edge: callers that can raise use
+/// `try_gradient_edge`.
 pub fn gradient_edge(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
+    let _ = refresh_view(t);
+    edge_of(t)
+}
+
+/// `gradient_edge`, raising torch's error for a stale view made in no_grad mode.
+pub fn try_gradient_edge(t: &Bound<'_, PyTensor>) -> PyResult<Option<Edge<PyGrad>>> {
+    refresh_view(t)?;
+    Ok(edge_of(t))
+}
+
+fn edge_of(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
     let mut b = t.borrow_mut();
     if !b.requires_grad {
         return None;
@@ -123,16 +156,91 @@ pub fn gradient_edge(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
     if let Some(f) = &b.grad_fn {
         return Some(Edge::new(f.clone(), b.output_nr));
     }
+    if b.is_no_grad_view() {
+        // As torch: it requires grad through its base but has no accumulator of its own.
+        return None;
+    }
     Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0))
 }
 
 /// The leaf's AccumulateGrad (None unless `t` is a leaf that requires grad).
 pub fn leaf_accumulator(t: &Bound<'_, PyTensor>) -> Option<Arc<AccumulateGrad<PyGrad>>> {
+    let _ = refresh_view(t);
     let mut b = t.borrow_mut();
-    if !b.requires_grad || b.grad_fn.is_some() {
+    if !b.requires_grad || b.grad_fn.is_some() || b.is_no_grad_view() {
         return None;
     }
     Some(grad_accumulator(t.as_any(), &mut b))
+}
+
+/// Remakes a view's grad_fn from its base when the shared version counter moved since it was
+/// set (an in-place op on the base or on another view of it), as torch's VariableHooks::grad_fn:
+/// the new grad_fn is AsStridedBackward0 of the view's region over the base's current history.
+/// A view made in no_grad mode cannot follow its base: torch's error. One comparison when
+/// nothing moved.
+pub fn refresh_view(t: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let py = t.py();
+    let (root, current) = {
+        let b = t.try_borrow()?;
+        let Some(root) = &b.base else {
+            return Ok(());
+        };
+        let current = b.version.current();
+        if current == b.view_version {
+            return Ok(());
+        }
+        let root = root.clone_ref(py);
+        let root_rg = root
+            .bind(py)
+            .downcast::<PyTensor>()?
+            .try_borrow()?
+            .requires_grad;
+        if b.grad_fn.is_none() && !root_rg {
+            return Ok(());
+        }
+        if b.creation_meta == CREATION_NO_GRAD_MODE {
+            let prefix = match &b.grad_fn {
+                Some(f) => format!(
+                    "Output {} of {} is a view of a view which was created in",
+                    b.output_nr,
+                    f.name()
+                ),
+                None => "A view was created in".to_string(),
+            };
+            return Err(PyRuntimeError::new_err(format!(
+                "{prefix} no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled.{NO_GRAD_VIEW_HINT}"
+            )));
+        }
+        (root, current)
+    };
+    static REGENERATE: pyo3::sync::GILOnceCell<Py<PyAny>> = pyo3::sync::GILOnceCell::new();
+    let regenerate = REGENERATE.get_or_try_init(py, || {
+        py.import("rustgrad._ops.copyslices")?
+            .getattr("regenerate_view")
+            .map(Bound::unbind)
+    })?;
+    // The history is remade whatever the grad mode, as torch's.
+    let prev = rustgrad_core::grad_mode::set_grad_enabled(true);
+    let made = regenerate.bind(py).call1((t, root.bind(py)));
+    rustgrad_core::grad_mode::set_grad_enabled(prev);
+    let made = made?;
+    if made.is_none() {
+        return Ok(()); // a region as_strided cannot express: the old history stays
+    }
+    let (f, nr) = {
+        let o = made.downcast::<PyTensor>()?.try_borrow()?;
+        (o.grad_fn.clone(), o.output_nr)
+    };
+    let Some(f) = f else {
+        return Ok(());
+    };
+    let mut b = t.try_borrow_mut()?;
+    let old = set_history(&mut b, f, nr, true);
+    b.view_version = current;
+    drop(b);
+    drop(old);
+    drop(made);
+    Ok(())
 }
 
 /// Gives `b` the history of output `output_nr` of `f` (an in-place op, or a custom Function's
@@ -158,6 +266,7 @@ pub fn set_history(
     let grad_fn = b.grad_fn.replace(f);
     b.output_nr = output_nr;
     b.requires_grad = requires_grad;
+    b.view_version = b.version.current();
     OldHistory {
         hooks,
         replaced,
@@ -236,8 +345,21 @@ impl PyTensor {
     }
 
     #[getter]
-    fn get_requires_grad(&self) -> bool {
-        self.requires_grad
+    fn get_requires_grad(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        // As torch: a view requires grad when its base does, even before its history follows
+        // the base's (so no refresh here, and no error for a stale no_grad view).
+        let b = slf.try_borrow()?;
+        if b.requires_grad {
+            return Ok(true);
+        }
+        match &b.base {
+            Some(root) => Ok(root
+                .bind(slf.py())
+                .downcast::<PyTensor>()?
+                .try_borrow()?
+                .requires_grad),
+            None => Ok(false),
+        }
     }
 
     #[setter]
@@ -281,19 +403,24 @@ impl PyTensor {
     }
 
     #[getter(is_leaf)]
-    fn get_is_leaf(&self) -> bool {
-        self.grad_fn.is_none()
+    fn get_is_leaf(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        refresh_view(slf)?;
+        Ok(slf.try_borrow()?.grad_fn.is_none())
     }
 
     #[getter]
     fn grad_fn<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
     ) -> PyResult<Option<Bound<'py, crate::node::PyNodeHandle>>> {
-        self.grad_fn
-            .as_ref()
-            .map(|f| crate::node::handle_for(py, f.clone()))
-            .transpose()
+        refresh_view(slf)?;
+        let f = slf.try_borrow()?.grad_fn.clone();
+        f.map(|f| crate::node::handle_for(slf.py(), f)).transpose()
+    }
+
+    /// torch's CreationMeta of this view (0: DEFAULT, 3: NO_GRAD_MODE).
+    #[getter]
+    fn _creation_meta(&self) -> u8 {
+        self.creation_meta
     }
 
     #[getter(_grad)]
