@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import Any, Callable, TypeVar
 
 from .. import _core
@@ -18,9 +19,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _DecoratorContextManager:
     """Usable as `with no_grad():` and as `@no_grad()` (also on generator functions)."""
 
-    def __call__(self, func: F) -> F:
-        if inspect.isclass(func):
-            raise RuntimeError("Cannot decorate classes; it is ambiguous")
+    def __call__(self, orig_func: F) -> F:
+        func: Any = orig_func
+        if inspect.isclass(orig_func):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You "
+                "should only decorate functions or methods.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            func = lambda *args, **kwargs: orig_func(*args, **kwargs)  # noqa: E731
         if inspect.isgeneratorfunction(func):
 
             @functools.wraps(func)
@@ -64,7 +72,16 @@ class _DecoratorContextManager:
         raise NotImplementedError
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator: `@no_grad` as well as `@no_grad()`."""
+
+    def __new__(cls, orig_func: Any = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disables gradient recording: results of ops are leaves that do not require grad."""
 
     def __init__(self) -> None:
@@ -77,7 +94,7 @@ class no_grad(_DecoratorContextManager):
         _core.set_grad_enabled(self.prev)
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enables gradient recording inside a no_grad block."""
 
     def __init__(self) -> None:
@@ -113,6 +130,12 @@ class set_grad_enabled(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """Like no_grad (rustgrad does not distinguish inference tensors further)."""
+
+    def __new__(cls, mode_or_orig_func: Any = True) -> Any:
+        # a bare `@inference_mode` hands the function over in place of the mode
+        if mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+            return super().__new__(cls)
+        return cls()(mode_or_orig_func)
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = mode
