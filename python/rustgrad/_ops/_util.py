@@ -164,6 +164,25 @@ def commit_inplace(t: Tensor, out: Tensor) -> None:
     _core.rebase_history(t, out)
 
 
+def check_internal_overlap(t: Tensor) -> None:
+    """torch's refusal to write into a tensor whose elements share memory (an expanded view):
+    the result would depend on the order of the writes. Only a view can overlap."""
+    check_array_overlap(t._data)
+
+
+def check_array_overlap(a: Any) -> None:
+    """check_internal_overlap of an array (the destination of a write)."""
+    if a.base is None:
+        return
+    for size, stride in zip(a.shape, a.strides):
+        if stride == 0 and size > 1 and a.size:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation."
+            )
+
+
 def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
     mine = t.dtype
     if result._cat > mine._cat:

@@ -16,7 +16,14 @@ from typing import Any, Optional
 from .. import _core, _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import _type_name, check_inplace, commit_inplace, is_grad_enabled, record
+from ._util import (
+    _type_name,
+    check_inplace,
+    check_internal_overlap,
+    commit_inplace,
+    is_grad_enabled,
+    record,
+)
 from .compare import where
 from .pointwise import _erf_array, erf
 
@@ -75,6 +82,7 @@ def write_activation(input: Tensor, out: Tensor) -> Tensor:
     if not (is_grad_enabled() and out.requires_grad):
         return input.copy_(out)
     check_inplace(input)
+    check_internal_overlap(input)
     commit_inplace(input, out)
     return input
 

@@ -14,6 +14,7 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_inplace_cast,
+    check_internal_overlap,
     commit_inplace,
     is_grad_enabled,
     promote,
@@ -410,6 +411,7 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any)
     if not isinstance(self, Tensor):
         raise TypeError("in-place op on a non-tensor")
     check_inplace(self)
+    check_internal_overlap(self)
     other_t = isinstance(other, Tensor)
     result = _dtype.result_type(self, other)
     check_inplace_cast(self, result)

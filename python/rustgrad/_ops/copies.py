@@ -10,7 +10,14 @@ from .. import _core, _dtype
 from .._backends import namespace
 from .._tensor import Tensor
 from ._declare import op
-from ._util import cast_grad, check_inplace, is_grad_enabled, record, sum_to
+from ._util import (
+    cast_grad,
+    check_inplace,
+    check_internal_overlap,
+    is_grad_enabled,
+    record,
+    sum_to,
+)
 
 
 def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -236,6 +243,7 @@ def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
     from .arith import _broadcast_shape
 
     check_inplace(self)
+    check_internal_overlap(self)
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
     if src.device != self.device:

@@ -16,6 +16,7 @@ from ._util import (
     as_scalar,
     cast_grad,
     check_inplace,
+    check_internal_overlap,
     commit_inplace,
     is_grad_enabled,
     record,
@@ -332,6 +333,8 @@ def _inplace(self: Tensor, out_of_place: Any, others: Tuple[Any, ...], *args: An
              **kw: Any) -> Tensor:
     """In-place through the out-of-place op: checks, then write and (with grad) rebase."""
     check_inplace(self)
+    if out_of_place is not masked_fill:  # torch lets masked_fill_ write into expanded tensors
+        check_internal_overlap(self)
     out = out_of_place(self, *args, **kw)
     if tuple(out._data.shape) != tuple(self._data.shape):
         raise RuntimeError(

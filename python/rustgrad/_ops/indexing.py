@@ -13,7 +13,9 @@ from ._util import (
     NO_GRAD_MODE,
     _type_name,
     cast_grad,
+    check_array_overlap,
     check_inplace,
+    check_internal_overlap,
     commit_inplace,
     const,
     is_grad_enabled,
@@ -310,6 +312,10 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
             == "torch::autograd::CopySlices"):
         check_inplace(a[idx])  # torch indexes first: its error names the indexing view
     check_inplace(a)
+    if a._data.base is not None:
+        nidx = _normalize(idx, a._backend)
+        if _setitem_name(nidx, a._data.shape, False) != "IndexPutBackward0":
+            check_array_overlap(a._data[nidx])  # basic indexing writes through a view
     vt = isinstance(value, Tensor)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
         out = _put(a, idx, value, _setitem_name(_normalize(idx, a._backend), a._data.shape, vt))
@@ -377,6 +383,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
                alpha: Any = 1) -> Tensor:
     """In-place index_add."""
     check_inplace(self)
+    check_internal_overlap(self)
     out = index_add(self, dim, index, source, alpha=alpha)
     return write_inplace(self, out, self.requires_grad or source.requires_grad)
 

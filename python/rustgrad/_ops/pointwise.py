@@ -21,6 +21,7 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_inplace_cast,
+    check_internal_overlap,
     commit_inplace,
     is_grad_enabled,
     promote,
@@ -288,6 +289,7 @@ def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """clamp written into self."""
     check_inplace(self)
+    check_internal_overlap(self)
     if self._data.dtype.kind != "f":
         bounds = [x for x in (min, max) if x is not None]
         if any(type(x) is float for x in bounds):
@@ -755,6 +757,7 @@ def _unary_inplace(method: str, saves_input: bool = False) -> Any:
     the op runs on a clone (as torch's generated in-place kernels save self.clone())."""
     def inplace(self: Tensor) -> Tensor:
         check_inplace(self)
+        check_internal_overlap(self)
         src = self.clone() if saves_input and is_grad_enabled() and self.requires_grad else self
         return write_inplace(self, getattr(src, method)(), self.requires_grad)
 

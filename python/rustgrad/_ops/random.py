@@ -10,6 +10,7 @@ from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     check_inplace,
+    check_internal_overlap,
 )
 
 
@@ -18,6 +19,7 @@ def _fill_random(self: Tensor, draw: Any) -> Tensor:
     from .. import _creation
 
     check_inplace(self)
+    check_internal_overlap(self)
     arr = draw(_creation.default_generator._rng, tuple(self._data.shape))
     arr = arr.astype(self._data.dtype)
     self._data[...] = _creation._target(self.device).from_numpy(arr, self.device)

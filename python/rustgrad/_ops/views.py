@@ -677,7 +677,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
                 f"{list(d.shape)}"
             )
         shape.append(s)
-    out = input._backend.broadcast_to(d, tuple(shape))
+    out = _writeable(input._backend.broadcast_to(d, tuple(shape)))  # torch's expand is writable
     return record(out, (input,), "ExpandBackward0", _expand_bw, None, d.shape, False, input)
 
 
