@@ -24,9 +24,22 @@
 //! detail is counted. A gradient the user can still see (the `gradient=` of `backward`, a
 //! tensor a hook kept or returned, a formula's output stored elsewhere) is never exclusive, so
 //! `.grad` never aliases it and a later in-place accumulation never writes into it.
+//!
+//! Note [Accumulation across threads]
+//! Several threads may run backward into the same leaf at once (torch guarantees every gradient
+//! arrives). Reading `.grad`, deciding and writing it is one step under the node's `LeafLock`.
+//! The lock is the leaf's own: while any graph uses a leaf, every graph built meanwhile reuses
+//! the same AccumulateGrad (the leaf's weak reference upgrades), so concurrent backwards meet on
+//! one lock. Two rules keep it from deadlocking:
+//! - a runtime with a global lock of its own (Python's GIL, released by NumPy inside the add)
+//!   must give that lock up while waiting for this one (`GradSink::acquire`);
+//! - post-accumulate-grad hooks run after the lock is released, so a hook may run a backward
+//!   into its own leaf. The lock is reentrant besides, for code the sink runs on the same thread
+//!   (a finalizer of the old `.grad` that runs a backward).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, ThreadId};
 
 use crate::error::Result;
 use crate::grad_mode;
@@ -88,13 +101,93 @@ pub trait GradSink<V>: Send + Sync {
     /// Folds `grad` into `.grad` as `how` says.
     fn accumulate(&self, grad: V, how: Accumulation) -> Result<()>;
 
+    /// Waits for the leaf's accumulation lock. A sink whose runtime has a global lock (the GIL)
+    /// releases it while waiting (Note [Accumulation across threads]).
+    fn acquire<'a>(&self, lock: &'a LeafLock) -> LeafGuard<'a> {
+        lock.lock()
+    }
+
     fn as_any(&self) -> &dyn Any;
+}
+
+/// The lock that makes one accumulation into a leaf atomic (Note [Accumulation across
+/// threads]). Reentrant: the thread holding it may take it again.
+#[derive(Default)]
+pub struct LeafLock {
+    /// The holding thread and how many times it holds the lock.
+    owner: Mutex<Option<(ThreadId, usize)>>,
+    free: Condvar,
+}
+
+/// A hold on a `LeafLock`, released on drop.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LeafGuard<'a> {
+    lock: &'a LeafLock,
+}
+
+impl LeafLock {
+    fn owner(&self) -> MutexGuard<'_, Option<(ThreadId, usize)>> {
+        // Nothing panics while holding `owner`; a poisoned one is still consistent.
+        self.owner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the lock if it is free or this thread holds it; None if another thread does.
+    pub fn try_lock(&self) -> Option<LeafGuard<'_>> {
+        let me = thread::current().id();
+        let mut owner = self.owner();
+        match &mut *owner {
+            None => *owner = Some((me, 1)),
+            Some((id, depth)) if *id == me => *depth += 1,
+            Some(_) => return None,
+        }
+        Some(LeafGuard { lock: self })
+    }
+
+    /// Takes the lock, waiting while another thread holds it.
+    pub fn lock(&self) -> LeafGuard<'_> {
+        let me = thread::current().id();
+        let mut owner = self.owner();
+        loop {
+            match &mut *owner {
+                None => {
+                    *owner = Some((me, 1));
+                    break;
+                }
+                Some((id, depth)) if *id == me => {
+                    *depth += 1;
+                    break;
+                }
+                Some(_) => owner = self.free.wait(owner).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+        LeafGuard { lock: self }
+    }
+
+    /// Whether some thread holds the lock now.
+    pub fn is_locked(&self) -> bool {
+        self.owner().is_some()
+    }
+}
+
+impl Drop for LeafGuard<'_> {
+    fn drop(&mut self) {
+        let mut owner = self.lock.owner();
+        if let Some((_, depth)) = &mut *owner {
+            *depth -= 1;
+            if *depth == 0 {
+                *owner = None;
+                drop(owner);
+                self.lock.free.notify_one();
+            }
+        }
+    }
 }
 
 pub struct AccumulateGrad<V: GradValue> {
     base: NodeBase<V>,
     pub sink: Arc<dyn GradSink<V>>,
     pub post_hooks: Arc<HookList<dyn PostAccumulateHook>>,
+    lock: LeafLock,
 }
 
 impl<V: GradValue> AccumulateGrad<V> {
@@ -109,6 +202,7 @@ impl<V: GradValue> AccumulateGrad<V> {
             base,
             sink,
             post_hooks,
+            lock: LeafLock::default(),
         }
     }
 }
@@ -124,8 +218,12 @@ impl<V: GradValue> Node<V> for AccumulateGrad<V> {
 
     fn apply(&self, grads: Vec<Option<V>>) -> Result<Vec<Option<V>>> {
         if let Some(grad) = grads.into_iter().next().flatten() {
-            let how = Accumulation::decide(self.sink.as_ref(), &grad)?;
-            self.sink.accumulate(grad, how)?;
+            {
+                // Read, decide and write as one step (Note [Accumulation across threads]).
+                let _guard = self.sink.acquire(&self.lock);
+                let how = Accumulation::decide(self.sink.as_ref(), &grad)?;
+                self.sink.accumulate(grad, how)?;
+            }
             self.post_hooks.run()?;
         }
         Ok(Vec::new())

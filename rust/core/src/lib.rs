@@ -15,6 +15,7 @@
 //! - Note [Hook order] (hooks.rs): what runs around a node, in which order.
 //! - Note [Iterative drop] (graph.rs): why long chains are dropped from a loop.
 //! - Note [Stealing a gradient] (accumulate.rs): when a leaf keeps the incoming gradient itself.
+//! - Note [Accumulation across threads] (accumulate.rs): the per-leaf lock.
 
 pub mod accumulate;
 pub mod engine;
@@ -28,7 +29,7 @@ pub mod storage;
 pub mod value;
 pub mod version;
 
-pub use accumulate::{AccumulateGrad, Accumulation, GradSink, LeafGrad};
+pub use accumulate::{AccumulateGrad, Accumulation, GradSink, LeafGrad, LeafGuard, LeafLock};
 pub use engine::{Engine, ExecuteOptions};
 pub use error::{Error, Result};
 pub use graph::{drop_deferred, next_sequence_nr, node_id, Edge, Node, NodeBase, NodeRef};

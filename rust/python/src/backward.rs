@@ -8,7 +8,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rustgrad_core::error::{INPUT_WITHOUT_GRAD, ROOT_WITHOUT_GRAD};
-use rustgrad_core::{Accumulation, Edge, Engine, ExecuteOptions, GradSink, LeafGrad, Result};
+use rustgrad_core::{
+    Accumulation, Edge, Engine, ExecuteOptions, GradSink, LeafGrad, LeafGuard, LeafLock, Result,
+};
 
 use crate::callbacks::callbacks;
 use crate::errors::{from_py, to_py};
@@ -149,6 +151,15 @@ impl GradSink<PyGrad> for TensorSink {
             f.call1((leaf, grad.0.bind(py), how)).map_err(from_py)?;
             Ok(())
         })
+    }
+
+    /// Waits with the GIL released: the holder may need the GIL to finish (Note [Accumulation
+    /// across threads]).
+    fn acquire<'a>(&self, lock: &'a LeafLock) -> LeafGuard<'a> {
+        if let Some(guard) = lock.try_lock() {
+            return guard;
+        }
+        Python::with_gil(|py| py.allow_threads(|| lock.lock()))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -85,20 +85,63 @@ fn grads_tuple<'py>(py: Python<'py>, grads: &[Option<PyGrad>]) -> Result<Bound<'
     PyTuple::new(py, items).map_err(from_py)
 }
 
+/// The name torch's node-hook errors give a hook: its `__name__`, else "<unknown>" (a callable
+/// object, a `functools.partial`).
 fn hook_name(hook: &Bound<'_, PyAny>) -> String {
     hook.getattr("__name__")
         .and_then(|n| n.extract::<String>())
-        .or_else(|_| hook.get_type().name().map(|n| n.to_string()))
-        .unwrap_or_else(|_| "hook".to_string())
+        .unwrap_or_else(|_| "<unknown>".to_string())
+}
+
+/// torch's `check_variable_result` on a node hook's replacement `new` for `old`: the same
+/// dtype and device, and the same shape (a replacement of another shape would otherwise be
+/// broadcast into the next formula or summed into `.grad`).
+fn check_replacement(hook: &Bound<'_, PyAny>, old: &PyGrad, new: &Bound<'_, PyAny>) -> Result<()> {
+    let py = hook.py();
+    let old = old.0.bind(py);
+    let same = |attr: &Bound<'_, pyo3::types::PyString>| -> Result<bool> {
+        let (a, b) = (
+            old.getattr(attr).map_err(from_py)?,
+            new.getattr(attr).map_err(from_py)?,
+        );
+        a.eq(b).map_err(from_py)
+    };
+    if !same(pyo3::intern!(py, "dtype"))? || !same(pyo3::intern!(py, "is_cuda"))? {
+        let type_string = py
+            .import("rustgrad._tensor")
+            .and_then(|m| m.getattr("_type_string"))
+            .map_err(from_py)?;
+        let ts = |t: &Bound<'_, PyAny>| -> Result<String> {
+            type_string
+                .call1((t,))
+                .and_then(|s| s.extract::<String>())
+                .map_err(from_py)
+        };
+        return Err(from_py(PyRuntimeError::new_err(format!(
+            "hook '{}' has changed the type of value (was {} got {})",
+            hook_name(hook),
+            ts(old)?,
+            ts(new)?
+        ))));
+    }
+    if !same(pyo3::intern!(py, "shape"))? {
+        return Err(from_py(PyRuntimeError::new_err(format!(
+            "hook '{}' has changed the size of value",
+            hook_name(hook)
+        ))));
+    }
+    Ok(())
 }
 
 /// What a node hook returned, checked as torch's `check_result`: None, or a tuple of as many
-/// tensors-or-None as it was given.
+/// tensors-or-None as it was given (`given`), each tensor replacing one of the same dtype,
+/// device and shape.
 fn hook_result(
     hook: &Bound<'_, PyAny>,
     res: Bound<'_, PyAny>,
-    expected: usize,
+    given: &[Option<PyGrad>],
 ) -> Result<Option<Vec<Option<PyGrad>>>> {
+    let expected = given.len();
     if res.is_none() {
         return Ok(None);
     }
@@ -123,10 +166,13 @@ fn hook_result(
         ))));
     }
     let mut out = Vec::with_capacity(expected);
-    for item in tuple.iter() {
+    for (item, old) in tuple.iter().zip(given) {
         if item.is_none() {
             out.push(None);
         } else if item.is_instance(tensor_cls).map_err(from_py)? {
+            if let Some(old) = old {
+                check_replacement(hook, old, &item)?;
+            }
             out.push(Some(PyGrad(item.unbind())));
         } else {
             let ty = item
@@ -152,7 +198,7 @@ impl NodePreHook<PyGrad> for PyNodePreHook {
             let res = hook
                 .call1((grads_tuple(py, grad_outputs)?,))
                 .map_err(from_py)?;
-            hook_result(hook, res, grad_outputs.len())
+            hook_result(hook, res, grad_outputs)
         })
     }
     fn as_any(&self) -> &dyn Any {
@@ -178,7 +224,7 @@ impl NodePostHook<PyGrad> for PyNodePostHook {
                     grads_tuple(py, grad_outputs)?,
                 ))
                 .map_err(from_py)?;
-            hook_result(hook, res, grad_inputs.len())
+            hook_result(hook, res, grad_inputs)
         })
     }
     fn as_any(&self) -> &dyn Any {
