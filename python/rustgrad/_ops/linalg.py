@@ -10,7 +10,7 @@ from typing import Any, List, Sequence, Tuple
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import cast_grad, promote, record, same_device, sum_to
+from ._util import cast_grad, record, same_device, sum_to
 
 
 def _scalar_name(d: Any) -> str:
@@ -207,23 +207,30 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
     ad, bd = m1._data, m2._data
     same_device(ad, bd)
     same_device(input._data, ad)
+    idt = input._data.dtype
     if batched:
         _check_bmm(ad, bd)
-    else:
-        _check_mm(ad, bd, "mat1")
-    xp = m1._backend
-    prod = xp.matmul(ad, bd)
-    _expanded_shape(input._data.shape, prod.shape)
-    if input._data.dtype != ad.dtype or bd.dtype != ad.dtype:
-        if batched:
+        if idt != ad.dtype:
             raise RuntimeError(
                 f"Input dtypes must be the same, got: input {_c10_name(input._data)}, batch1: "
                 f"{_c10_name(ad)}, batch2: {_c10_name(bd)}"
             )
-        raise RuntimeError(
-            "self and mat2 must have the same dtype, but got "
-            f"{_scalar_name(input._data)} and {_scalar_name(bd)}"
-        )
+        if bd.dtype != ad.dtype:
+            raise RuntimeError(
+                f"expected scalar type {_scalar_name(ad)} but found {_scalar_name(bd)}"
+            )
+    else:
+        # torch's addmm checks the dtypes before the shapes
+        for name, t in (("self", input._data), ("mat1", ad)):
+            if t.dtype != bd.dtype:
+                raise RuntimeError(
+                    f"{name} and mat2 must have the same dtype, but got {_scalar_name(t)} and "
+                    f"{_scalar_name(bd)}"
+                )
+        _check_mm(ad, bd, "mat1")
+    xp = m1._backend
+    prod = xp.matmul(ad, bd)
+    _expanded_shape(input._data.shape, prod.shape)
     out = prod if alpha == 1 else prod * alpha
     if beta != 0:
         out = out + (input._data if beta == 1 else input._data * beta)
@@ -446,6 +453,8 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
         db = [db] if isinstance(db, int) else list(db)
         if len(da) != len(db):
             raise RuntimeError("both dimension lists should have same length")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     da = [_wrap_dim(x, na) for x in da]
     db = [_wrap_dim(x, nb) for x in db]
     for x, y in zip(da, db):
@@ -602,7 +611,8 @@ def matmul(input: Tensor, other: Any) -> Any:
     """The matrix product with torch's rules for 1-D, 2-D and batched operands."""
     if not isinstance(other, Tensor):
         return NotImplemented
-    ad, bd = promote(input, other)
+    ad, bd = input._data, other._data
+    same_device(ad, bd)
     na, nb = ad.ndim, bd.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(
@@ -610,6 +620,8 @@ def matmul(input: Tensor, other: Any) -> Any:
         )
     ka = ad.shape[-1]
     kb = bd.shape[0] if nb == 1 else bd.shape[-2]
+    if na == 1 and nb == 1 and ad.dtype != bd.dtype:
+        dot(input, other)  # torch checks dot's dtypes before its sizes
     if ka != kb:
         if na == 1 and nb == 1:
             raise RuntimeError(
@@ -630,6 +642,8 @@ def matmul(input: Tensor, other: Any) -> Any:
             "Expected size for first two dimensions of batch2 tensor to be: "
             f"[{batch}, {ka}] but got: [{batch}, {kb}]."
         )
+    if ad.dtype != bd.dtype:
+        raise _matmul_dtype_error(input, other)
     out = input._backend.matmul(ad, bd)
     saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
@@ -643,6 +657,23 @@ def matmul(input: Tensor, other: Any) -> Any:
     if na == 1 and nb == 2:
         out_t._bump_version()  # torch: mm(a.unsqueeze(0), b).squeeze_(0)
     return out_t
+
+
+def _matmul_dtype_error(a: Tensor, b: Tensor) -> RuntimeError:
+    """torch's refusal of operands of different dtypes, from the product matmul folds to."""
+    ad, bd = a._data, b._data
+    na, nb = ad.ndim, bd.ndim
+    if nb == 2 or (na == 1 and nb == 2):  # mm, with a's rows folded
+        m1, m2 = ad, bd
+    elif nb >= 3 and _batched_name(a, b) in ("TransposeBackward0", "CloneBackward0"):
+        m1, m2 = bd, ad  # folded as (b.mT @ a.t()).mT: an mm with the operands swapped
+    else:  # mv or bmm
+        return RuntimeError(
+            f"expected scalar type {_scalar_name(ad)} but found {_scalar_name(bd)}"
+        )
+    return RuntimeError(
+        f"expected m1 and m2 to have the same dtype, but got: {_c10_name(m1)} != {_c10_name(m2)}"
+    )
 
 
 def _batched_name(a: Tensor, b: Tensor) -> str:
