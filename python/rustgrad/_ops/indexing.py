@@ -454,9 +454,9 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
             "(while checking arguments for embedding)"
         )
     n = weight._data.shape[0]
-    if idd.size and (int(idd.min()) < -n or int(idd.max()) >= n):
+    # Unlike indexing, embedding takes no negative index (torch's index_select check).
+    if idd.size and (int(idd.min()) < 0 or int(idd.max()) >= n):
         raise IndexError("index out of range in self")
-    idd = idd % n if idd.size and int(idd.min()) < 0 else idd
     out = weight._data[idd]
     keep = None if padding_idx < 0 else (idd != padding_idx)
     return record(out, (weight,), "EmbeddingBackward0", _embedding_bw, None,
