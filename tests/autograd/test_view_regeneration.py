@@ -170,23 +170,36 @@ def _double_backward_through_regenerated(lib):
     return (_name(s), _name(g)), [_np(g), _np(x.grad)]
 
 
-def _hook_on_stale_view(lib):
+def _hook_on_stale_view(lib, hooks):
     x = lib.tensor(X0, dtype=lib.float64, requires_grad=True)
     b = x * 1
     v = b[:2]
+    w = b[1:]
     seen = []
-    v.register_hook(lambda g: seen.append(_np(g)))  # stays with the old grad_fn, as torch
+    if hooks:
+        w.register_hook(lambda g: seen.append(("w", _np(g))))  # w's old grad_fn: not reached
     b.mul_(2)
-    v.register_hook(lambda g: seen.append(_np(g) * 10))
-    (v * x[2:]).sum().backward()
-    return (len(seen),), [_np(x.grad)] + seen
+    if hooks:
+        v.register_hook(lambda g: seen.append(("v", _np(g))))  # on v's remade grad_fn
+    (v * x[2:] + w[:2]).sum().backward()
+    return _np(x.grad), seen
+
+
+def test_hook_on_view_after_base_inplace_sees_the_new_value():
+    # torch 2.9 crashes registering a hook on a view whose base moved on (VariableHooks), so
+    # torch gives the gradients without hooks and the hook's gradient is checked by hand
+    got, seen = _hook_on_stale_view(rustgrad, True)
+    want, _ = _hook_on_stale_view(torch, False)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert [k for k, _ in seen] == ["v"]
+    np.testing.assert_allclose(seen[0][1], X0[2:])
 
 
 CASES = [
     _issue_example, _sibling_slices, _both_siblings_written, _diagonal_and_t_columns,
     _matmul_reshaped, _chain_of_views, _base_inplace, _base_gains_history,
     _leaf_modified_under_no_grad, _noncontiguous_base, _expanded_view, _retained_grad_moves,
-    _double_backward_through_regenerated, _hook_on_stale_view,
+    _double_backward_through_regenerated,
 ]
 
 

@@ -478,6 +478,7 @@ impl PyTensor {
     }
 
     fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<Py<PyAny>> {
+        refresh_view(slf)?; // the hook goes to the current grad_fn
         let mut b = slf.try_borrow_mut()?;
         if !b.requires_grad {
             return Err(PyRuntimeError::new_err(
@@ -529,6 +530,7 @@ impl PyTensor {
     /// Installs `hook` (which stores the gradient into `.grad`) as this non-leaf's
     /// retains-grad hook. See Note [Hook order].
     fn _set_retains_grad(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<()> {
+        refresh_view(slf)?;
         let replaced = {
             let mut b = slf.try_borrow_mut()?;
             let Some(f) = &b.grad_fn else {
