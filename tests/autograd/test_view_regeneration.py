@@ -339,3 +339,16 @@ def test_inplace_inside_no_grad_on_no_grad_view_is_allowed_like_torch():
     want = _inplace_all_inside_no_grad(torch)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:]
+
+
+def test_view_outside_a_replaced_base_keeps_its_history():
+    # after `base.data = ...` the view's memory is not the base's: no region to remake it from
+    # (and no buffer spanning two unrelated allocations); an in-place op on it is refused
+    x = rustgrad.tensor(X0, requires_grad=True)
+    b = x * 1
+    v = b[1:3]
+    b.data = rustgrad.zeros(4)
+    b.mul_(2)
+    assert v.grad_fn.name() == "SliceBackward0"
+    with pytest.raises(RuntimeError, match="clone"):
+        v.mul_(2)

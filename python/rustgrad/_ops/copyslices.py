@@ -29,7 +29,7 @@ Geometry = Tuple[Strided, Strided]
 
 def geometry_of(view: Any, base: Any) -> Optional[Geometry]:
     """Where the array `view` lies in the memory of the array `base`, or None when element
-    strides cannot say it (a view with another item size)."""
+    strides cannot say it (a view with another item size, or outside the base's memory)."""
     item = base.itemsize
     if view.itemsize != item:
         return None
@@ -39,6 +39,10 @@ def geometry_of(view: Any, base: Any) -> Optional[Geometry]:
         return None
     b = (tuple(base.shape), tuple(s // item for s in base.strides), 0)
     v = (tuple(view.shape), tuple(s // item for s in view.strides), off // item)
+    if not _is_empty(v):
+        (b_lo, b_hi), (v_lo, v_hi) = _span(b), _span(v)
+        if v_lo < b_lo or v_hi > b_hi:
+            return None  # no longer in the base's memory (the base's `.data` was replaced)
     return b, v
 
 
@@ -183,7 +187,8 @@ def commit(view: Tensor, out: Tensor) -> None:
     if geometry is None:
         raise RuntimeError(
             "rustgrad: in-place op on a view whose place in its base strides cannot express "
-            "(another item size) is not supported; clone() it first"
+            "(another item size, or a base whose .data was replaced) is not supported; clone() "
+            "it first"
         )
     # The base's old history is taken before the write; its new value is the same memory.
     new_base = record(base._data, (base, out), "torch::autograd::CopySlices", _copy_slices_bw,
