@@ -46,35 +46,103 @@ def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
 
 
-def _check_ragged(data: Any) -> None:
-    """torch's errors for nested lists whose lengths disagree with the first element's."""
-    sizes = []
+_MAX_DIMS = 128  # torch's limit on the nesting of Python data
+
+
+def _is_sequence(x: Any) -> bool:
+    """What torch walks into when it reads Python data (a tensor inside is one scalar)."""
+    return isinstance(x, (list, tuple, str, bytes, _np.ndarray))
+
+
+def _data_sizes(data: Any) -> list:
+    """torch's compute_sizes: the lengths along the first element of each level."""
+    sizes: list = []
     seq = data
-    while isinstance(seq, (list, tuple)):
+    while _is_sequence(seq):
         sizes.append(len(seq))
-        if not seq:
+        if len(sizes) > _MAX_DIMS:
+            raise ValueError(f"too many dimensions '{type(seq).__name__}'")
+        if not len(seq):
             break
         seq = seq[0]
+    return sizes
 
-    def check(x: Any, dim: int) -> None:
-        if dim == len(sizes):
-            return
-        if isinstance(x, Tensor) and x.numel() != 1:
+
+def _data_dtype(x: Any) -> _dtype.dtype:
+    """torch's infer_scalar_type of Python data (used only to word errors)."""
+    if isinstance(x, bool) or (isinstance(x, _np.generic) and x.dtype.kind == "b"):
+        return _dtype.bool_
+    if isinstance(x, (int, _np.integer)):
+        return _dtype.int64 if isinstance(x, int) else _dtype.from_np(x.dtype)
+    if isinstance(x, (float, _np.floating)):
+        return _dtype.get_default_dtype() if isinstance(x, float) else _dtype.from_np(x.dtype)
+    if isinstance(x, complex):
+        raise TypeError("can't convert data of type complex128 to a tensor")  # no complex dtypes
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if isinstance(x, _np.ndarray):
+        return _dtype.from_np(x.dtype)
+    if isinstance(x, (list, tuple)):
+        if not x:
+            return _dtype.get_default_dtype()
+        out = None
+        for e in x:
+            d = _data_dtype(e)
+            out = d if out is None else _dtype.promote_types(out, d)
+        return out
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
+def _check_scalar(x: Any, dt: _dtype.dtype) -> None:
+    """torch's store_scalar refusals for one element of the data."""
+    integral = dt.np.kind in "biu"
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            if integral:
+                raise TypeError("only integer tensors of a single element can be converted to "
+                                "an index")
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if not isinstance(x, (list, tuple)):
+        return
+    if isinstance(x, (bool, int, float, complex, _np.generic)):
+        return
+    if integral:
+        raise TypeError(f"'{type(x).__name__}' object cannot be interpreted as an integer")
+    raise TypeError(f"must be real number, not {type(x).__name__}")
+
+
+def _check_data(data: Any, dtype: Optional[_dtype.dtype]) -> Optional[Any]:
+    """Raises torch's error for Python data NumPy could not turn into a tensor (a string,
+    ragged lists, objects); returns the empty array torch makes of data without elements."""
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    sizes = _data_sizes(data)
+    dt = _data_dtype(data) if dtype is None else dtype
+    if 0 in sizes:
+        return _np.empty(tuple(sizes), dtype=dt.np)  # torch reads no element of it
+
+    def store(x: Any, dim: int) -> None:
+        if dim == len(sizes):
+            _check_scalar(x, dt)
+            return
+        if not _is_sequence(x):
             raise TypeError("not a sequence")
         if len(x) != sizes[dim]:
             raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(x)})")
         for e in x:
-            check(e, dim + 1)
+            store(e, dim + 1)
 
-    check(data, 0)
+    store(data, 0)
+    return None
 
 
 def _from_data(data: Any, exact: bool = False) -> Any:
     if isinstance(data, Tensor):
         return data._backend.to_numpy(data._data)
     if isinstance(data, (list, tuple)):
+        if any(isinstance(x, Tensor) and x._data.size != 1 for x in data):
+            raise ValueError("a tensor of several elements inside a list")  # worded by _check_data
         flat = [(_from_data(x, exact) if isinstance(x, (Tensor, list, tuple)) else x) for x in data]
         if any(isinstance(x, _np.ndarray) for x in flat):
             return _np.stack([_np.asarray(x) for x in flat]) if flat else _np.asarray(flat)
@@ -101,9 +169,10 @@ def tensor(
     """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
     try:
         arr = _from_data(data, dtype is not None)
-    except ValueError:
-        _check_ragged(data)
-        raise
+    except (ValueError, TypeError, IndexError):  # IndexError: NumPy's 64-dimension limit
+        arr = _check_data(data, dtype)
+        if arr is None:
+            raise
     if isinstance(arr, _np.ndarray):
         _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
         if dtype is None and arr.dtype == _np.float64 and not isinstance(data, (_np.ndarray, Tensor)):
