@@ -352,3 +352,23 @@ def test_view_outside_a_replaced_base_keeps_its_history():
     assert v.grad_fn.name() == "SliceBackward0"
     with pytest.raises(RuntimeError, match="clone"):
         v.mul_(2)
+
+
+def _on_device(lib, device):
+    x = lib.tensor(X0, dtype=lib.float64, device=device, requires_grad=True)
+    a = (x * 1).view(2, 2)
+    a[0].mul_(10)
+    c = a.t()[:, 1]  # a column, taken after the write
+    b = x[:2] * 1
+    e = b.expand(3, 2)  # overlapping: its gradient is summed over the repeated rows
+    s = b[1:]
+    b.mul_(x[2:])
+    (a.sum() + (c * c).sum() + e.sum() + s.sum()).backward()
+    return x.grad.detach().cpu().numpy(), a.grad_fn.name(), e.grad_fn.name()
+
+
+def test_views_follow_base_on_every_device(device):
+    got = _on_device(rustgrad, device)
+    want = _on_device(torch, "cpu")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert got[1:] == want[1:]
