@@ -183,6 +183,25 @@ def check_array_overlap(a: Any) -> None:
             )
 
 
+_INT_BOUNDS: dict = {}
+
+
+def wrap_int(dtype: Any, s: int, any_size: bool = False) -> int:
+    """A Python int as an integer tensor of `dtype` reads it: torch wraps it around (250 + 10
+    is 4 in uint8) where NumPy raises OverflowError. Beyond the 64-bit range it stays as is,
+    for NumPy to refuse as torch does, unless `any_size` (a product computed in the dtype)."""
+    bounds = _INT_BOUNDS.get(dtype)
+    if bounds is None:
+        bits = dtype.itemsize * 8
+        lo = 0 if dtype.kind == "u" else -(1 << (bits - 1))
+        bounds = _INT_BOUNDS[dtype] = (lo, lo + (1 << bits) - 1, bits)
+    lo, hi, bits = bounds
+    if lo <= s <= hi or not (any_size or -(1 << 63) <= s < (1 << 64)):
+        return s
+    s &= (1 << bits) - 1
+    return s - (1 << bits) if s > hi else s
+
+
 def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
     mine = t.dtype
     if result._cat > mine._cat:

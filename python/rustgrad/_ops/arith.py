@@ -22,6 +22,7 @@ from ._util import (
     same_device,
     scalar_operand,
     sum_to,
+    wrap_int,
 )
 
 
@@ -84,6 +85,8 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
             return record(ad + other, (input, None), "AddBackward0", _add_scalar_bw, None, None)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
+        if alpha != 1:
+            _check_int_fits(ad.dtype, alpha)
         try:
             out = ad + bd if alpha == 1 else ad + bd * alpha
         except ValueError as e:
@@ -98,7 +101,9 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
-    out = ad + s * alpha
+    if alpha != 1:
+        _check_int_fits(ad.dtype, alpha)
+    out = ad + _scaled(ad, s, alpha)
     return record(out, (input, None), "AddBackward0", _add_scalar_bw, None,
                   None if out.dtype == input._data.dtype else input._data.dtype)
 
@@ -140,6 +145,8 @@ def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
     _check_sub_bool(input, other)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
+        if alpha != 1:
+            _check_int_fits(ad.dtype, alpha)
         try:
             out = ad - bd if alpha == 1 else ad - bd * alpha
         except ValueError as e:
@@ -154,7 +161,9 @@ def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
-    out = ad - s * alpha
+    if alpha != 1:
+        _check_int_fits(ad.dtype, alpha)
+    out = ad - _scaled(ad, s, alpha)
     return record(out, (input, None), "SubBackward0", _add_scalar_bw, None,
                   None if out.dtype == input._data.dtype else input._data.dtype)
 
@@ -171,7 +180,7 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
-    out = s - ad
+    out = _int_operand(ad, s) - ad
     return record(out, (input,), "RsubBackward1", _rsub_bw, None,
                   None if out.dtype == input._data.dtype else input._data.dtype)
 
@@ -233,7 +242,9 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     s = as_scalar(other)
     if s is None:
         return NotImplemented
-    return record(scalar_operand(input._data, s) * s, (input, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, s)
+    ad = scalar_operand(input._data, s)
+    return record(ad * _int_operand(ad, s), (input, None), "MulBackward0", _mul_scalar_bw,
+                  _SCALAR_SAVED, s)
 
 
 def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -282,8 +293,8 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
     xp = a._backend
-    bd = b._data if isinstance(b, Tensor) else b
     ad = a._data
+    bd = b._data if isinstance(b, Tensor) else _int_operand(ad, b)
     if mode == "trunc":
         out = xp.trunc(ad / bd) if ad.dtype.kind == "f" else xp.fix(ad / bd).astype(ad.dtype)
     elif mode == "floor":
@@ -316,7 +327,7 @@ def floordiv(input: Tensor, other: Any) -> Tensor:
 def rfloordiv(input: Tensor, other: Any) -> Tensor:
     """other // input, for a number on the left."""
     xp = input._backend
-    return record(xp.floor_divide(other, input._data), (), "", None)
+    return record(xp.floor_divide(_int_operand(input._data, other), input._data), (), "", None)
 
 
 @op(method="remainder", dunder="__mod__", function="remainder")
@@ -387,6 +398,9 @@ def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
+    if type(s) is int and not -(1 << 63) <= s < (1 << 63):
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    _check_int_fits(ad.dtype, s)
     if ad.dtype.kind in "iu" and type(s) is int and s < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return record(ad**s, (input,), "PowBackward0", _pow_scalar_bw, (input,), s)
@@ -433,8 +447,8 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any)
             out = out.to(self.dtype)
         commit_inplace(self, out)
         return self
-    od = other._data if other_t else other
     sd = self._data
+    od = other._data if other_t else _int_operand(sd, other)
     if other_t:
         from .._backends import namespace_of
 
@@ -451,6 +465,34 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any)
     ufunc(sd, od, out=sd, casting="unsafe")
     self._bump_version()
     return self
+
+
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                "int64": "int64_t"}
+
+
+def _check_int_fits(dt: Any, v: Any) -> None:
+    """torch's refusal of an int (alpha, an exponent) that an integer dtype cannot hold."""
+    if type(v) is int and dt.kind in "iu" and wrap_int(dt, v) != v:
+        raise RuntimeError(
+            f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow"
+        )
+
+
+def _int_operand(ad: Any, s: Any) -> Any:
+    """A Python int operand of an integer array, wrapped to its dtype as torch's."""
+    if type(s) is int and ad.dtype.kind in "iu":
+        return wrap_int(ad.dtype, s)
+    return s
+
+
+def _scaled(ad: Any, s: Any, alpha: Any) -> Any:
+    """alpha * s for a scalar operand s of array ad; for an integer array, computed as torch
+    does in the array's dtype (s wrapped, then the product wrapped)."""
+    s = _int_operand(ad, s)
+    if alpha == 1 or type(s) is not int or ad.dtype.kind not in "iu":
+        return s if alpha == 1 else s * alpha
+    return wrap_int(ad.dtype, s * alpha, True)
 
 
 def _broadcast_shape(a: Any, b: Any) -> Any:
@@ -473,7 +515,8 @@ def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """In-place self += alpha * other."""
     xp = self._backend
     if alpha != 1:
-        other = other * alpha
+        _check_int_fits(self._data.dtype, alpha)
+        other = other * alpha if isinstance(other, Tensor) else _scaled(self._data, other, alpha)
     return _inplace(self, other, xp.add, add)
 
 
@@ -483,7 +526,8 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     _check_sub_bool(self, other)
     xp = self._backend
     if alpha != 1:
-        other = other * alpha
+        _check_int_fits(self._data.dtype, alpha)
+        other = other * alpha if isinstance(other, Tensor) else _scaled(self._data, other, alpha)
     return _inplace(self, other, xp.subtract, sub)
 
 
