@@ -521,14 +521,17 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     return record(v, (input,), "ViewBackward0", _reshape_bw, None, d.shape, False, input)
 
 
-@op(method="reshape", function="reshape", grad_fn=("UnsafeViewBackward0", "ViewBackward0"))
+@op(method="reshape", function="reshape",
+    grad_fn=("UnsafeViewBackward0", "ViewBackward0", "ReshapeAliasBackward0"))
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """input with another shape: a view when the strides allow it, else a copy."""
     d = input._data
     shape = _infer(_shape_arg(shape), d.size)
     v = _try_view(d, shape)
     if v is not None:
-        return record(v, (input,), "ViewBackward0", _reshape_bw, None, d.shape, False, input)
+        # torch views a contiguous input, and aliases a strided one (_reshape_alias)
+        name = "ViewBackward0" if d.flags.c_contiguous else "ReshapeAliasBackward0"
+        return record(v, (input,), name, _reshape_bw, None, d.shape, False, input)
     return record(d.reshape(shape), (input,), "UnsafeViewBackward0", _reshape_bw, None, d.shape)
 
 
