@@ -372,3 +372,14 @@ def test_views_follow_base_on_every_device(device):
     want = _on_device(torch, "cpu")
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
     assert got[1:] == want[1:]
+
+
+def test_stale_no_grad_view_as_backward_root_raises_torchs_error(lib):
+    b = lib.ones(3, requires_grad=True) * 1
+    with lib.no_grad():
+        v = b[:2]
+        b.mul_(2)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+        v.backward(lib.ones(2))
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+        lib.autograd.grad((b * 1).sum(), [v])

@@ -16,7 +16,7 @@ use crate::callbacks::callbacks;
 use crate::errors::{from_py, to_py};
 use crate::node::{handle_for, PyNodeHandle};
 use crate::py_value::PyGrad;
-use crate::tensor::{gradient_edge, PyTensor};
+use crate::tensor::{gradient_edge, try_gradient_edge, PyTensor};
 
 /// The one crossing from Python into the engine. Runs backward from `roots` with `grads` (one
 /// per root); returns the gradients captured at `inputs` (all None with `accumulate_grad`).
@@ -37,7 +37,7 @@ pub fn run_backward<'py>(
     let mut root_edges = Vec::with_capacity(roots.len());
     for (i, r) in roots.iter().enumerate() {
         let t = r.downcast::<PyTensor>()?;
-        match gradient_edge(t) {
+        match try_gradient_edge(t)? {
             Some(e) => root_edges.push(e),
             None => {
                 return Err(PyRuntimeError::new_err(format!(
@@ -49,7 +49,7 @@ pub fn run_backward<'py>(
     let mut input_edges = Vec::new();
     for t in inputs.into_iter().flatten() {
         let t = t.downcast::<PyTensor>()?;
-        match gradient_edge(t) {
+        match try_gradient_edge(t)? {
             Some(e) => input_edges.push(e),
             None => return Err(PyRuntimeError::new_err(INPUT_WITHOUT_GRAD)),
         }
