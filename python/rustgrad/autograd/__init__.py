@@ -67,12 +67,10 @@ def _make_grads(outputs: Tuple[Tensor, ...], grads: Tuple[Any, ...]) -> Tuple[Te
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                 f"has a shape of {o.shape}."
             )
-        if g.dtype.is_floating_point != o.dtype.is_floating_point:
-            raise TypeError(
-                "For complex Tensors, both grad_output and output are required to have the "
-                f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
-                f"output[{i}] has a dtype of {o.dtype}."
-            )
+        if g.dtype != o.dtype and o.dtype.is_floating_point:
+            # torch's engine casts the gradient (an integer or bool one too) to the output's
+            # dtype; its dtype-mismatch error is for complex outputs, which rustgrad lacks
+            g = g.to(o.dtype)
         out.append(g)
     return tuple(out)
 
