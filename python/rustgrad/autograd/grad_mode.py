@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import warnings
 from typing import Any, Callable, TypeVar
 
 from .. import _core
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Inside inference mode ops record nothing whatever grad mode says (torch): Rust's grad flag,
+# which recording reads, stays off there, and the grad mode user code sets and reads is kept
+# here, per thread.
+_inference_grad = threading.local()
+
+
+def _grad_in_inference() -> bool:
+    return getattr(_inference_grad, "mode", False)
+
+
+def _set_grad(mode: bool) -> bool:
+    """Sets grad mode as user code sees it; returns the previous one."""
+    if _core.is_inference_mode_enabled():
+        prev = _grad_in_inference()
+        _inference_grad.mode = mode
+        return prev
+    return _core.set_grad_enabled(mode)
 
 
 class _DecoratorContextManager:
@@ -88,10 +107,10 @@ class no_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = _core.set_grad_enabled(False)
+        self.prev = _set_grad(False)
 
     def __exit__(self, *exc: Any) -> None:
-        _core.set_grad_enabled(self.prev)
+        _set_grad(self.prev)
 
 
 class enable_grad(_NoParamDecoratorContextManager):
@@ -101,10 +120,10 @@ class enable_grad(_NoParamDecoratorContextManager):
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = _core.set_grad_enabled(True)
+        self.prev = _set_grad(True)
 
     def __exit__(self, *exc: Any) -> None:
-        _core.set_grad_enabled(self.prev)
+        _set_grad(self.prev)
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -112,24 +131,25 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
-        self.prev = _core.set_grad_enabled(self.mode)
+        self.prev = _set_grad(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        _core.set_grad_enabled(self.prev)
+        _set_grad(self.prev)
 
     def clone(self) -> set_grad_enabled:
         return self.__class__(self.mode)
 
     def __call__(self, func: F) -> F:
-        _core.set_grad_enabled(self.prev)
+        _set_grad(self.prev)
         return super().__call__(func)
 
 
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad (rustgrad does not distinguish inference tensors further)."""
+    """No recording at all, even under enable_grad; `inference_mode(False)` turns it off and
+    grad mode on. (rustgrad does not mark the tensors made inside as inference tensors yet.)"""
 
     def __new__(cls, mode_or_orig_func: Any = True) -> Any:
         # a bare `@inference_mode` hands the function over in place of the mode
@@ -139,7 +159,7 @@ class inference_mode(_DecoratorContextManager):
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = mode
-        self.prev = self.prev_inf = False
+        self.prev = self.prev_inf = self.prev_inner = False
 
     def __call__(self, func: Any) -> Any:  # type: ignore[override]
         if isinstance(func, bool):
@@ -147,18 +167,24 @@ class inference_mode(_DecoratorContextManager):
         return super().__call__(func)
 
     def __enter__(self) -> None:
+        # torch's InferenceMode(mode) also sets grad mode to `not mode`
+        self.prev_inner = _grad_in_inference()
+        _inference_grad.mode = False
+        self.prev = _core.set_grad_enabled(not self.mode)
         self.prev_inf = _core.set_inference_mode(self.mode)
-        self.prev = _core.set_grad_enabled(not self.mode and _core.is_grad_enabled())
 
     def __exit__(self, *exc: Any) -> None:
-        _core.set_grad_enabled(self.prev)
         _core.set_inference_mode(self.prev_inf)
+        _core.set_grad_enabled(self.prev)
+        _inference_grad.mode = self.prev_inner
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)
 
 
 def is_grad_enabled() -> bool:
+    if _core.is_inference_mode_enabled():
+        return _grad_in_inference()
     return _core.is_grad_enabled()
 
 
