@@ -137,6 +137,25 @@ def _check_data(data: Any, dtype: Optional[_dtype.dtype]) -> Optional[Any]:
     return None
 
 
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
+
+
+def _check_int_range(values: Any, np_dt: Any, name: str) -> None:
+    """torch's refusal of Python numbers a narrow integer dtype cannot hold (NumPy would wrap
+    them); an unsigned dtype takes negatives down to -max, as torch's checked conversion."""
+    np_dt = _np.dtype(np_dt)
+    if np_dt.kind not in "iu" or np_dt.itemsize == 8:
+        return
+    arr = _np.asarray(values)
+    if arr.size == 0 or arr.dtype.kind not in "iuf":
+        return
+    bits = np_dt.itemsize * 8
+    hi = (1 << bits) - 1 if np_dt.kind == "u" else (1 << (bits - 1)) - 1
+    lo = -hi if np_dt.kind == "u" else -(1 << (bits - 1))
+    if arr.min() < lo or arr.max() > hi:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 def _from_data(data: Any, exact: bool = False) -> Any:
     if isinstance(data, Tensor):
         return data._backend.to_numpy(data._data)
@@ -178,6 +197,9 @@ def tensor(
         if dtype is None and arr.dtype == _np.float64 and not isinstance(data, (_np.ndarray, Tensor)):
             arr = arr.astype(_dtype.get_default_dtype().np)
     np_dt = _dtype.to_np(dtype)
+    if np_dt is not None and isinstance(arr, _np.ndarray) and \
+            not isinstance(data, (_np.ndarray, Tensor)):
+        _check_int_range(arr, np_dt, np_dt.name)
     target = _target(device) if device is not None else (
         data._backend if isinstance(data, Tensor) else namespace(CPU))
     out = target.from_numpy(_np.array(arr, dtype=np_dt, copy=True), device) \
@@ -255,6 +277,10 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
          requires_grad: bool = False) -> Tensor:
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value)
+    elif isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
+        _check_int_range(fill_value, dtype.np, _C_INT_NAMES.get(dtype.name, dtype.name))
+        if type(fill_value) is int and fill_value < 0 and dtype.np.kind == "u":
+            fill_value &= (1 << (dtype.np.itemsize * 8)) - 1  # -1 fills uint8 with 255
     return _factory("full", (tuple(size),), dtype, device, requires_grad, fill_value)
 
 

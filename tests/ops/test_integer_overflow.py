@@ -89,3 +89,32 @@ def test_float_and_bool_scalars_keep_their_rules():
         x = lib.tensor([250], dtype=lib.uint8)
         return x + True, x * 2.5, x + 300.0, lib.tensor([1.5]) + 300
     parity(prog)
+
+
+CREATION = {
+    "list": lambda lib, dt, v: lib.tensor([v, 1], dtype=dt),
+    "number": lambda lib, dt, v: lib.tensor(v, dtype=dt),
+    "tensor_in_list": lambda lib, dt, v: lib.tensor([lib.tensor(v)], dtype=dt),
+    "full": lambda lib, dt, v: lib.full((2,), v, dtype=dt),
+}
+
+
+@pytest.mark.parametrize("form", sorted(CREATION))
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool"])
+@pytest.mark.parametrize("value", [300, -1, -255, -256, 70000, 2**40])
+def test_creating_a_narrow_integer_tensor_checks_the_range(form, dtype, value):
+    def prog(lib):
+        return CREATION[form](lib, getattr(lib, dtype), value)
+
+    try:
+        import torch
+
+        prog(torch)
+    except RuntimeError:
+        same_error(prog, "value cannot be converted to type")
+    else:
+        parity(prog)
+
+
+def test_numpy_arrays_are_cast_without_a_check():
+    parity(lambda lib: lib.tensor(np.array([300, -1]), dtype=lib.uint8))
