@@ -170,17 +170,23 @@ def check_internal_overlap(t: Tensor) -> None:
     check_array_overlap(t._data)
 
 
-def check_array_overlap(a: Any) -> None:
-    """check_internal_overlap of an array (the destination of a write)."""
+def overlaps(a: Any) -> bool:
+    """Whether elements of array `a` share memory (torch's has_internal_overlap, YES case)."""
     if a.base is None:
-        return
+        return False
     for size, stride in zip(a.shape, a.strides):
         if stride == 0 and size > 1 and a.size:
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor refers "
-                "to a single memory location. Please clone() the tensor before performing the "
-                "operation."
-            )
+            return True
+    return False
+
+
+def check_array_overlap(a: Any) -> None:
+    """check_internal_overlap of an array (the destination of a write)."""
+    if overlaps(a):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
 
 
 _INT_BOUNDS: dict = {}

@@ -19,6 +19,7 @@ from ._util import (
     commit_inplace,
     const,
     is_grad_enabled,
+    overlaps,
     record,
     same_device,
     sum_to,
@@ -312,7 +313,7 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
             == "torch::autograd::CopySlices"):
         check_inplace(a[idx])  # torch indexes first: its error names the indexing view
     check_inplace(a)
-    if a._data.base is not None:
+    if overlaps(a._data):  # only a view with a broadcast dimension can give an overlapping slice
         nidx = _normalize(idx, a._backend)
         if _setitem_name(nidx, a._data.shape, False) != "IndexPutBackward0":
             check_array_overlap(a._data[nidx])  # basic indexing writes through a view
