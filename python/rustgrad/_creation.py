@@ -250,6 +250,11 @@ def _factory(fill: str, size: Sequence[Any], dtype: Any, device: Any, requires_g
     xp = _target(device) if device is not None else namespace(CPU)
     dt = _dtype.to_np(dtype) if dtype is not None else _dtype.get_default_dtype().np
     shape = _size(size)
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel * _np.dtype(dt).itemsize >= 1 << 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     if fill == "zeros":
         arr = xp.zeros(shape, dtype=dt)
     elif fill == "ones":

@@ -80,7 +80,13 @@ def from_np(np_dtype: Any) -> dtype:
     except KeyError:
         pass
     try:
-        return _FROM_NP[_np.dtype(np_dtype)]
+        nd = _np.dtype(np_dtype)
+        if not nd.isnative and nd.newbyteorder("=") in _FROM_NP:
+            raise ValueError(
+                "given numpy array has byte order different from the native byte order. "
+                "Conversion between byte orders is currently not supported."
+            )
+        return _FROM_NP[nd]
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np_dtype}. The only supported types are: "
