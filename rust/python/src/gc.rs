@@ -25,12 +25,18 @@ use crate::tensor::{PyTensor, TensorHooks};
 /// may be attached to the node as well, and then counts as held by the caller alone when the
 /// tensor and the node are its only holders.
 ///
-/// That covers `node` itself only: walking every graph at every collection would cost a
-/// training loop dearly. The one cycle a training step makes deep in a graph is
-/// `create_graph=True`'s param -> `.grad` -> graph -> param, whose reference to the param sits
-/// several nodes below the grad's grad_fn; so a tensor whose `.grad` it alone holds, and whose
-/// grad's grad_fn that grad alone holds, also reports what lies below that node
-/// (`traverse_below`; the grad itself reports the node).
+/// That covers `node` itself. What lies below it (`traverse_below`) is reported by the same
+/// caller for the nodes and saved tensors only it reaches, found by counting holders: the
+/// cycles that run through a graph (`create_graph=True`'s param -> `.grad` -> graph -> param,
+/// identity saved-tensor hooks whose graph holds the tensors it produced, a grad_fn kept on a
+/// tensor its graph saves) are then seen whole. A node held by one tensor alone is that
+/// tensor's to report, with its own walk, so each reference is still reported once. Deleting a
+/// cycle needs no clearing of nodes: the tensors and Python objects in it are cleared, and a
+/// node is never left half-cleared for a later backward to meet.
+///
+/// Not seen: references from Python objects the walk cannot read without running Python code,
+/// such as a hook closure's cell holding the hook's own non-leaf under `create_graph=True`, or
+/// several grad_fn handles of one graph kept in a container the graph saves (torch leaks both).
 pub fn traverse_exclusive_node(
     node: &NodeRef<PyGrad>,
     own: Option<&Arc<TensorHooks>>,
@@ -48,12 +54,16 @@ pub fn traverse_exclusive_node(
 }
 
 /// Reports what the nodes below `node` (held by the caller alone, see Note [GC traversal])
-/// hold, for the nodes that are the caller's alone too: a node is when every one of its strong
-/// holders is an edge (or a saved value's origin) of a node already found to be the caller's
-/// alone, or the grad_fn of a saved tensor all of whose references were found so: its strong
-/// count equals the references found. The walk is iterative, visits each node once, stops after
-/// `MAX_TRAVERSED_NODES` (reporting less is always safe) and is deterministic, so the
-/// collector's passes see the same references.
+/// hold, for the nodes that are the caller's alone too. It is the collector's own trial
+/// deletion, run over the part of the graph Rust hides: the walk gathers the nodes and the saved
+/// tensors reachable from `node` (a tensor's grad_fn held by that tensor alone is the tensor's
+/// own to report, and the walk stops there), counts the references it found to each, and calls a
+/// member held from outside when it has more holders (strong counts, reference counts) than
+/// found references; whatever such a member reaches is held from outside too. The rest is
+/// reachable only through the caller, cycles inside it included (a saved-tensor hook that packs
+/// the output itself), and its nodes' objects are reported here, once. The walk is iterative,
+/// deterministic (the collector's passes must see the same references) and gives up, reporting
+/// nothing, past `MAX_TRAVERSED_NODES` (reporting less is always safe).
 pub fn traverse_below(node: &NodeRef<PyGrad>, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
     let result = std::cell::RefCell::new(Ok(()));
     let report = |o: &Py<PyAny>| {
@@ -62,66 +72,152 @@ pub fn traverse_below(node: &NodeRef<PyGrad>, visit: &PyVisit<'_>) -> Result<(),
             *r = visit.call(o);
         }
     };
-    // SAFETY: traversal runs with the GIL held; the token is used only for type checks and
-    // borrow-flag reads of saved tensors, which neither allocate nor run Python code.
-    let py = unsafe { Python::assume_gil_acquired() };
-    let mut found: HashMap<usize, usize> = HashMap::new();
-    let mut found_tensors: HashMap<usize, isize> = HashMap::new();
-    let mut stack: Vec<NodeRef<PyGrad>> = Vec::new();
-    let mut current = node.clone();
-    let mut visited = 1;
-    loop {
-        let mut admit = |id: usize, holders: usize, make: &dyn Fn() -> NodeRef<PyGrad>| {
-            if holders == 1 {
-                stack.push(make());
-                return;
-            }
-            let seen = found.entry(id).or_insert(0);
-            *seen += 1;
-            if *seen == holders {
-                stack.push(make());
-            }
-        };
-        // Pointers, not new references: the collector reads reference counts between its
-        // passes, and `current` keeps these objects alive while the walk runs no Python code.
-        let mut tensors: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
-        for_each_child(&current, &mut admit, &mut |t| tensors.push(t.as_ptr()));
-        for ptr in tensors {
-            // A saved tensor every reference to which was found here is the caller's alone,
-            // and so is its grad_fn's reference to its node.
-            // SAFETY: `ptr` is a live object held by a saved value of `current`.
-            let refcnt = unsafe { pyo3::ffi::Py_REFCNT(ptr) };
-            if refcnt != 1 {
-                let seen = found_tensors.entry(ptr as usize).or_insert(0);
-                *seen += 1;
-                if *seen != refcnt {
-                    continue;
-                }
-            }
-            // SAFETY: as above; a borrowed pointer, no reference is taken.
-            let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
-            let Ok(t) = obj.downcast::<PyTensor>() else {
-                continue;
-            };
-            let Ok(b) = t.try_borrow() else { continue };
-            // A grad_fn held by the tensor alone is reported by the tensor's own traversal.
-            if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) > 1) {
-                admit(node_id(f), Arc::strong_count(f), &|| f.clone());
-            }
+    let Some(region) = Region::gather(node) else {
+        return Ok(());
+    };
+    for i in region.exclusive() {
+        if let Member::Node(n) = &region.members[i] {
+            visit_node(n, None, &report);
         }
-        let Some(next) = stack.pop() else { break };
-        if visited >= MAX_TRAVERSED_NODES || result.borrow().is_err() {
+        if result.borrow().is_err() {
             break;
         }
-        visited += 1;
-        visit_node(&next, None, &report);
-        current = next;
     }
     result.into_inner()
 }
 
-/// How many nodes one traversal looks at, at most (see Note [GC traversal]).
+/// How many nodes and saved tensors one traversal looks at, at most (see Note [GC traversal]).
 const MAX_TRAVERSED_NODES: usize = 100_000;
+
+enum Member {
+    Node(NodeRef<PyGrad>),
+    /// A borrowed pointer: the node saving it keeps it alive while the walk runs no Python code.
+    Tensor(*mut pyo3::ffi::PyObject),
+}
+
+/// The part of a graph below a node, with each member's holders and the references to it found
+/// inside (see `traverse_below`).
+struct Region {
+    members: Vec<Member>,
+    holders: Vec<usize>,
+    found: Vec<usize>,
+    children: Vec<Vec<usize>>,
+    /// Tensors whose grad_fn could not be read (borrowed): held from outside, to be safe.
+    opaque: Vec<bool>,
+}
+
+impl Region {
+    fn gather(root: &NodeRef<PyGrad>) -> Option<Region> {
+        // SAFETY: traversal runs with the GIL held; the token is used only for type checks and
+        // borrow-flag reads of saved tensors, which neither allocate nor run Python code.
+        let py = unsafe { Python::assume_gil_acquired() };
+        let mut r = Region {
+            members: Vec::new(),
+            holders: Vec::new(),
+            found: Vec::new(),
+            children: Vec::new(),
+            opaque: Vec::new(),
+        };
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        // The caller's reference is the root's one holder, and counts as found.
+        r.add(&mut index, node_id(root), 1, &|| Member::Node(root.clone()));
+        r.found[0] = 1;
+        let mut next = 0;
+        while next < r.members.len() {
+            if r.members.len() > MAX_TRAVERSED_NODES {
+                return None;
+            }
+            let i = next;
+            next += 1;
+            let mut kids: Vec<usize> = Vec::new();
+            let (node, tensor) = match &r.members[i] {
+                Member::Node(n) => (Some(n.clone()), None),
+                Member::Tensor(p) => (None, Some(*p)),
+            };
+            if let Some(n) = node {
+                let mut tensors: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
+                for_each_child(
+                    &n,
+                    &mut |id, count, make| {
+                        kids.push(r.add(&mut index, id, count, &|| Member::Node(make())));
+                    },
+                    &mut |t| tensors.push(t.as_ptr()),
+                );
+                for ptr in tensors {
+                    // SAFETY: `ptr` is live, held by a saved value of `n`.
+                    let count = unsafe { pyo3::ffi::Py_REFCNT(ptr) } as usize;
+                    kids.push(r.add(&mut index, ptr as usize, count, &|| Member::Tensor(ptr)));
+                }
+            } else if let Some(ptr) = tensor {
+                // SAFETY: as above; a borrowed pointer, no reference is taken.
+                let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
+                if let Ok(t) = obj.downcast::<PyTensor>() {
+                    match t.try_borrow() {
+                        // A grad_fn held by the tensor alone is reported by the tensor's own
+                        // traversal (and what lies below it by its own walk).
+                        Ok(b) => {
+                            if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) > 1)
+                            {
+                                let (id, count) = (node_id(f), Arc::strong_count(f));
+                                kids.push(
+                                    r.add(&mut index, id, count, &|| Member::Node(f.clone())),
+                                );
+                            }
+                        }
+                        Err(_) => r.opaque[i] = true,
+                    }
+                }
+            }
+            for &j in &kids {
+                r.found[j] += 1;
+            }
+            r.children[i] = kids;
+        }
+        Some(r)
+    }
+
+    /// The member for `id`, added with `holders` (counted before the walk's own clone) if new.
+    fn add(
+        &mut self,
+        index: &mut HashMap<usize, usize>,
+        id: usize,
+        holders: usize,
+        make: &dyn Fn() -> Member,
+    ) -> usize {
+        if let Some(&j) = index.get(&id) {
+            return j;
+        }
+        let j = self.members.len();
+        index.insert(id, j);
+        self.members.push(make());
+        self.holders.push(holders);
+        self.found.push(0);
+        self.children.push(Vec::new());
+        self.opaque.push(false);
+        j
+    }
+
+    /// The members other than the root that only the caller reaches, in walk order.
+    fn exclusive(&self) -> Vec<usize> {
+        let n = self.members.len();
+        let mut outside = vec![false; n];
+        let mut stack: Vec<usize> = (0..n)
+            .filter(|&i| self.opaque[i] || self.holders[i] > self.found[i])
+            .collect();
+        for &i in &stack {
+            outside[i] = true;
+        }
+        while let Some(i) = stack.pop() {
+            for &j in &self.children[i] {
+                if !outside[j] {
+                    outside[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+        (1..n).filter(|&i| !outside[i]).collect()
+    }
+}
 
 /// Every node `node` holds strongly: its edges' nodes and its saved values' origins, as
 /// (address, strong count, a new reference).
@@ -141,7 +237,9 @@ fn for_each_child(
         n.saved.for_each(|s| {
             if let Saved::Input(t) = s {
                 saved_input(t);
-            } else if let Saved::Packed { origin, .. } = s {
+            } else if let Saved::Packed { origin, packed, .. } = s {
+                // What a pack hook returned may be a tensor (an identity hook): it may hold nodes.
+                saved_input(packed);
                 match origin {
                     Origin::Node { node, .. } => {
                         f(node_id(node), Arc::strong_count(node), &|| node.clone());
@@ -217,20 +315,6 @@ pub fn traverse_tensor(t: &PyTensor, visit: &PyVisit<'_>) -> Result<(), PyTraver
     visit.call(&t.data)?;
     if let Some(g) = &t.grad {
         visit.call(g)?;
-        // See Note [GC traversal]: the graph below a grad held by this tensor alone.
-        // SAFETY: `g` is live (held here); reading its count takes no reference.
-        if unsafe { pyo3::ffi::Py_REFCNT(g.as_ptr()) } == 1 {
-            // SAFETY: traversal runs with the GIL held; only a type check and a borrow-flag
-            // read follow, which neither allocate nor run Python code.
-            let py = unsafe { Python::assume_gil_acquired() };
-            if let Ok(g) = g.bind(py).downcast::<PyTensor>() {
-                if let Ok(b) = g.try_borrow() {
-                    if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) == 1) {
-                        traverse_below(f, visit)?;
-                    }
-                }
-            }
-        }
     }
     if let Some(b) = &t.base {
         visit.call(b)?;
@@ -265,6 +349,7 @@ pub fn traverse_tensor(t: &PyTensor, visit: &PyVisit<'_>) -> Result<(), PyTraver
     }
     if let Some(f) = owned_grad_fn {
         traverse_exclusive_node(f, t.hooks.as_ref(), visit)?;
+        traverse_below(f, visit)?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{node_id, AccumulateGrad, NodeRef};
 
 use crate::backward::TensorSink;
-use crate::gc::traverse_exclusive_node;
+use crate::gc::{traverse_below, traverse_exclusive_node};
 use crate::handle::{new_handle, HandleList};
 use crate::py_value::{PyGrad, PyNode, PyNodePostHook, PyNodePreHook};
 
@@ -179,6 +179,7 @@ impl PyNodeHandle {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if Arc::strong_count(&self.node) == 1 {
             traverse_exclusive_node(&self.node, None, &visit)?;
+            traverse_below(&self.node, &visit)?;
         }
         Ok(())
     }
