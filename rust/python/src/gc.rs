@@ -34,9 +34,11 @@ use crate::tensor::{PyTensor, TensorHooks};
 /// cycle needs no clearing of nodes: the tensors and Python objects in it are cleared, and a
 /// node is never left half-cleared for a later backward to meet.
 ///
-/// Not seen: references from Python objects the walk cannot read without running Python code,
-/// such as a hook closure's cell holding the hook's own non-leaf under `create_graph=True`, or
-/// several grad_fn handles of one graph kept in a container the graph saves (torch leaks both).
+/// The walk also counts tensors' hook lists and reads the closures of their hook functions
+/// (functions, tuples and cells only, through their own `tp_traverse`), so a hook capturing its
+/// own non-leaf under `create_graph=True` is seen whole. Not seen: references kept in other
+/// Python objects, such as several grad_fn handles of one graph in a container the graph saves
+/// (torch leaks that too).
 pub fn traverse_exclusive_node(
     node: &NodeRef<PyGrad>,
     own: Option<&Arc<TensorHooks>>,
@@ -64,7 +66,13 @@ pub fn traverse_exclusive_node(
 /// the output itself), and its nodes' objects are reported here, once. The walk is iterative,
 /// deterministic (the collector's passes must see the same references) and gives up, reporting
 /// nothing, past `MAX_TRAVERSED_NODES` (reporting less is always safe).
-pub fn traverse_below(node: &NodeRef<PyGrad>, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+///
+/// `own` is the caller's own hook list, which `traverse_exclusive_node` reports.
+pub fn traverse_below(
+    node: &NodeRef<PyGrad>,
+    own: Option<&Arc<TensorHooks>>,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
     let result = std::cell::RefCell::new(Ok(()));
     let report = |o: &Py<PyAny>| {
         let mut r = result.borrow_mut();
@@ -76,8 +84,15 @@ pub fn traverse_below(node: &NodeRef<PyGrad>, visit: &PyVisit<'_>) -> Result<(),
         return Ok(());
     };
     for i in region.exclusive() {
-        if let Member::Node(n) = &region.members[i] {
-            visit_node(n, None, &report);
+        match &region.members[i] {
+            Member::Node(n) => visit_node(n, None, &report),
+            // A list held by one tensor or node alone is reported by that holder.
+            Member::Hooks(l)
+                if region.holders[i] > 1 && !own.is_some_and(|o| Arc::ptr_eq(o, l)) =>
+            {
+                visit_hook_list(l, &report)
+            }
+            _ => {}
         }
         if result.borrow().is_err() {
             break;
@@ -91,8 +106,11 @@ const MAX_TRAVERSED_NODES: usize = 100_000;
 
 enum Member {
     Node(NodeRef<PyGrad>),
-    /// A borrowed pointer: the node saving it keeps it alive while the walk runs no Python code.
+    /// A borrowed pointer, to a tensor or another Python object: its holder in the walk keeps it
+    /// alive while the walk runs no Python code.
     Tensor(*mut pyo3::ffi::PyObject),
+    /// A tensor's hook list, which its grad_fn may hold too.
+    Hooks(Arc<TensorHooks>),
 }
 
 /// The part of a graph below a node, with each member's holders and the references to it found
@@ -130,9 +148,10 @@ impl Region {
             let i = next;
             next += 1;
             let mut kids: Vec<usize> = Vec::new();
-            let (node, tensor) = match &r.members[i] {
-                Member::Node(n) => (Some(n.clone()), None),
-                Member::Tensor(p) => (None, Some(*p)),
+            let (node, tensor, hooks) = match &r.members[i] {
+                Member::Node(n) => (Some(n.clone()), None, None),
+                Member::Tensor(p) => (None, Some(*p), None),
+                Member::Hooks(l) => (None, None, Some(l.clone())),
             };
             if let Some(n) = node {
                 let mut tensors: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
@@ -142,6 +161,13 @@ impl Region {
                         kids.push(r.add(&mut index, id, count, &|| Member::Node(make())));
                     },
                     &mut |t| tensors.push(t.as_ptr()),
+                );
+                n.base().hooks.for_each_shared(
+                    |l| {
+                        let (id, count) = (Arc::as_ptr(l) as usize, Arc::strong_count(l));
+                        kids.push(r.add(&mut index, id, count, &|| Member::Hooks(l.clone())));
+                    },
+                    |_| {},
                 );
                 for ptr in tensors {
                     // SAFETY: `ptr` is live, held by a saved value of `n`.
@@ -163,10 +189,40 @@ impl Region {
                                     r.add(&mut index, id, count, &|| Member::Node(f.clone())),
                                 );
                             }
+                            if let Some(l) = &b.hooks {
+                                let (id, count) = (Arc::as_ptr(l) as usize, Arc::strong_count(l));
+                                kids.push(
+                                    r.add(&mut index, id, count, &|| Member::Hooks(l.clone())),
+                                );
+                            }
                         }
                         Err(_) => r.opaque[i] = true,
                     }
+                } else {
+                    match closure_referents(ptr) {
+                        Some(refs) => {
+                            for p in refs {
+                                // SAFETY: `p` is live, held by `ptr`.
+                                let count = unsafe { pyo3::ffi::Py_REFCNT(p) } as usize;
+                                kids.push(
+                                    r.add(&mut index, p as usize, count, &|| Member::Tensor(p)),
+                                );
+                            }
+                        }
+                        None => r.opaque[i] = true,
+                    }
                 }
+            } else if let Some(l) = hooks {
+                l.for_each(|h| {
+                    if Arc::strong_count(h) == 1 {
+                        if let Some(h) = h.as_any().downcast_ref::<PyTensorHook>() {
+                            let p = h.0.as_ptr();
+                            // SAFETY: `p` is live, held by the hook.
+                            let count = unsafe { pyo3::ffi::Py_REFCNT(p) } as usize;
+                            kids.push(r.add(&mut index, p as usize, count, &|| Member::Tensor(p)));
+                        }
+                    }
+                });
             }
             for &j in &kids {
                 r.found[j] += 1;
@@ -218,6 +274,57 @@ impl Region {
         (1..n).filter(|&i| !outside[i]).collect()
     }
 }
+
+/// What a function, a tuple or a cell holds (a hook's closure, which may hold the hook's own
+/// tensor), read with their own `tp_traverse`, which runs no Python code; None for other
+/// objects, or past a few references (a walk through them would cost more than it finds).
+fn closure_referents(obj: *mut pyo3::ffi::PyObject) -> Option<Vec<*mut pyo3::ffi::PyObject>> {
+    use pyo3::ffi;
+    use std::os::raw::{c_int, c_void};
+    extern "C" {
+        static mut PyFunction_Type: u8;
+        static mut PyCell_Type: u8;
+    }
+    static READABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: traversal runs with the GIL held; only the version string is read.
+    let py = unsafe { Python::assume_gil_acquired() };
+    // PyType_GetSlot reads static types from 3.10 on.
+    if !*READABLE.get_or_init(|| py.version_info() >= (3, 10)) {
+        return None;
+    }
+    // SAFETY: `obj` is live; type objects are static. Addresses only, nothing is read.
+    let ty = unsafe { ffi::Py_TYPE(obj) };
+    let known = [
+        std::ptr::addr_of_mut!(PyFunction_Type) as *mut ffi::PyTypeObject,
+        std::ptr::addr_of_mut!(PyCell_Type) as *mut ffi::PyTypeObject,
+        std::ptr::addr_of_mut!(ffi::PyTuple_Type),
+    ];
+    if !known.contains(&ty) {
+        return None;
+    }
+    unsafe extern "C" fn collect(o: *mut ffi::PyObject, arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the Vec passed below, alive for the call.
+        let out = unsafe { &mut *(arg as *mut Vec<*mut ffi::PyObject>) };
+        out.push(o);
+        if out.len() > MAX_CLOSURE_REFERENTS {
+            1 // stops the walk
+        } else {
+            0
+        }
+    }
+    // SAFETY: these builtin types have a tp_traverse, which only calls `collect`.
+    let traverse = unsafe { ffi::PyType_GetSlot(ty, ffi::Py_tp_traverse) };
+    if traverse.is_null() {
+        return None;
+    }
+    let traverse: ffi::traverseproc = unsafe { std::mem::transmute(traverse) };
+    let mut out: Vec<*mut ffi::PyObject> = Vec::new();
+    let rc = unsafe { traverse(obj, collect, &mut out as *mut _ as *mut c_void) };
+    (rc == 0).then_some(out)
+}
+
+/// How many references of one function, tuple or cell the walk reads, at most.
+const MAX_CLOSURE_REFERENTS: usize = 32;
 
 /// Every node `node` holds strongly: its edges' nodes and its saved values' origins, as
 /// (address, strong count, a new reference).
@@ -349,7 +456,7 @@ pub fn traverse_tensor(t: &PyTensor, visit: &PyVisit<'_>) -> Result<(), PyTraver
     }
     if let Some(f) = owned_grad_fn {
         traverse_exclusive_node(f, t.hooks.as_ref(), visit)?;
-        traverse_below(f, visit)?;
+        traverse_below(f, t.hooks.as_ref(), visit)?;
     }
     Ok(())
 }
