@@ -224,3 +224,43 @@ def test_hook_capturing_its_own_non_leaf_still_runs_after_collection():
     ours, theirs = run(rg), run(torch)
     assert ours[0] == theirs[0]
     assert ours[1] == pytest.approx(theirs[1])
+
+
+def test_collections_never_clear_hooked_graphs_still_in_use_stress():
+    """Random graphs whose intermediates carry hooks capturing themselves or another
+    intermediate, differentiated with create_graph=True; random parts kept: after gc.collect()
+    the kept graphs still run backward, their hooks included; once dropped, all is collected."""
+    rng = random.Random(2)
+    for _ in range(12):
+        calls = []
+        w = rg.ones(3, requires_grad=True)
+        t = w * 1.5
+        chain = [t]
+        for _ in range(rng.randint(2, 5)):
+            t = (t * w).tanh() if rng.random() < 0.5 else t * w
+            chain.append(t)
+        for c in chain:
+            if rng.random() < 0.6:
+                other = rng.choice(chain)
+                c.register_hook(lambda g, other=other, c=c, calls=calls: calls.append(1) or g + 0 * other * c)
+        c = other = None  # the loop variables hold graph tensors
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t.sum().backward(create_graph=True, retain_graph=True)
+        kept = [c for c in chain if rng.random() < 0.4]
+        grad = w.grad if rng.random() < 0.5 else None
+        ref = weakref.ref(w)
+        del w, t, chain
+        gc.collect()
+        c = None
+        for c in kept:
+            c.sum().backward(retain_graph=True)
+        if grad is not None:
+            grad.sum().backward(retain_graph=True)
+        if kept or grad is not None:
+            assert ref() is not None and ref().grad is not None
+        assert calls  # some hook ran
+        c = None
+        del kept, grad, c
+        gc.collect()
+        assert ref() is None
