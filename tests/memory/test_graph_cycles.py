@@ -70,6 +70,21 @@ def test_output_stored_on_a_tensor_its_graph_saves_is_collected():
     assert _dies(make)
 
 
+def test_create_graph_cycle_of_a_graph_past_the_walk_cap_is_collected():
+    # Past the trial walk's cap the cheaper walk through exclusive nodes still finds the param.
+    def make():
+        w = rg.ones(3, requires_grad=True)
+        h = w
+        for _ in range(1500):
+            h = h * w
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (h * 0).sum().backward(create_graph=True)
+        return weakref.ref(w)
+
+    assert _dies(make)
+
+
 def test_grad_fn_stored_on_a_saved_tensor_still_works_after_collection():
     x = rg.tensor([1.0, 2.0], requires_grad=True)
     t = rg.tensor([3.0, 4.0])

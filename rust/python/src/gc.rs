@@ -26,7 +26,9 @@ use crate::tensor::{PyTensor, TensorHooks};
 /// tensor and the node are its only holders.
 ///
 /// That covers `node` itself. What lies below it (`traverse_below`) is reported by the same
-/// caller for the nodes and saved tensors only it reaches, found by counting holders: the
+/// caller for the nodes and saved tensors only it reaches, found by counting holders (up to
+/// `MAX_BELOW_NODE` members, the collector visits tensors often; past it a cheaper walk through
+/// the nodes all of whose holders it found, which sees no cycle inside the graph): the
 /// cycles that run through a graph (`create_graph=True`'s param -> `.grad` -> graph -> param,
 /// identity saved-tensor hooks whose graph holds the tensors it produced, a grad_fn kept on a
 /// tensor its graph saves) are then seen whole. A node held by one tensor alone is that
@@ -65,12 +67,13 @@ pub fn traverse_exclusive_node(
 /// reachable only through the caller, cycles inside it included (a saved-tensor hook that packs
 /// the output itself), and its nodes' objects are reported here, once. The walk is iterative,
 /// deterministic (the collector's passes must see the same references) and gives up, reporting
-/// nothing, past `MAX_TRAVERSED_NODES` (reporting less is always safe).
+/// past `cap` members, to the greedy walk (reporting less is always safe).
 ///
 /// `own` is the caller's own hook list, which `traverse_exclusive_node` reports.
 pub fn traverse_below(
     node: &NodeRef<PyGrad>,
     own: Option<&Arc<TensorHooks>>,
+    cap: usize,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
     let result = std::cell::RefCell::new(Ok(()));
@@ -80,8 +83,8 @@ pub fn traverse_below(
             *r = visit.call(o);
         }
     };
-    let Some(region) = Region::gather(node) else {
-        return Ok(());
+    let Some(region) = Region::gather(node, cap) else {
+        return traverse_below_greedy(node, visit);
     };
     for i in region.exclusive() {
         match &region.members[i] {
@@ -101,8 +104,84 @@ pub fn traverse_below(
     result.into_inner()
 }
 
-/// How many nodes and saved tensors one traversal looks at, at most (see Note [GC traversal]).
-const MAX_TRAVERSED_NODES: usize = 100_000;
+/// The walk `traverse_below` falls back to past its cap: cheap, it goes only through the nodes
+/// every holder of which it found (so it stops at shared nodes and sees no cycle inside the
+/// graph), up to `MAX_GREEDY_NODES`.
+fn traverse_below_greedy(
+    node: &NodeRef<PyGrad>,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
+    let result = std::cell::RefCell::new(Ok(()));
+    let report = |o: &Py<PyAny>| {
+        let mut r = result.borrow_mut();
+        if r.is_ok() {
+            *r = visit.call(o);
+        }
+    };
+    // SAFETY: traversal runs with the GIL held; the token is used only for type checks and
+    // borrow-flag reads of saved tensors, which neither allocate nor run Python code.
+    let py = unsafe { Python::assume_gil_acquired() };
+    let mut found: HashMap<usize, usize> = HashMap::new();
+    let mut found_tensors: HashMap<usize, isize> = HashMap::new();
+    let mut stack: Vec<NodeRef<PyGrad>> = Vec::new();
+    let mut current = node.clone();
+    let mut visited = 1;
+    loop {
+        let mut admit = |id: usize, holders: usize, make: &dyn Fn() -> NodeRef<PyGrad>| {
+            if holders == 1 {
+                stack.push(make());
+                return;
+            }
+            let seen = found.entry(id).or_insert(0);
+            *seen += 1;
+            if *seen == holders {
+                stack.push(make());
+            }
+        };
+        // Pointers, not new references: the collector reads reference counts between its
+        // passes, and `current` keeps these objects alive while the walk runs no Python code.
+        let mut tensors: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
+        for_each_child(&current, &mut admit, &mut |t| tensors.push(t.as_ptr()));
+        for ptr in tensors {
+            // A saved tensor every reference to which was found here is the caller's alone,
+            // and so is its grad_fn's reference to its node.
+            // SAFETY: `ptr` is a live object held by a saved value of `current`.
+            let refcnt = unsafe { pyo3::ffi::Py_REFCNT(ptr) };
+            if refcnt != 1 {
+                let seen = found_tensors.entry(ptr as usize).or_insert(0);
+                *seen += 1;
+                if *seen != refcnt {
+                    continue;
+                }
+            }
+            // SAFETY: as above; a borrowed pointer, no reference is taken.
+            let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
+            let Ok(t) = obj.downcast::<PyTensor>() else {
+                continue;
+            };
+            let Ok(b) = t.try_borrow() else { continue };
+            // A grad_fn held by the tensor alone is reported by the tensor's own traversal.
+            if let Some(f) = b.grad_fn.as_ref().filter(|f| Arc::strong_count(f) > 1) {
+                admit(node_id(f), Arc::strong_count(f), &|| f.clone());
+            }
+        }
+        let Some(next) = stack.pop() else { break };
+        if visited >= MAX_GREEDY_NODES || result.borrow().is_err() {
+            break;
+        }
+        visited += 1;
+        visit_node(&next, None, &report);
+        current = next;
+    }
+    result.into_inner()
+}
+
+/// How many nodes the greedy walk looks at, at most.
+const MAX_GREEDY_NODES: usize = 100_000;
+
+/// How many nodes, saved tensors and hook objects one traversal looks at, at most (see Note
+/// [GC traversal]) before it falls back to the greedy walk: the collector visits tensors often.
+pub const MAX_BELOW_NODE: usize = 2_000;
 
 enum Member {
     Node(NodeRef<PyGrad>),
@@ -125,7 +204,7 @@ struct Region {
 }
 
 impl Region {
-    fn gather(root: &NodeRef<PyGrad>) -> Option<Region> {
+    fn gather(root: &NodeRef<PyGrad>, cap: usize) -> Option<Region> {
         // SAFETY: traversal runs with the GIL held; the token is used only for type checks and
         // borrow-flag reads of saved tensors, which neither allocate nor run Python code.
         let py = unsafe { Python::assume_gil_acquired() };
@@ -142,7 +221,7 @@ impl Region {
         r.found[0] = 1;
         let mut next = 0;
         while next < r.members.len() {
-            if r.members.len() > MAX_TRAVERSED_NODES {
+            if r.members.len() > cap {
                 return None;
             }
             let i = next;
@@ -456,7 +535,7 @@ pub fn traverse_tensor(t: &PyTensor, visit: &PyVisit<'_>) -> Result<(), PyTraver
     }
     if let Some(f) = owned_grad_fn {
         traverse_exclusive_node(f, t.hooks.as_ref(), visit)?;
-        traverse_below(f, t.hooks.as_ref(), visit)?;
+        traverse_below(f, t.hooks.as_ref(), MAX_BELOW_NODE, visit)?;
     }
     Ok(())
 }

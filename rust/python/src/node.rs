@@ -179,7 +179,7 @@ impl PyNodeHandle {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if Arc::strong_count(&self.node) == 1 {
             traverse_exclusive_node(&self.node, None, &visit)?;
-            traverse_below(&self.node, None, &visit)?;
+            traverse_below(&self.node, None, crate::gc::MAX_BELOW_NODE, &visit)?;
         }
         Ok(())
     }
