@@ -17,6 +17,25 @@ def const(array: Any) -> Tensor:
     return record(array, (), "", None)
 
 
+def quiet_fp(xp: Any) -> Any:
+    """The array library's floating-point warnings silenced (torch computes inf/nan silently)."""
+    return xp.errstate(all="ignore")
+
+
+def floating(t: Tensor) -> Any:
+    """t's array, cast to the default float dtype if it is integral or bool (torch's sin(int)
+    is float)."""
+    d = t._data
+    if d.dtype.kind in "biu":
+        return d.astype(_dtype.get_default_dtype().np)
+    return d
+
+
+def needs_grad(*ts: Any) -> Tuple[bool, ...]:
+    """For each argument, whether it is a tensor that requires grad."""
+    return tuple(isinstance(t, Tensor) and t.requires_grad for t in ts)
+
+
 def as_scalar(x: Any) -> Any:
     """A Python number for torch's "wrapped scalar" rules, or None if x is not a number."""
     t = type(x)

@@ -21,11 +21,14 @@ from ._util import (
     check_inplace,
     check_internal_overlap,
     commit_inplace,
+    floating,
     is_grad_enabled,
+    quiet_fp,
     record,
 )
 from .compare import where
 from .pointwise import _erf_array, erf
+from .reduce import _src
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -37,14 +40,6 @@ _SAVED_RESULT = {"result": lambda s, c: s[0]}
 _SAVED_SELF = {"self": lambda s, c: s[0]}
 
 
-def _errstate(xp: Any) -> Any:
-    """Silences NumPy's floating-point warnings (torch computes inf/nan silently)."""
-    es = getattr(xp, "errstate", None)
-    if es is None:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return es(all="ignore")
 
 
 def _require_float(input: Tensor, kernel: str) -> Any:
@@ -57,13 +52,6 @@ def _require_float(input: Tensor, kernel: str) -> Any:
     return d
 
 
-def _floating(input: Tensor) -> Any:
-    """input's array, cast to the default float dtype if it is integral (sigmoid(int) is
-    float)."""
-    d = input._data
-    if d.dtype.kind in "biu":
-        return d.astype(_dtype.get_default_dtype().np)
-    return d
 
 
 # ---- in place --------------------------------------------------------------------------
@@ -124,7 +112,7 @@ def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-input))."""
     xp = input._backend
-    d = _floating(input)
+    d = floating(input)
     # exp of a negative argument only, so large |x| neither overflows nor loses precision
     e = xp.exp(-xp.abs(d))
     out = xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
@@ -145,7 +133,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """log(1 + exp(beta input)) / beta, and input itself where beta input > threshold."""
     d = _require_float(input, "softplus_cpu")
     xp = input._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         bx = d * d.dtype.type(beta)
         # max(bx, 0) + log1p(exp(-|bx|)): no overflow for a large threshold
         soft = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / d.dtype.type(beta)
@@ -175,7 +163,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise RuntimeError("approximate argument must be either none or tanh.")
     d = _require_float(input, "GeluKernelImpl")
     xp = input._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         if approximate == "tanh":
             inner = _SQRT_2_OVER_PI * (d + _KAPPA * d * d * d)
             out = 0.5 * d * (1 + xp.tanh(inner))
@@ -198,7 +186,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     src = inplace_input(input, inplace)
     d = src._data
     xp = src._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         e = xp.exp(-xp.abs(d))
         sig = xp.where(d >= 0, 1 / (1 + e), e / (1 + e))
         out = (d * sig).astype(d.dtype, copy=False)
@@ -218,7 +206,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     src = inplace_input(input, inplace)
     d = src._data
     xp = src._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         sp = xp.maximum(d, 0) + xp.log1p(xp.exp(-xp.abs(d)))
         out = (d * xp.tanh(sp)).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), "MishBackward0", _mish_bw, (src,)), inplace)
@@ -234,7 +222,7 @@ def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(input)), computed stably."""
     d = _require_float(input, "log_sigmoid_cpu")
     xp = input._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         out = (xp.minimum(d, 0) - xp.log1p(xp.exp(-xp.abs(d)))).astype(d.dtype, copy=False)
     return record(out, (input,), "LogSigmoidBackward0", _logsigmoid_bw, (input,))
 
@@ -273,7 +261,7 @@ def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace:
     src = inplace_input(input, inplace)
     d = src._data
     xp = src._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         neg = alpha * xp.expm1(xp.minimum(d, 0) * input_scale)
         out = (scale * xp.where(d > 0, d, neg)).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), name, _elu_bw, (src,), (alpha, scale, input_scale)),
@@ -400,8 +388,6 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
     return input, _wrap_dim(dim, d.ndim)
 
 
-def _src(d: Any) -> Any:
-    return d.reshape(1) if d.ndim == 0 else d
 
 
 def _softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -420,7 +406,7 @@ def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     if src.size == 0:
         out = src.copy()
     else:
-        with _errstate(xp):
+        with quiet_fp(xp):
             e = xp.exp(src - src.max(axis=dim, keepdims=True))
             out = e / e.sum(axis=dim, keepdims=True)
     return record(out.reshape(d.shape), (input,), "SoftmaxBackward0", _softmax_bw, (), dim, True)
@@ -434,7 +420,7 @@ def safe_softmax(input: Tensor, dim: int) -> Tensor:
     xp = input._backend
     mx = xd.max(axis=dim, keepdims=True)
     dead = mx == -math.inf
-    with _errstate(xp):
+    with quiet_fp(xp):
         e = xp.exp(xd - xp.where(dead, 0, mx))
         s = e.sum(axis=dim, keepdims=True)
         out = xp.where(dead, 0, e / xp.where(dead, 1, s)).astype(xd.dtype, copy=False)
@@ -457,7 +443,7 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     if src.size == 0:
         out = src.copy()
     else:
-        with _errstate(xp):
+        with quiet_fp(xp):
             shifted = src - src.max(axis=dim, keepdims=True)
             out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return record(out.reshape(d.shape), (input,), "LogSoftmaxBackward0", _log_softmax_bw, (),

@@ -7,27 +7,21 @@ so double backward works; grad_fn names as torch's."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import Any, Optional, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import broadcast_error, const, record, sum_to
+from ._util import broadcast_error, const, needs_grad, quiet_fp, record, sum_to
 from .activation import stable_softplus
 from .indexing import index_into_zeros
 
 _REDUCTIONS = ("none", "mean", "sum", "batchmean")
 
 
-def _errstate(xp: Any) -> Any:
-    es = getattr(xp, "errstate", None)
-    return contextlib.nullcontext() if es is None else es(all="ignore")
 
 
-def _needs(*ts: Any) -> Tuple[bool, ...]:
-    return tuple(isinstance(t, Tensor) and t.requires_grad for t in ts)
 
 
 # ---- reduction arguments ------------------------------------------------------------------
@@ -171,7 +165,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
         coef = -w
     elif reduction == "mean":
         total = w.sum()
-        with _errstate(xp):
+        with quiet_fp(xp):
             out = xp.asarray(losses.sum() / total, dtype=xd.dtype)  # nan if all ignored
             coef = (-w / total).astype(xd.dtype, copy=False)
     else:
@@ -201,7 +195,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     check_target_size(a, b)
     d = a._data - b._data
     out = _reduce_array(a._backend, d * d, reduction)
-    ctx = (reduction, (a._data.shape, b._data.shape), _needs(a, b))
+    ctx = (reduction, (a._data.shape, b._data.shape), needs_grad(a, b))
     return record(out, (a, b), "MseLossBackward0", _mse_bw, (a, b), ctx)
 
 
@@ -233,7 +227,7 @@ def _smooth_l1(a: Tensor, b: Tensor, reduction: str, beta: float, huber: bool) -
     loss = loss.astype(d.dtype, copy=False)
     out = _reduce_array(xp, loss, reduction)
     name = "HuberLossBackward0" if huber else "SmoothL1LossBackward0"
-    ctx = ((reduction, beta, huber), (a._data.shape, b._data.shape), _needs(a, b))
+    ctx = ((reduction, beta, huber), (a._data.shape, b._data.shape), needs_grad(a, b))
     return record(out, (a, b), name, _smooth_l1_bw, (a, b), ctx)
 
 
@@ -291,7 +285,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     if bool(((xd < 0) | (xd > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     xp = x._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         logx = xp.maximum(xp.log(xd), -100)
         log1mx = xp.maximum(xp.log(1 - xd), -100)
     loss = (td - 1) * log1mx - td * logx

@@ -10,11 +10,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const, record
-
-
-def _needs(*ts: Any) -> Tuple[bool, ...]:
-    return tuple(isinstance(t, Tensor) and t.requires_grad for t in ts)
+from ._util import const, needs_grad, record
 
 
 def _norm_bw_x(g: Tensor, xhat: Tensor, rstd: Tensor, dims: Tuple[int, ...]) -> Tensor:
@@ -69,7 +65,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     if b is not None:
         out = out + b._data
     inputs = tuple(t for t in (x, w, b) if t is not None)
-    ctx = (dims, eps, _needs(x, w, b), w is not None, b is not None)
+    ctx = (dims, eps, needs_grad(x, w, b), w is not None, b is not None)
     return record(out.astype(xd.dtype, copy=False), inputs, "NativeLayerNormBackward0",
                   _layer_norm_bw, (x, w), ctx)
 
@@ -146,7 +142,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     # the running stats are saved as copies: they change in place at every training step
     saved = (x, w, None if training else const(running_mean._data.copy()),
              None if training else const(running_var._data.copy()))
-    ctx = (dims, eps, training, _needs(x, w, b), w is not None, b is not None)
+    ctx = (dims, eps, training, needs_grad(x, w, b), w is not None, b is not None)
     return record(out.astype(xd.dtype, copy=False), inputs, "NativeBatchNormBackward0",
                   _batch_norm_bw, saved, ctx)
 
@@ -195,6 +191,6 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     if b is not None:
         out = out + b._data.reshape(bshape)
     inputs = tuple(t for t in (x, w, b) if t is not None)
-    ctx = (num_groups, eps, _needs(x, w, b), w is not None, b is not None)
+    ctx = (num_groups, eps, needs_grad(x, w, b), w is not None, b is not None)
     return record(out.astype(xd.dtype, copy=False), inputs, "NativeGroupNormBackward0",
                   _group_norm_bw, (x, w), ctx)

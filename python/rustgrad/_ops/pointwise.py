@@ -23,8 +23,10 @@ from ._util import (
     check_inplace_cast,
     check_internal_overlap,
     commit_inplace,
+    floating,
     is_grad_enabled,
     promote,
+    quiet_fp,
     record,
     same_device,
     scalar_operand,
@@ -41,25 +43,6 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 # ---- helpers ---------------------------------------------------------------------------
-def _floating(a: Tensor) -> Any:
-    """a's array, cast to the default float dtype if it is integral or bool (torch's sin(int)
-    is float)."""
-    d = a._data
-    if d.dtype.kind in "biu":
-        return d.astype(_dtype.get_default_dtype().np)
-    return d
-
-
-def _errstate(xp: Any) -> Any:
-    """Silences NumPy's floating-point warnings (torch computes inf/nan silently)."""
-    es = getattr(xp, "errstate", None)
-    if es is None:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return es(all="ignore")
-
-
 
 
 def _unary(a: Tensor, fn: Any, name: str, bw: Any, save: str) -> Tensor:
@@ -68,8 +51,8 @@ def _unary(a: Tensor, fn: Any, name: str, bw: Any, save: str) -> Tensor:
         raise TypeError(f"{name[:-9].lower()}(): argument 'input' must be Tensor, not "
                         f"{type(a).__name__}")
     xp = a._backend
-    with _errstate(xp):
-        out = fn(xp, _floating(a))
+    with quiet_fp(xp):
+        out = fn(xp, floating(a))
     if save == "out":
         return record(out, (a,), name, bw, (), None, True)
     return record(out, (a,), name, bw, (a,))
@@ -102,7 +85,7 @@ def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     saved={"ExpBackward0": _SAVED_RESULT})
 def exp(input: Tensor) -> Tensor:
     """e to the power input."""
-    return record(input._backend.exp(_floating(input)), (input,), "ExpBackward0", _exp_bw, (),
+    return record(input._backend.exp(floating(input)), (input,), "ExpBackward0", _exp_bw, (),
                   None, True)
 
 
@@ -115,7 +98,7 @@ def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     saved={"LogBackward0": _SAVED_SELF})
 def log(input: Tensor) -> Tensor:
     """The natural logarithm of input."""
-    return record(input._backend.log(_floating(input)), (input,), "LogBackward0", _log_bw,
+    return record(input._backend.log(floating(input)), (input,), "LogBackward0", _log_bw,
                   (input,))
 
 
@@ -128,7 +111,7 @@ def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     saved={"SqrtBackward0": _SAVED_RESULT})
 def sqrt(input: Tensor) -> Tensor:
     """The square root of input."""
-    return record(input._backend.sqrt(_floating(input)), (input,), "SqrtBackward0", _sqrt_bw,
+    return record(input._backend.sqrt(floating(input)), (input,), "SqrtBackward0", _sqrt_bw,
                   (), None, True)
 
 
@@ -170,7 +153,7 @@ def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     saved={"TanhBackward0": _SAVED_RESULT})
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent of input."""
-    return record(input._backend.tanh(_floating(input)), (input,), "TanhBackward0", _tanh_bw, (),
+    return record(input._backend.tanh(floating(input)), (input,), "TanhBackward0", _tanh_bw, (),
                   None, True)
 
 
@@ -183,7 +166,7 @@ def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     saved={"ReciprocalBackward0": _SAVED_RESULT})
 def reciprocal(input: Tensor) -> Tensor:
     """1 / input."""
-    d = _floating(input)
+    d = floating(input)
     return record(1 / d, (input,), "ReciprocalBackward0", _reciprocal_bw, (), None, True)
 
 
@@ -425,7 +408,7 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
         ft = _dtype.get_default_dtype().np
         ad, bd = ad.astype(ft), bd.astype(ft)
     xp = input._backend
-    with _errstate(xp):
+    with quiet_fp(xp):
         out = xp.arctan2(ad, bd)
     return record(out, (input, other), "Atan2Backward0", _atan2_bw, (input, other),
                   _meta(input, other))
@@ -669,7 +652,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
         ad, bd = promote(input, other)
         if ad.dtype.kind in "iu" and bool((bd == 0).any()):
             raise RuntimeError("ZeroDivisionError")
-        with _errstate(xp):
+        with quiet_fp(xp):
             out = xp.fmod(ad, bd)
         return record(out, (input, other), "FmodBackward1", _fmod_tensor_bw, (input, other),
                       _meta(input, other))
@@ -680,7 +663,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
     ad = scalar_operand(input._data, s)
     if ad.dtype.kind in "iub" and type(s) is not float and s == 0:
         raise RuntimeError("ZeroDivisionError")
-    with _errstate(xp):
+    with quiet_fp(xp):
         out = xp.fmod(ad, s)
     if out.dtype != ad.dtype:
         out = out.astype(ad.dtype)

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import _type_name, cast_grad, promote, record, sum_to
+from ._util import _type_name, cast_grad, promote, quiet_fp, record, sum_to
 from ._util import const as _const
 
 Dims = Union[int, Sequence[int], None]
@@ -183,13 +183,6 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 # ---- logsumexp, prod, scans, moments, norms, extrema, logical reductions -------------------
-def _errstate(xp: Any) -> Any:
-    es = getattr(xp, "errstate", None)
-    if es is None:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return es(all="ignore")
 
 
 def _axes(dim: Dims, ndim: int) -> Tuple[int, ...]:
@@ -254,7 +247,7 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     xp = input._backend
     src = _src(d)
     axes = _axes(dim, d.ndim)
-    with _errstate(xp):
+    with quiet_fp(xp):
         if src.size:
             m = src.max(axis=axes, keepdims=True)
             m = xp.where(xp.isinf(m), 0, m).astype(d.dtype, copy=False)
@@ -422,7 +415,7 @@ def _var_forward(input: Tensor, dim: Any, correction: float, keepdim: bool, name
             UserWarning,
             stacklevel=3,
         )
-    with _errstate(xp):
+    with quiet_fp(xp):
         mean = src.mean(axis=axes, keepdims=True) if src.size else \
             xp.full(_keep_shape(d.shape, axes), xp.nan, dtype=d.dtype)
         dev = src - mean
@@ -572,7 +565,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
     p = _p_value(ord)
     xp = input._backend
     axes = _axes(dim, d.ndim)
-    with _errstate(xp):
+    with quiet_fp(xp):
         out = _norm_array(xp, _src(d), p, axes)
     kshape = _keep_shape(d.shape, axes)
     out = out.reshape(_out_shape(d.shape, axes, keepdim)).astype(d.dtype, copy=False)
@@ -624,7 +617,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     pv = _p_value(p)
     xp = input._backend
     diff = ad - bd
-    with _errstate(xp):
+    with quiet_fp(xp):
         out = _norm_array(xp, _src(diff), pv, tuple(range(builtins.max(diff.ndim, 1))))
     out = out.reshape(()).astype(ad.dtype, copy=False)
     ctx = (pv, input._data.shape, input._data.dtype, other._data.shape, other._data.dtype)
