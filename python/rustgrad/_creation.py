@@ -137,7 +137,6 @@ def _check_data(data: Any, dtype: Optional[_dtype.dtype]) -> Optional[Any]:
     return None
 
 
-_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
 
 
 def _check_int_range(values: Any, np_dt: Any, name: str) -> None:
@@ -283,7 +282,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value)
     elif isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
-        _check_int_range(fill_value, dtype.np, _C_INT_NAMES.get(dtype.name, dtype.name))
+        _check_int_range(fill_value, dtype.np, _dtype.C_INT_NAMES.get(dtype.name, dtype.name))
         if type(fill_value) is int and fill_value < 0 and dtype.np.kind == "u":
             fill_value &= (1 << (dtype.np.itemsize * 8)) - 1  # -1 fills uint8 with 255
     return _factory("full", (tuple(size),), dtype, device, requires_grad, fill_value)

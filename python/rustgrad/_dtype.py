@@ -67,6 +67,21 @@ LEGACY_NAMES = {
 
 BY_NAME = {d.name: d for d in ALL}
 
+#: the C++ name torch prints for a dtype in its TypeMeta messages ('float', 'c10::Half')
+CPP_NAMES = {
+    "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
+    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+    "bool": "bool",
+}
+#: the C type in torch's "value cannot be converted to type ... without overflow"
+C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+               "int64": "int64_t"}
+
+
+def cpp_name(d: dtype) -> str:
+    """torch's C++ name of a dtype, as its messages print it ('float', 'double')."""
+    return CPP_NAMES.get(d.name, d.name)
+
 
 def scalar_type_name(d: dtype) -> str:
     """torch's ScalarType name of a dtype, as its error messages print it ('Float', 'Long')."""

@@ -189,8 +189,8 @@ class Tensor(_core.TensorBase):
                 )
             if value.dtype != self.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{_cpp_name(value.dtype)}' to a "
-                    f"tensor with dtype '{_cpp_name(self.dtype)}'. Please ensure that the "
+                    f"attempting to assign a gradient with dtype '{_dtype.cpp_name(value.dtype)}' to a "
+                    f"tensor with dtype '{_dtype.cpp_name(self.dtype)}'. Please ensure that the "
                     "gradient and the tensor have the same dtype"
                 )
             gdev, sdev = value.device, self.device
@@ -287,19 +287,6 @@ class Tensor(_core.TensorBase):
     @property
     def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
         return self.is_leaf
-
-
-_CPP_NAMES = {
-    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
-    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
-    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-    "uint8": "unsigned char", "bool": "bool",
-}
-
-
-def _cpp_name(d: _dtype.dtype) -> str:
-    """The C++ name torch prints for a dtype in its TypeMeta messages ('float', 'double')."""
-    return _CPP_NAMES.get(d.name, d.name)
 
 
 def _type_string(t: Tensor) -> str:

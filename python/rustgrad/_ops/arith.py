@@ -467,15 +467,11 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any)
     return self
 
 
-_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-                "int64": "int64_t"}
-
-
 def _check_int_fits(dt: Any, v: Any) -> None:
     """torch's refusal of an int (alpha, an exponent) that an integer dtype cannot hold."""
     if type(v) is int and dt.kind in "iu" and wrap_int(dt, v) != v:
         raise RuntimeError(
-            f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow"
+            f"value cannot be converted to type {_dtype.C_INT_NAMES[dt.name]} without overflow"
         )
 
 

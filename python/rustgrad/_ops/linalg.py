@@ -17,10 +17,8 @@ def _scalar_name(d: Any) -> str:
     return _dtype.scalar_type_name(_dtype.from_np(d.dtype))
 
 
-def _c10_name(d: Any) -> str:
-    return {"float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
-            "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "bool": "bool"}[_dtype.from_np(d.dtype).name]
+def _cpp_name_of(array: Any) -> str:
+    return _dtype.cpp_name(_dtype.from_np(array.dtype))
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
@@ -117,7 +115,7 @@ def _check_mm(a: Any, b: Any, first: str = "self") -> None:
     if a.dtype != b.dtype:
         raise RuntimeError(
             "expected m1 and m2 to have the same dtype, but got: "
-            f"{_c10_name(a)} != {_c10_name(b)}"
+            f"{_cpp_name_of(a)} != {_cpp_name_of(b)}"
         )
 
 
@@ -212,8 +210,8 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
         _check_bmm(ad, bd)
         if idt != ad.dtype:
             raise RuntimeError(
-                f"Input dtypes must be the same, got: input {_c10_name(input._data)}, batch1: "
-                f"{_c10_name(ad)}, batch2: {_c10_name(bd)}"
+                f"Input dtypes must be the same, got: input {_cpp_name_of(input._data)}, batch1: "
+                f"{_cpp_name_of(ad)}, batch2: {_cpp_name_of(bd)}"
             )
         if bd.dtype != ad.dtype:
             raise RuntimeError(
@@ -672,7 +670,7 @@ def _matmul_dtype_error(a: Tensor, b: Tensor) -> RuntimeError:
             f"expected scalar type {_scalar_name(ad)} but found {_scalar_name(bd)}"
         )
     return RuntimeError(
-        f"expected m1 and m2 to have the same dtype, but got: {_c10_name(m1)} != {_c10_name(m2)}"
+        f"expected m1 and m2 to have the same dtype, but got: {_cpp_name_of(m1)} != {_cpp_name_of(m2)}"
     )
 
 

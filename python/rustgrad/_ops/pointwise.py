@@ -582,19 +582,12 @@ def erf(input: Tensor) -> Tensor:
 
 
 # ---- lerp, fmod ------------------------------------------------------------------------
-_C10_NAMES = {
-    "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
-    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-    "bool": "bool",
-}
-
-
 def _check_same_dtype(a: Tensor, other: Tensor, what: str) -> None:
     same_device(a._data, other._data)
     if a._data.dtype != other._data.dtype:
         raise RuntimeError(
-            f"expected dtype {_C10_NAMES[a.dtype.name]} for `{what}` but got dtype "
-            f"{_C10_NAMES[other.dtype.name]}"
+            f"expected dtype {_dtype.cpp_name(a.dtype)} for `{what}` but got dtype "
+            f"{_dtype.cpp_name(other.dtype)}"
         )
 
 

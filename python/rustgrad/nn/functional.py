@@ -316,11 +316,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
 
 
 # ---- attention ----------------------------------------------------------------------------
-def _dtype_name(dt: Any) -> str:
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "int64": "long int", "int32": "int", "bool": "bool"}.get(dt.name, dt.name)
-
-
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: Optional[float] = None,
@@ -333,15 +328,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{_dtype_name(query.dtype)} key.dtype: {_dtype_name(key.dtype)} and value.dtype: "
-            f"{_dtype_name(value.dtype)} instead."
+            f"{_dtype.cpp_name(query.dtype)} key.dtype: {_dtype.cpp_name(key.dtype)} and value.dtype: "
+            f"{_dtype.cpp_name(value.dtype)} instead."
         )
     if attn_mask is not None and attn_mask.dtype != _dtype.bool_ and \
             not attn_mask.is_floating_point():
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-            f"attn_mask.dtype: {_dtype_name(attn_mask.dtype)} and  query.dtype: "
-            f"{_dtype_name(query.dtype)} instead."
+            f"attn_mask.dtype: {_dtype.cpp_name(attn_mask.dtype)} and  query.dtype: "
+            f"{_dtype.cpp_name(query.dtype)} instead."
         )
     L, S = query.size(-2), key.size(-2)
     scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
