@@ -5,9 +5,12 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 from typing_extensions import disjoint_base, final
 
 SECOND_BACKWARD: str
+NO_GRAD_VIEW_HINT: str
+CREATION_NO_GRAD_MODE: int
 
 __all__ = [
-    "SECOND_BACKWARD", "Node", "HookHandleBase", "TensorBase", "_register", "record",
+    "SECOND_BACKWARD", "NO_GRAD_VIEW_HINT", "CREATION_NO_GRAD_MODE", "Node", "HookHandleBase",
+    "TensorBase", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "shallow_copy",
     "run_backward", "_gradient_edge", "is_grad_enabled", "set_grad_enabled",
     "is_inference_mode_enabled", "set_inference_mode", "live_storages",

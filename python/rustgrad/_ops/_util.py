@@ -130,7 +130,7 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
-NO_GRAD_MODE = 3  # torch's CreationMeta of a view made in no_grad mode (TensorBase._creation_meta)
+NO_GRAD_MODE = _core.CREATION_NO_GRAD_MODE  # a view's _creation_meta when made in no_grad mode
 
 
 def no_grad_view_error(t: Tensor, modified: str) -> RuntimeError:
@@ -141,13 +141,8 @@ def no_grad_view_error(t: Tensor, modified: str) -> RuntimeError:
     else:
         prefix = (f"Output {t.output_nr} of {f.name()} is a view of a view which was created "
                   "in")
-    return RuntimeError(
-        f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled. Given "
-        "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
-        "code by moving both the view and the inplace either both inside the no_grad block (if "
-        "you don't want the inplace to be tracked) or both outside (if you want the inplace to "
-        "be tracked)."
-    )
+    return RuntimeError(f"{prefix} no_grad mode and {modified} modified inplace with grad mode "
+                        f"enabled.{_core.NO_GRAD_VIEW_HINT}")
 
 
 def check_inplace(t: Tensor) -> None:

@@ -56,7 +56,7 @@ pub struct PyTensor {
 pub const CREATION_DEFAULT: u8 = 0;
 pub const CREATION_NO_GRAD_MODE: u8 = 3;
 
-const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+pub const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
 impl PyTensor {
     fn placeholder(py: Python<'_>) -> Self {
