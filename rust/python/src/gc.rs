@@ -14,6 +14,37 @@ use crate::py_value::{
 };
 use crate::tensor::{PyTensor, TensorHooks};
 
+/// Passes objects to the collector's `visit` until it first fails, keeping that error for
+/// `finish` (the walks below take a plain `&dyn Fn` callback).
+struct Reporter<'a, 'py> {
+    visit: &'a PyVisit<'py>,
+    result: std::cell::RefCell<Result<(), PyTraverseError>>,
+}
+
+impl<'a, 'py> Reporter<'a, 'py> {
+    fn new(visit: &'a PyVisit<'py>) -> Self {
+        Reporter {
+            visit,
+            result: std::cell::RefCell::new(Ok(())),
+        }
+    }
+
+    fn report(&self, o: &Py<PyAny>) {
+        let mut r = self.result.borrow_mut();
+        if r.is_ok() {
+            *r = self.visit.call(o);
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.result.borrow().is_err()
+    }
+
+    fn finish(self) -> Result<(), PyTraverseError> {
+        self.result.into_inner()
+    }
+}
+
 /// Note [GC traversal]
 /// The graph lives in Rust, out of the collector's sight. A Python object (a tensor, a grad_fn
 /// handle) may report to the collector a Python object that Rust holds for it only when that
@@ -46,15 +77,10 @@ pub fn traverse_exclusive_node(
     own: Option<&Arc<TensorHooks>>,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
-    let result = std::cell::RefCell::new(Ok(()));
-    let report = |o: &Py<PyAny>| {
-        let mut r = result.borrow_mut();
-        if r.is_ok() {
-            *r = visit.call(o);
-        }
-    };
+    let result = Reporter::new(visit);
+    let report = |o: &Py<PyAny>| result.report(o);
     visit_node(node, own, &report);
-    result.into_inner()
+    result.finish()
 }
 
 /// Reports what the nodes below `node` (held by the caller alone, see Note [GC traversal])
@@ -76,13 +102,8 @@ pub fn traverse_below(
     cap: usize,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
-    let result = std::cell::RefCell::new(Ok(()));
-    let report = |o: &Py<PyAny>| {
-        let mut r = result.borrow_mut();
-        if r.is_ok() {
-            *r = visit.call(o);
-        }
-    };
+    let result = Reporter::new(visit);
+    let report = |o: &Py<PyAny>| result.report(o);
     let Some(region) = Region::gather(node, cap) else {
         return traverse_below_greedy(node, visit);
     };
@@ -97,11 +118,11 @@ pub fn traverse_below(
             }
             _ => {}
         }
-        if result.borrow().is_err() {
+        if result.failed() {
             break;
         }
     }
-    result.into_inner()
+    result.finish()
 }
 
 /// The walk `traverse_below` falls back to past its cap: cheap, it goes only through the nodes
@@ -111,13 +132,8 @@ fn traverse_below_greedy(
     node: &NodeRef<PyGrad>,
     visit: &PyVisit<'_>,
 ) -> Result<(), PyTraverseError> {
-    let result = std::cell::RefCell::new(Ok(()));
-    let report = |o: &Py<PyAny>| {
-        let mut r = result.borrow_mut();
-        if r.is_ok() {
-            *r = visit.call(o);
-        }
-    };
+    let result = Reporter::new(visit);
+    let report = |o: &Py<PyAny>| result.report(o);
     // SAFETY: traversal runs with the GIL held; the token is used only for type checks and
     // borrow-flag reads of saved tensors, which neither allocate nor run Python code.
     let py = unsafe { Python::assume_gil_acquired() };
@@ -166,14 +182,14 @@ fn traverse_below_greedy(
             }
         }
         let Some(next) = stack.pop() else { break };
-        if visited >= MAX_GREEDY_NODES || result.borrow().is_err() {
+        if visited >= MAX_GREEDY_NODES || result.failed() {
             break;
         }
         visited += 1;
         visit_node(&next, None, &report);
         current = next;
     }
-    result.into_inner()
+    result.finish()
 }
 
 /// How many nodes the greedy walk looks at, at most.
@@ -510,14 +526,9 @@ pub fn traverse_tensor(t: &PyTensor, visit: &PyVisit<'_>) -> Result<(), PyTraver
         // Held by the tensor alone; when its grad_fn holds it too, the node's traversal
         // below reports it (once).
         if Arc::strong_count(list) == 1 {
-            let result = std::cell::RefCell::new(Ok(()));
-            visit_hook_list(list, &|o| {
-                let mut r = result.borrow_mut();
-                if r.is_ok() {
-                    *r = visit.call(o);
-                }
-            });
-            result.into_inner()?;
+            let result = Reporter::new(visit);
+            visit_hook_list(list, &|o| result.report(o));
+            result.finish()?;
         }
     }
     if let Some(list) = &t.post_hooks {
