@@ -42,14 +42,12 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
 # ---- activations with a functional signature of their own ----------------------------------
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(input, 0); inplace writes it into input (ReluBackward0, as torch's relu_)."""
-    if inplace:
-        return _act.write_activation(input, _act.relu(_act.inplace_input(input, True)))
-    return _act.relu(input)
+    return input.relu_() if inplace else _act.relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
     """relu written into input."""
-    return relu(input, inplace=True)
+    return input.relu_()
 
 
 def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
