@@ -5,11 +5,11 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 from typing_extensions import disjoint_base, final
 
 SECOND_BACKWARD: str
-NO_GRAD_VIEW_HINT: str
 CREATION_NO_GRAD_MODE: int
+CREATION_INFERENCE_MODE: int
 
 __all__ = [
-    "SECOND_BACKWARD", "NO_GRAD_VIEW_HINT", "CREATION_NO_GRAD_MODE", "Node", "HookHandleBase",
+    "SECOND_BACKWARD", "CREATION_NO_GRAD_MODE", "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
     "TensorBase", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "shallow_copy",
     "run_backward", "_gradient_edge", "is_grad_enabled", "set_grad_enabled",
@@ -63,6 +63,9 @@ class TensorBase:
     @property
     def _version(self) -> int: ...
     def _bump_version(self) -> int: ...
+    def is_inference(self) -> bool: ...
+    def _check_inplace_mode(self) -> None: ...
+    def _view_mode_error(self, modified: str) -> BaseException: ...
     @property
     def output_nr(self) -> int: ...
     @property

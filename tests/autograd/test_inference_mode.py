@@ -1,6 +1,6 @@
 """inference_mode: grad mode as user code sees it inside (enable_grad and set_grad_enabled flip
 it, yet ops record nothing), inference_mode(False) turning grad mode on, nesting and threads.
-(Inference tensors themselves, `is_inference()` and their errors, need the Rust tensor flag.)"""
+(Inference tensors themselves: test_inference_tensors.py.)"""
 
 from __future__ import annotations
 

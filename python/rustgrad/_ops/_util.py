@@ -130,39 +130,29 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
-NO_GRAD_MODE = _core.CREATION_NO_GRAD_MODE  # a view's _creation_meta when made in no_grad mode
-
-
-def no_grad_view_error(t: Tensor, modified: str) -> RuntimeError:
-    """torch's refusal of an in-place op on a view made in no_grad mode (or a view of one)."""
-    f = t.grad_fn
-    if f is None:
-        prefix = "A view was created in"
-    else:
-        prefix = (f"Output {t.output_nr} of {f.name()} is a view of a view which was created "
-                  "in")
-    return RuntimeError(f"{prefix} no_grad mode and {modified} modified inplace with grad mode "
-                        f"enabled.{_core.NO_GRAD_VIEW_HINT}")
+# a view's _creation_meta when made in no_grad or inference mode: it has no edge to its base
+MODE_VIEWS = (_core.CREATION_NO_GRAD_MODE, _core.CREATION_INFERENCE_MODE)
 
 
 def check_inplace(t: Tensor) -> None:
-    """torch's refusals for in-place ops on tensors that autograd needs unchanged. (An op
-    whose other operand requires grad is refused on a no_grad view by copyslices.commit.)"""
-    if not is_grad_enabled() or not t.requires_grad:
-        return
-    base = t._base
-    if base is not None:
-        if t._creation_meta == NO_GRAD_MODE:
-            raise no_grad_view_error(t, "is being")
-        if base.requires_grad and base.is_leaf:
+    """torch's refusals for in-place ops on tensors that autograd needs unchanged, in torch's
+    order. (An op whose other operand requires grad is refused on a no_grad view by
+    copyslices.commit.)"""
+    if is_grad_enabled() and t.requires_grad:
+        base = t._base
+        if base is not None:
+            if t._creation_meta in MODE_VIEWS:
+                raise t._view_mode_error("is being")
+            if base.requires_grad and base.is_leaf:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+        if t.is_leaf:
             raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
+                "a leaf Variable that requires grad is being used in an in-place operation."
             )
-    if t.is_leaf:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation."
-        )
+    t._check_inplace_mode()
 
 
 def commit_inplace(t: Tensor, out: Tensor) -> None:

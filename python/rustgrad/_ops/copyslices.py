@@ -20,7 +20,7 @@ from typing import Any, Optional, Tuple
 
 from .. import _core
 from .._tensor import Tensor
-from ._util import NO_GRAD_MODE, no_grad_view_error, record
+from ._util import MODE_VIEWS, record
 
 Strided = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
 # (base, view): each placed in the base's memory, offsets in elements from the base's first
@@ -180,8 +180,8 @@ def _copy_slices_bw_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def commit(view: Tensor, out: Tensor) -> None:
     """Finishes an in-place op on `view` whose out-of-place result is `out` (already computed
     with autograd): writes it into the shared memory and rewrites the histories."""
-    if view._creation_meta == NO_GRAD_MODE:
-        raise no_grad_view_error(view, "is being")
+    if view._creation_meta in MODE_VIEWS:
+        raise view._view_mode_error("is being")
     base = view._base
     geometry = geometry_of(view._data, base._data)
     if geometry is None:

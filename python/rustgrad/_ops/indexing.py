@@ -10,7 +10,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
 from ._util import (
-    NO_GRAD_MODE,
+    MODE_VIEWS,
     _type_name,
     cast_grad,
     check_array_overlap,
@@ -308,7 +308,7 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
             )
-    if (is_grad_enabled() and a._base is not None and a._creation_meta == NO_GRAD_MODE
+    if (is_grad_enabled() and a._base is not None and a._creation_meta in MODE_VIEWS
             and _setitem_name(_normalize(idx, a._backend), a._data.shape, False)
             == "torch::autograd::CopySlices"):
         check_inplace(a[idx])  # torch indexes first: its error names the indexing view

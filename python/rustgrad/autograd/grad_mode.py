@@ -149,7 +149,7 @@ class set_grad_enabled(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """No recording at all, even under enable_grad; `inference_mode(False)` turns it off and
-    grad mode on. (rustgrad does not mark the tensors made inside as inference tensors yet.)"""
+    grad mode on. Tensors made inside are inference tensors (Note [Inference tensors])."""
 
     def __new__(cls, mode_or_orig_func: Any = True) -> Any:
         # a bare `@inference_mode` hands the function over in place of the mode

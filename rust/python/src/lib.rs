@@ -32,8 +32,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PyNodeHandle>()?;
     m.add_class::<handle::PyHookHandle>()?;
     m.add("SECOND_BACKWARD", rustgrad_core::error::SECOND_BACKWARD)?;
-    m.add("NO_GRAD_VIEW_HINT", tensor::NO_GRAD_VIEW_HINT)?;
     m.add("CREATION_NO_GRAD_MODE", tensor::CREATION_NO_GRAD_MODE)?;
+    m.add("CREATION_INFERENCE_MODE", tensor::CREATION_INFERENCE_MODE)?;
     m.add_function(wrap_pyfunction!(callbacks::_register, m)?)?;
     m.add_function(wrap_pyfunction!(record::record, m)?)?;
     m.add_function(wrap_pyfunction!(record::record_multi, m)?)?;

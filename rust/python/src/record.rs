@@ -17,7 +17,8 @@ use crate::callbacks::{as_array, callbacks};
 use crate::py_value::{Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
-    try_gradient_edge, PyTensor, TensorMeta, CREATION_DEFAULT, CREATION_NO_GRAD_MODE,
+    try_gradient_edge, view_creation_meta, PyTensor, TensorMeta, CREATION_DEFAULT,
+    CREATION_INFERENCE_MODE, CREATION_NO_GRAD_MODE, INFERENCE_ALIAS, INFERENCE_NONE,
 };
 
 /// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
@@ -89,19 +90,16 @@ pub fn record<'py>(
                 Some(r) => (r.clone_ref(py), b.creation_meta),
                 None => (v.clone().into_any().unbind(), CREATION_DEFAULT),
             };
-            // As torch: a view made in no_grad mode (or of such a view) cannot follow an
-            // in-place op; one of a tensor that requires grad still requires grad, as a leaf
-            // with no edge.
-            let creation = if grad_mode::is_grad_enabled() {
-                inherited
-            } else {
-                CREATION_NO_GRAD_MODE
-            };
-            if creation == CREATION_NO_GRAD_MODE && !needs_grad && b.requires_grad {
-                view = Some((creation, true));
-            } else {
-                view = Some((creation, false));
-            }
+            // As torch: a view made in no_grad or inference mode (or of such a view) cannot
+            // follow an in-place op; one of a tensor that requires grad still requires grad,
+            // as a leaf with no edge.
+            let creation = view_creation_meta(inherited);
+            let no_edge = creation == CREATION_NO_GRAD_MODE || creation == CREATION_INFERENCE_MODE;
+            view = Some(ViewOf {
+                creation,
+                no_grad_rg: no_edge && !needs_grad && b.requires_grad,
+                inference: b.inference,
+            });
             (b.version.clone(), b.storage.clone(), Some(root))
         }
         None => (
@@ -143,6 +141,7 @@ pub fn record<'py>(
                 let t = s.downcast::<PyTensor>()?;
                 let (v, nr) = {
                     let b = t.try_borrow()?;
+                    b.check_savable()?;
                     (b.version.clone(), b.output_nr)
                 };
                 saved_values.push(SavedTensor::new(Saved::Input(s.unbind()), v, nr));
@@ -184,17 +183,27 @@ pub fn record<'py>(
     Ok(out)
 }
 
-/// Makes `out` a view of `base` (its root) with this creation meta; `no_grad_rg`: made in
-/// no_grad mode of a tensor that requires grad.
-fn mark_view(out: &Bound<'_, PyTensor>, base: Option<Py<PyAny>>, view: Option<(u8, bool)>) {
+/// How a new view relates to what it views.
+struct ViewOf {
+    creation: u8,
+    /// Made in no_grad or inference mode of a tensor that requires grad.
+    no_grad_rg: bool,
+    /// The viewed tensor's inference state: a view of an inference tensor is one.
+    inference: u8,
+}
+
+/// Makes `out` a view of `base` (its root).
+fn mark_view(out: &Bound<'_, PyTensor>, base: Option<Py<PyAny>>, view: Option<ViewOf>) {
     let mut o = out.borrow_mut();
     o.base = base;
-    if let Some((creation, no_grad_rg)) = view {
-        o.creation_meta = creation;
+    if let Some(v) = view {
+        o.creation_meta = v.creation;
         o.view_version = o.version.current();
-        if no_grad_rg {
+        if v.no_grad_rg {
             o.requires_grad = true;
         }
+        // a view is an inference tensor when what it views is one, whatever the mode
+        o.inference = v.inference;
     }
 }
 
@@ -230,6 +239,7 @@ fn pack_saved<'py>(
                             .unwrap_or_default()
                     ))
                 })?;
+                t.try_borrow()?.check_savable()?;
                 let origin = if hooks.is_none() {
                     Origin::Plain
                 } else if let Some(acc) = leaf_accumulator(&t) {
@@ -469,9 +479,17 @@ pub fn detach<'py>(
         requires_grad: false,
     };
     let data = b.data.clone_ref(py);
+    let inference = b.inference;
     drop(b);
     let cls = callbacks(py).tensor_cls.bind(py);
-    new_tensor_of(cls, data, meta, None, 0)
+    let out = new_tensor_of(cls, data, meta, None, 0)?;
+    if inference != INFERENCE_NONE {
+        let mut o = out.borrow_mut();
+        if o.inference == INFERENCE_NONE {
+            o.inference = INFERENCE_ALIAS; // Note [Inference tensors]
+        }
+    }
+    Ok(out)
 }
 
 /// `detach_()`: drops the history in place.

@@ -49,14 +49,71 @@ pub struct PyTensor {
     pub view_version: u32,
     /// torch's CreationMeta of a view (`CREATION_*`).
     pub creation_meta: u8,
+    /// Made in inference mode (`INFERENCE_*`): see Note [Inference tensors].
+    pub inference: u8,
 }
+
+// Note [Inference tensors]
+// A tensor made while inference mode is on is an inference tensor, as torch's: it can never be
+// saved for backward, and outside inference mode it cannot be written in place, asked for its
+// version or made to require grad. Its views are inference tensors too. torch lets `detach()`
+// and `.data` of one be written and versioned outside inference mode while still reporting
+// `is_inference()`: those are INFERENCE_ALIAS. A view made in inference mode of a normal
+// tensor is not an inference tensor but carries CREATION_INFERENCE_MODE: like a no_grad view
+// it has no edge to its base, and an in-place op on it (or on its base, seen through it) in
+// normal mode is refused.
+pub const INFERENCE_NONE: u8 = 0;
+pub const INFERENCE_TENSOR: u8 = 1;
+pub const INFERENCE_ALIAS: u8 = 2;
 
 /// torch's CreationMeta values: how a view was made, which decides what an in-place op on it
 /// (or on its base) may do.
 pub const CREATION_DEFAULT: u8 = 0;
 pub const CREATION_NO_GRAD_MODE: u8 = 3;
+pub const CREATION_INFERENCE_MODE: u8 = 4;
 
-pub const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+/// The CreationMeta of a new view of a view with `inherited` (torch's propagate_creation_meta):
+/// made with grad mode on it keeps its base's; otherwise it is a no_grad (or inference-mode)
+/// view, unless its base was already made in inference mode.
+pub fn view_creation_meta(inherited: u8) -> u8 {
+    if rustgrad_core::grad_mode::is_grad_enabled() {
+        inherited
+    } else if inherited == CREATION_INFERENCE_MODE
+        || rustgrad_core::grad_mode::is_inference_mode_enabled()
+    {
+        CREATION_INFERENCE_MODE
+    } else {
+        CREATION_NO_GRAD_MODE
+    }
+}
+
+/// torch's refusal of an in-place op on a view made in no_grad or inference mode (or on a view
+/// of one), or on its base seen through it (`modified`: "is being" / "its base or another view
+/// of its base has been").
+pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
+    let prefix = match &b.grad_fn {
+        Some(f) => format!(
+            "Output {} of {} is a view of a view which was created in",
+            b.output_nr,
+            f.name()
+        ),
+        None => "A view was created in".to_string(),
+    };
+    let text = if b.creation_meta == CREATION_INFERENCE_MODE {
+        format!("{prefix} inference mode and {modified} modified inplace in normal mode.{INFERENCE_VIEW_HINT}")
+    } else {
+        format!("{prefix} no_grad mode and {modified} modified inplace with grad mode enabled.{NO_GRAD_VIEW_HINT}")
+    };
+    PyRuntimeError::new_err(text)
+}
+
+const INFERENCE_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+
+pub const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.";
+
+pub const INFERENCE_SAVED: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
+
+const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
 impl PyTensor {
     fn placeholder(py: Python<'_>) -> Self {
@@ -75,12 +132,27 @@ impl PyTensor {
             retains_grad: false,
             view_version: 0,
             creation_meta: CREATION_DEFAULT,
+            inference: if rustgrad_core::grad_mode::is_inference_mode_enabled() {
+                INFERENCE_TENSOR
+            } else {
+                INFERENCE_NONE
+            },
         }
     }
 
-    /// A view made in no_grad mode (or a view of one): it has no edge to its base.
+    /// A view made in no_grad or inference mode (or a view of one): it has no edge to its base.
     pub fn is_no_grad_view(&self) -> bool {
-        self.base.is_some() && self.creation_meta == CREATION_NO_GRAD_MODE
+        self.base.is_some()
+            && (self.creation_meta == CREATION_NO_GRAD_MODE
+                || self.creation_meta == CREATION_INFERENCE_MODE)
+    }
+
+    /// torch's refusal to save an inference tensor for backward.
+    pub fn check_savable(&self) -> PyResult<()> {
+        if self.inference != INFERENCE_NONE {
+            return Err(PyRuntimeError::new_err(INFERENCE_SAVED));
+        }
+        Ok(())
     }
 
     pub fn meta(&self) -> TensorMeta {
@@ -198,18 +270,11 @@ pub fn refresh_view(t: &Bound<'_, PyTensor>) -> PyResult<()> {
         if b.grad_fn.is_none() && !root_rg {
             return Ok(());
         }
-        if b.creation_meta == CREATION_NO_GRAD_MODE {
-            let prefix = match &b.grad_fn {
-                Some(f) => format!(
-                    "Output {} of {} is a view of a view which was created in",
-                    b.output_nr,
-                    f.name()
-                ),
-                None => "A view was created in".to_string(),
-            };
-            return Err(PyRuntimeError::new_err(format!(
-                "{prefix} no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled.{NO_GRAD_VIEW_HINT}"
-            )));
+        if b.is_no_grad_view() {
+            return Err(view_mode_error(
+                &b,
+                "its base or another view of its base has been",
+            ));
         }
         (root, current)
     };
@@ -375,6 +440,14 @@ impl PyTensor {
                 "you can only change requires_grad flags of leaf variables.{hint}"
             )));
         }
+        if value
+            && b.inference == INFERENCE_TENSOR
+            && !rustgrad_core::grad_mode::is_inference_mode_enabled()
+        {
+            return Err(PyRuntimeError::new_err(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+            ));
+        }
         let data = b.data.clone_ref(slf.py());
         drop(b); // the check below runs Python code, which may use this tensor
         if value {
@@ -417,7 +490,7 @@ impl PyTensor {
         f.map(|f| crate::node::handle_for(slf.py(), f)).transpose()
     }
 
-    /// torch's CreationMeta of this view (0: DEFAULT, 3: NO_GRAD_MODE).
+    /// torch's CreationMeta of this view (0: DEFAULT, 3: NO_GRAD_MODE, 4: INFERENCE_MODE).
     #[getter]
     fn _creation_meta(&self) -> u8 {
         self.creation_meta
@@ -437,8 +510,38 @@ impl PyTensor {
     }
 
     #[getter]
-    fn _version(&self) -> u32 {
-        self.version.current()
+    fn _version(&self) -> PyResult<u32> {
+        if self.inference == INFERENCE_TENSOR {
+            return Err(PyRuntimeError::new_err(
+                "Inference tensors do not track version counter.",
+            ));
+        }
+        Ok(self.version.current())
+    }
+
+    /// Made in inference mode (or a view or detach() of such a tensor).
+    fn is_inference(&self) -> bool {
+        self.inference != INFERENCE_NONE
+    }
+
+    /// torch's refusal of an in-place op on an inference tensor outside inference mode.
+    fn _check_inplace_mode(&self) -> PyResult<()> {
+        if rustgrad_core::grad_mode::is_inference_mode_enabled() {
+            return Ok(());
+        }
+        if self.inference == INFERENCE_TENSOR {
+            return Err(PyRuntimeError::new_err(INFERENCE_INPLACE));
+        }
+        Ok(())
+    }
+
+    /// torch's refusal of an in-place op on this view made in no_grad or inference mode.
+    fn _view_mode_error(
+        &self,
+        py: Python<'_>,
+        modified: &str,
+    ) -> Py<pyo3::exceptions::PyBaseException> {
+        view_mode_error(self, modified).into_value(py)
     }
 
     fn _bump_version(&self) -> u32 {
