@@ -181,10 +181,6 @@ def test_inplace_pow_on_nonleaf_saves_old_self_like_torch(exponent, device):
     check(fn, (2, 3), (3,), low=0.5, device=device)
 
 
-@pytest.mark.xfail(strict=True, reason="in-place ops whose node saves its output (pow_ with a "
-                   "tensor exponent: PowBackward1) save the out-of-place result, not self, so a "
-                   "later in-place write to self is not detected at backward (torch raises); "
-                   "rebase_history would have to re-point the saved output to self")
 def test_inplace_pow_tensor_exponent_saved_result_modified_raises_like_torch(device):
     def fn(lib, a, b):
         y = a * 1

@@ -118,6 +118,27 @@ impl<T: Clone + 'static> SavedVariables<T> {
         }
     }
 
+    /// Re-points the saved values tracked by `old` to `new` at its current version, changing
+    /// each value with `change`: an in-place op's node saved its out-of-place result, which
+    /// the binding then wrote into the tensor it modifies; a later write to that tensor must be
+    /// seen when unpacking (torch saves the modified tensor itself).
+    pub fn rebase_version(
+        &self,
+        old: &Arc<VersionCounter>,
+        new: &Arc<VersionCounter>,
+        mut change: impl FnMut(&mut T),
+    ) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(saved) = inner.as_mut() else {
+            return;
+        };
+        for s in saved.iter_mut().filter(|s| Arc::ptr_eq(&s.version, old)) {
+            s.version = new.clone();
+            s.saved_version = new.current();
+            change(&mut s.value);
+        }
+    }
+
     pub fn is_released(&self) -> bool {
         self.inner
             .lock()

@@ -247,3 +247,29 @@ fn storage_new_counts_live_storage_until_dropped() {
     drop(t);
     assert_eq!(storage::live(DEVICE), before);
 }
+
+#[test]
+fn rebased_saved_value_follows_the_new_counter_from_its_current_version() {
+    let out = VersionCounter::new();
+    let other = VersionCounter::new();
+    let target = VersionCounter::new();
+    target.bump();
+    let saved = SavedVariables::new(vec![
+        SavedTensor::new(1.0, out.clone(), 0),
+        SavedTensor::new(2.0, other.clone(), 0),
+    ]);
+    saved.rebase_version(&out, &target, |v| *v += 10.0);
+
+    // the first value now tracks `target` at version 1 (and was changed); the second is as it was
+    assert_eq!(
+        saved.unpack_all("PowBackward1", |_| String::new()).unwrap(),
+        vec![11.0, 2.0]
+    );
+    out.bump(); // the old counter no longer matters
+    assert!(saved.unpack_all("PowBackward1", |_| String::new()).is_ok());
+    target.bump();
+    let err = saved
+        .unpack_all("PowBackward1", |_| "t".into())
+        .unwrap_err();
+    assert!(err.to_string().contains(MODIFIED_INPLACE));
+}

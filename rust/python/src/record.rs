@@ -522,13 +522,31 @@ pub fn rebase_history(
     out: &Bound<'_, PyTensor>,
     bump_version: bool,
 ) -> PyResult<()> {
-    let (grad_fn, output_nr, requires_grad) = {
+    let (grad_fn, output_nr, requires_grad, out_version) = {
         let o = out.try_borrow()?;
-        (o.grad_fn.clone(), o.output_nr, o.requires_grad)
+        (
+            o.grad_fn.clone(),
+            o.output_nr,
+            o.requires_grad,
+            o.version.clone(),
+        )
     };
     let mut b = t.try_borrow_mut()?;
     if bump_version {
         b.version.bump();
+    }
+    if let Some(node) = grad_fn
+        .as_ref()
+        .and_then(|f| f.as_any().downcast_ref::<PyNode>())
+    {
+        // A node that saved its output (pow_ with a tensor exponent) saved `out`: from now on
+        // it is `t`, whose later in-place writes must fail its backward.
+        let version = b.version.clone();
+        node.saved.rebase_version(&out_version, &version, |s| {
+            if let Saved::Output { meta, .. } = s {
+                meta.version = version.clone();
+            }
+        });
     }
     let old = grad_fn.map(|f| set_history(&mut b, f, output_nr, requires_grad));
     drop(b);
