@@ -5,11 +5,12 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 from typing_extensions import disjoint_base, final
 
 SECOND_BACKWARD: str
+CREATION_MULTI_OUTPUT_NODE: int
 CREATION_NO_GRAD_MODE: int
 CREATION_INFERENCE_MODE: int
 
 __all__ = [
-    "SECOND_BACKWARD", "CREATION_NO_GRAD_MODE", "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
+    "SECOND_BACKWARD", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE", "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
     "TensorBase", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "shallow_copy",
     "run_backward", "_gradient_edge", "is_grad_enabled", "set_grad_enabled",
@@ -66,6 +67,7 @@ class TensorBase:
     def is_inference(self) -> bool: ...
     def _check_inplace_mode(self) -> None: ...
     def _view_mode_error(self, modified: str) -> BaseException: ...
+    def _set_multi_output(self, nr: int) -> None: ...
     @property
     def output_nr(self) -> int: ...
     @property

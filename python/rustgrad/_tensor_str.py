@@ -141,9 +141,13 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
         body = _render(np_arr, fmt, indent, summarize)
         if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
             suffixes.append(f"dtype={dt!r}")
-    fn = t.grad_fn
-    if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")
+    try:
+        fn = t.grad_fn
+        name = None if fn is None else fn.name().rsplit("::", 1)[-1]
+    except RuntimeError:  # a view whose history cannot follow its base's in-place write
+        name = "Invalid"
+    if name is not None:
+        suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -130,8 +130,10 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
-# a view's _creation_meta when made in no_grad or inference mode: it has no edge to its base
-MODE_VIEWS = (_core.CREATION_NO_GRAD_MODE, _core.CREATION_INFERENCE_MODE)
+# a view's _creation_meta when made in no_grad or inference mode (it has no edge to its base),
+# or returned with others by one function (unbind, split): views that refuse in-place writes
+MODE_VIEWS = (_core.CREATION_NO_GRAD_MODE, _core.CREATION_INFERENCE_MODE,
+              _core.CREATION_MULTI_OUTPUT_NODE)
 
 
 def check_inplace(t: Tensor) -> None:

@@ -6,7 +6,7 @@ vstack, tril/triu, flip, roll, repeat, repeat_interleave, tile."""
 from __future__ import annotations
 
 import builtins
-from typing import Any, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
@@ -112,8 +112,8 @@ def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap_dim(dim, d.ndim)
     lead = (slice(None),) * dim
-    return tuple(_view(input, lead + (i, Ellipsis), "UnbindBackward0")
-                 for i in range(d.shape[dim]))
+    return _multi_output([_view(input, lead + (i, Ellipsis), "UnbindBackward0")
+                          for i in range(d.shape[dim])])
 
 
 # ---- split, chunk ----------------------------------------------------------------------
@@ -124,7 +124,15 @@ def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str) -> Tuple[T
     for n in sizes:
         out.append(_view(input, lead + (slice(start, start + n),), name))
         start += n
-    return tuple(out)
+    return _multi_output(out)
+
+
+def _multi_output(views: List[Tensor]) -> Tuple[Tensor, ...]:
+    """The views one function returns together: as torch's, none may be written in place
+    with autograd, nor used once another (or their base) was."""
+    for i, v in enumerate(views):
+        v._set_multi_output(i)
+    return tuple(views)
 
 
 @op(method="split", function="split", grad_fn="SplitBackward0")

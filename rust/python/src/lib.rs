@@ -32,6 +32,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PyNodeHandle>()?;
     m.add_class::<handle::PyHookHandle>()?;
     m.add("SECOND_BACKWARD", rustgrad_core::error::SECOND_BACKWARD)?;
+    m.add(
+        "CREATION_MULTI_OUTPUT_NODE",
+        tensor::CREATION_MULTI_OUTPUT_NODE,
+    )?;
     m.add("CREATION_NO_GRAD_MODE", tensor::CREATION_NO_GRAD_MODE)?;
     m.add("CREATION_INFERENCE_MODE", tensor::CREATION_INFERENCE_MODE)?;
     m.add_function(wrap_pyfunction!(callbacks::_register, m)?)?;

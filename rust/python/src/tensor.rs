@@ -51,6 +51,9 @@ pub struct PyTensor {
     pub creation_meta: u8,
     /// Made in inference mode (`INFERENCE_*`): see Note [Inference tensors].
     pub inference: u8,
+    /// Which output of a function returning several views (unbind, split) this view is, for
+    /// torch's error naming it; each is recorded as a view of its own.
+    pub multi_output_nr: u32,
 }
 
 // Note [Inference tensors]
@@ -69,6 +72,7 @@ pub const INFERENCE_ALIAS: u8 = 2;
 /// torch's CreationMeta values: how a view was made, which decides what an in-place op on it
 /// (or on its base) may do.
 pub const CREATION_DEFAULT: u8 = 0;
+pub const CREATION_MULTI_OUTPUT_NODE: u8 = 2;
 pub const CREATION_NO_GRAD_MODE: u8 = 3;
 pub const CREATION_INFERENCE_MODE: u8 = 4;
 
@@ -91,6 +95,15 @@ pub fn view_creation_meta(inherited: u8) -> u8 {
 /// of one), or on its base seen through it (`modified`: "is being" / "its base or another view
 /// of its base has been").
 pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
+    if b.creation_meta == CREATION_MULTI_OUTPUT_NODE {
+        let (nr, name) = match &b.grad_fn {
+            Some(f) => (b.multi_output_nr as usize + b.output_nr, f.name()),
+            None => (b.output_nr, "".into()),
+        };
+        return PyRuntimeError::new_err(format!(
+            "Output {nr} of {name} is a view and {modified} modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+        ));
+    }
     let prefix = match &b.grad_fn {
         Some(f) => format!(
             "Output {} of {} is a view of a view which was created in",
@@ -132,6 +145,7 @@ impl PyTensor {
             retains_grad: false,
             view_version: 0,
             creation_meta: CREATION_DEFAULT,
+            multi_output_nr: 0,
             inference: if rustgrad_core::grad_mode::is_inference_mode_enabled() {
                 INFERENCE_TENSOR
             } else {
@@ -270,7 +284,7 @@ pub fn refresh_view(t: &Bound<'_, PyTensor>) -> PyResult<()> {
         if b.grad_fn.is_none() && !root_rg {
             return Ok(());
         }
-        if b.is_no_grad_view() {
+        if b.is_no_grad_view() || b.creation_meta == CREATION_MULTI_OUTPUT_NODE {
             return Err(view_mode_error(
                 &b,
                 "its base or another view of its base has been",
@@ -535,7 +549,17 @@ impl PyTensor {
         Ok(())
     }
 
-    /// torch's refusal of an in-place op on this view made in no_grad or inference mode.
+    /// Marks this view as output `nr` of a function returning several views (torch's
+    /// MULTI_OUTPUT_NODE), unless it was made in no_grad or inference mode.
+    fn _set_multi_output(&mut self, nr: u32) {
+        if self.base.is_some() && self.creation_meta == CREATION_DEFAULT {
+            self.creation_meta = CREATION_MULTI_OUTPUT_NODE;
+            self.multi_output_nr = nr;
+        }
+    }
+
+    /// torch's refusal of an in-place op on this view made in no_grad or inference mode, or
+    /// returned with others by one function.
     fn _view_mode_error(
         &self,
         py: Python<'_>,
