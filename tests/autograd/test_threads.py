@@ -5,6 +5,7 @@ results, and grad mode is per thread."""
 from __future__ import annotations
 
 import threading
+import time
 from types import ModuleType
 from typing import Callable
 
@@ -151,3 +152,67 @@ def test_grad_mode_is_per_thread(lib: ModuleType) -> None:
         seen["main"] = lib.is_grad_enabled()
     t.join()
     assert seen == {"main": False, "other": True, "other_records": True}
+
+
+# ---- a backward racing an in-place write ------------------------------------------------------
+INPLACE_PHRASE = "modified by an inplace operation"
+RACE_ROUNDS = 12
+RACE_BACKWARDS = 16
+
+
+def _saved_input(lib: ModuleType) -> tuple[object, object, object, float]:
+    # MulBackward0 saves `a` for x's gradient; the writer scales `a` in place.
+    x = lib.full(SHAPE, 3.0, requires_grad=True)
+    a = lib.full(SHAPE, 2.0, requires_grad=True)
+    return x, a, (x * a).sum(), 2.0
+
+
+def _saved_output(lib: ModuleType) -> tuple[object, object, object, float]:
+    # ExpBackward0 saves its result; the writer scales that result in place.
+    x = lib.zeros(SHAPE, requires_grad=True)
+    out = x.exp()
+    return x, out, out.sum(), 1.0
+
+
+def _race_once(lib: ModuleType, graph: Callable, delay: float) -> list[str]:
+    """One thread runs backward over the graph again and again while another writes in place."""
+    x, saved, loss, expected = graph(lib)
+    outcomes: list[str] = []
+    first_done = threading.Event()
+
+    def backwards() -> None:
+        for _ in range(RACE_BACKWARDS):
+            try:
+                (gx,) = lib.autograd.grad(loss, x, retain_graph=True)
+            except RuntimeError as e:
+                assert INPLACE_PHRASE in str(e), str(e)
+                outcomes.append("inplace")
+            else:
+                assert gx.min().item() == gx.max().item() == expected
+                outcomes.append("ok")
+            first_done.set()
+
+    def writer() -> None:
+        first_done.wait(60)
+        time.sleep(delay)
+        for _ in range(3):
+            with lib.no_grad():
+                saved.mul_(1.0)
+
+    _run_threads(lambda i: (backwards if i == 0 else writer)(), n=2)
+    with pytest.raises(RuntimeError, match=INPLACE_PHRASE):
+        lib.autograd.grad(loss, x, retain_graph=True)
+    return outcomes
+
+
+@pytest.mark.parametrize("graph", [_saved_input, _saved_output], ids=["saved_input", "saved_output"])
+def test_backward_racing_an_inplace_write_to_a_saved_tensor(lib: ModuleType, graph: Callable) -> None:
+    # The write multiplies by 1.0: the values never change, so a backward that passes the version
+    # check has exactly one right answer, and one that fails it names the in-place write.
+    rng = np.random.default_rng(0)
+    for _ in range(RACE_ROUNDS):
+        outcomes = _race_once(lib, graph, float(rng.uniform(0.0, 0.002)))
+        # The version counter only moves forward: once a backward saw the write, all later do.
+        assert outcomes[0] == "ok"
+        k = outcomes.index("inplace") if "inplace" in outcomes else len(outcomes)
+        assert outcomes == ["ok"] * k + ["inplace"] * (len(outcomes) - k), outcomes
