@@ -10,7 +10,8 @@ CREATION_NO_GRAD_MODE: int
 CREATION_INFERENCE_MODE: int
 
 __all__ = [
-    "SECOND_BACKWARD", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE", "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
+    "SECOND_BACKWARD", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE",
+    "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
     "TensorBase", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "shallow_copy",
     "run_backward", "_gradient_edge", "is_grad_enabled", "set_grad_enabled",

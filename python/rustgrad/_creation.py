@@ -142,15 +142,13 @@ def _check_data(data: Any, dtype: Optional[_dtype.dtype]) -> Optional[Any]:
 def _check_int_range(values: Any, np_dt: Any, name: str) -> None:
     """torch's refusal of Python numbers a narrow integer dtype cannot hold (NumPy would wrap
     them); an unsigned dtype takes negatives down to -max, as torch's checked conversion."""
-    np_dt = _np.dtype(np_dt)
-    if np_dt.kind not in "iu" or np_dt.itemsize == 8:
+    bounds = _dtype.checked_int_bounds(_np.dtype(np_dt))
+    if bounds is None:
         return
     arr = _np.asarray(values)
     if arr.size == 0 or arr.dtype.kind not in "iuf":
         return
-    bits = np_dt.itemsize * 8
-    hi = (1 << bits) - 1 if np_dt.kind == "u" else (1 << (bits - 1)) - 1
-    lo = -hi if np_dt.kind == "u" else -(1 << (bits - 1))
+    lo, hi = bounds
     if arr.min() < lo or arr.max() > hi:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 

@@ -6,7 +6,7 @@ Each rustgrad dtype maps to one array dtype of the backend (NumPy and CuPy share
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import Any, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as _np
 
@@ -186,3 +186,13 @@ def result_type(*operands: Any) -> dtype:
             zero_t = d if zero_t is None else promote_types(zero_t, d)
     out = _combine(dim_t, _combine(zero_t, wrapped))
     return out if out is not None else _default[0]
+
+
+def checked_int_bounds(np_dt: Any) -> Optional[Tuple[int, int]]:
+    """The Python ints torch's checked conversion lets into an integer dtype narrower than 64
+    bits (an unsigned one takes negatives down to -max, wrapped); None for other dtypes."""
+    if np_dt.kind not in "iu" or np_dt.itemsize == 8:
+        return None
+    bits = np_dt.itemsize * 8
+    hi = (1 << bits) - 1 if np_dt.kind == "u" else (1 << (bits - 1)) - 1
+    return (-hi if np_dt.kind == "u" else -(1 << (bits - 1))), hi

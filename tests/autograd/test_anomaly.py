@@ -86,3 +86,42 @@ def test_node_recorded_before_anomaly_mode_has_no_traceback(lib):
             with pytest.raises(ValueError, match="bad backward"):
                 y.sum().backward()
     assert not [w for w in caught if "Traceback of forward call" in str(w.message)]
+
+
+def _anomaly_warnings(f):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f()
+    return [str(m.message) for m in caught if "Error detected in" in str(m.message)]
+
+
+def test_anomaly_without_forward_information_still_names_the_node(lib):
+    x = lib.ones(3, requires_grad=True)
+    z = (x.exp() * float("nan")).sum()  # forward outside anomaly mode
+
+    def run():
+        with pytest.raises(RuntimeError, match="returned nan values"):
+            with lib.autograd.detect_anomaly():
+                z.backward()
+
+    (msg,) = _anomaly_warnings(run)
+    # (torch's C++ warnings end with where they were raised)
+    assert msg.startswith("Error detected in MulBackward0. No forward pass information available."
+                          " Enable detect anomaly during forward pass for more information.")
+
+
+def test_anomaly_reports_the_node_whose_tensor_hook_raised(lib):
+    x = lib.ones(3, requires_grad=True)
+
+    def run():
+        with lib.autograd.set_detect_anomaly(True):
+            y = x * 2.0
+            y.register_hook(lambda g: 1 / 0)
+            with pytest.raises(ZeroDivisionError):
+                y.sum().backward()
+
+    (msg,) = _anomaly_warnings(run)
+    assert msg.startswith("Error detected in MulBackward0. Traceback of forward call that caused "
+                          "the error:")

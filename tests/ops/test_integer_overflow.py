@@ -118,3 +118,58 @@ def test_creating_a_narrow_integer_tensor_checks_the_range(form, dtype, value):
 
 def test_numpy_arrays_are_cast_without_a_check():
     parity(lambda lib: lib.tensor(np.array([300, -1]), dtype=lib.uint8))
+
+
+# ---- comparisons and writes of out-of-range Python ints ---------------------------------
+# comparisons wrap the int into the dtype as arithmetic does (uint8 < 300 compares with 44);
+# writes (fill_, clamp bounds, item assignment, where, masked_fill) take torch's checked
+# conversion: out of range is a RuntimeError, but an unsigned dtype takes negatives down to
+# -max, wrapped (uint8.fill_(-1) is 255).
+COMPARES = {
+    "lt": lambda x, s: x < s,
+    "eq": lambda x, s: x == s,
+    "gt": lambda x, s: x > s,
+    "ge_method": lambda x, s: x.ge(s),
+    "ne_function": lambda x, s: x.__ne__(s),
+    "remainder": lambda x, s: x % s if s % 256 else x,
+}
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+@pytest.mark.parametrize("scalar", [300, 256, -1, -6, 1000, -129])
+@pytest.mark.parametrize("name", list(COMPARES))
+def test_comparison_with_an_out_of_range_int_wraps_as_torch(dtype, scalar, name):
+    values = [0, 5, 44, 100, 127] + ([250, 255] if dtype == "uint8" else [-3, -24, -128])
+    parity(lambda lib: COMPARES[name](lib.tensor(values, dtype=getattr(lib, dtype)), scalar))
+
+
+WRITES = {
+    "fill_": lambda lib, x, s: x.clone().fill_(s),
+    "clamp_max": lambda lib, x, s: x.clamp(max=s),
+    "clamp_min": lambda lib, x, s: x.clamp(min=s),
+    "setitem": lambda lib, x, s: x.clone().__setitem__(0, s),
+    "where": lambda lib, x, s: lib.where(x > 3, x, s),
+    "masked_fill": lambda lib, x, s: x.masked_fill(x > 3, s),
+    "full": lambda lib, x, s: lib.full((2,), s, dtype=x.dtype),
+}
+
+
+@pytest.mark.parametrize("dtype,scalar", [("uint8", 300), ("uint8", -256), ("int8", 128),
+                                          ("int8", -129), ("int16", 40000)])
+@pytest.mark.parametrize("name", list(WRITES))
+def test_writing_an_int_the_dtype_cannot_hold_is_refused(dtype, scalar, name):
+    same_error(lambda lib: WRITES[name](lib, lib.tensor([1, 5, 9], dtype=getattr(lib, dtype)),
+                                        scalar),
+               "value cannot be converted to type")
+
+
+@pytest.mark.parametrize("dtype,scalar", [("uint8", -1), ("uint8", -255), ("int8", -128),
+                                          ("uint8", 255)])
+@pytest.mark.parametrize("name", ["fill_", "setitem", "masked_fill", "where", "clamp_min"])
+def test_writing_an_int_in_torchs_checked_range_matches(dtype, scalar, name):
+    def fn(lib):
+        x = lib.tensor([1, 5, 9], dtype=getattr(lib, dtype))
+        out = WRITES[name](lib, x, scalar)
+        return x if out is None else out
+
+    parity(fn)

@@ -117,3 +117,32 @@ def test_same_dtype_products_still_work():
         return a @ a.t(), b.t() @ b, lib.arange(3) @ lib.arange(3)
 
     parity(prog)
+
+
+BOOL_PRODUCTS = {
+    "mm": lambda lib, m, v: m @ m,
+    "mv": lambda lib, m, v: m @ v,
+    "dot": lambda lib, m, v: v @ v,
+    "vm": lambda lib, m, v: v @ m,
+    "batched": lambda lib, m, v: m.expand(2, 2, 2) @ m,
+    "bmm": lambda lib, m, v: lib.bmm(m.expand(2, 2, 2), m.expand(2, 2, 2)),
+    "addmm": lambda lib, m, v: lib.addmm(m, m, m),
+    "baddbmm": lambda lib, m, v: lib.baddbmm(*(m.expand(2, 2, 2),) * 3),
+    "tensordot": lambda lib, m, v: lib.tensordot(m, m, 1),
+    "einsum_contracted": lambda lib, m, v: lib.einsum("ij,jk->ik", m, m),
+}
+
+
+@pytest.mark.parametrize("name", list(BOOL_PRODUCTS))
+def test_bool_products_are_not_implemented_as_torch(name):
+    from ..parity import same_error
+
+    same_error(lambda lib: BOOL_PRODUCTS[name](lib, lib.tensor([[True, False], [True, True]]),
+                                               lib.tensor([True, False])),
+               "not implemented for 'Bool'")
+
+
+def test_bool_products_without_a_contraction_stay_bool():
+    parity(lambda lib: lib.outer(lib.tensor([True, False]), lib.tensor([True, True])))
+    parity(lambda lib: lib.einsum("ij,jk->ijk", lib.tensor([[True, False]]),
+                                  lib.tensor([[True], [False]])))

@@ -214,6 +214,21 @@ def wrap_int(dtype: Any, s: int, any_size: bool = False) -> int:
     return s - (1 << bits) if s > hi else s
 
 
+def checked_int(np_dt: Any, s: Any) -> Any:
+    """A Python int written into an array of dtype np_dt, as torch's checked conversion: out
+    of range is torch's RuntimeError, where NumPy raises OverflowError; a negative into an
+    unsigned dtype wraps (-1 is 255 in uint8). Anything else passes as it is."""
+    if type(s) is not int:
+        return s
+    bounds = _dtype.checked_int_bounds(np_dt)
+    if bounds is None:
+        return s
+    if not bounds[0] <= s <= bounds[1]:
+        raise RuntimeError(f"value cannot be converted to type {_dtype.C_INT_NAMES[np_dt.name]} "
+                           "without overflow")
+    return wrap_int(np_dt, s)
+
+
 def check_inplace_cast(t: Tensor, result: _dtype.dtype) -> None:
     mine = t.dtype
     if result._cat > mine._cat:

@@ -334,7 +334,7 @@ def rfloordiv(input: Tensor, other: Any) -> Tensor:
 def remainder(input: Tensor, other: Any) -> Tensor:
     """The remainder of input / other, with the sign of other (Python's %)."""
     xp = input._backend
-    bd = other._data if isinstance(other, Tensor) else other
+    bd = other._data if isinstance(other, Tensor) else _int_operand(input._data, other)
     return record(xp.remainder(input._data, bd), (), "", None)
 
 

@@ -12,12 +12,14 @@ from ._util import (
     as_scalar,
     broadcast_error,
     cast_grad,
+    checked_int,
     const,
     promote,
     record,
     same_device,
     scalar_operand,
     sum_to,
+    wrap_int,
 )
 
 
@@ -60,8 +62,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if not tensors:
         rt = _dtype.get_default_dtype() if any(type(x) is float for x in (input, other))\
             else _dtype.result_type(input, other)
-    a = _operand(input, ref)
-    b = _operand(other, ref)
+    a = checked_int(rt.np, _operand(input, ref))
+    b = checked_int(rt.np, _operand(other, ref))
     for x in (a, b):
         if hasattr(x, "dtype"):
             same_device(cd, x)
@@ -129,7 +131,8 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
         s = as_scalar(b)
         if s is None:
             return NotImplemented
-        ad, bd = scalar_operand(a._data, s), s
+        ad = scalar_operand(a._data, s)
+        bd = wrap_int(ad.dtype, s) if type(s) is int and ad.dtype.kind in "iu" else s
     try:
         out = getattr(xp, op)(ad, bd)
     except ValueError as e:

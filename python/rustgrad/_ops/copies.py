@@ -14,6 +14,7 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_internal_overlap,
+    checked_int,
     is_grad_enabled,
     record,
     sum_to,
@@ -219,6 +220,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
 def _fill(self: Tensor, value: Any, name: str) -> Tensor:
     check_inplace(self)
     value_t = isinstance(value, Tensor)
+    if not value_t:
+        value = checked_int(self._data.dtype, value)
     if value_t and value._data.ndim != 0:
         raise RuntimeError(
             "fill_ only supports 0-dimension value tensor but got tensor with "

@@ -17,6 +17,7 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_internal_overlap,
+    checked_int,
     commit_inplace,
     is_grad_enabled,
     record,
@@ -413,7 +414,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     d = input._data
     xp = input._backend
     shape = _broadcast_shape(md.shape, d.shape)
-    v = value._data if vt else as_scalar(value)
+    v = value._data if vt else checked_int(d.dtype, as_scalar(value))
     if v is None:
         raise TypeError(f"masked_fill(): argument 'value' must be Number, not "
                         f"{type(value).__name__}")

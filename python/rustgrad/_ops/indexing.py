@@ -16,6 +16,7 @@ from ._util import (
     check_array_overlap,
     check_inplace,
     check_internal_overlap,
+    checked_int,
     commit_inplace,
     const,
     is_grad_enabled,
@@ -318,6 +319,8 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
         if _setitem_name(nidx, a._data.shape, False) != "IndexPutBackward0":
             check_array_overlap(a._data[nidx])  # basic indexing writes through a view
     vt = isinstance(value, Tensor)
+    if not vt:
+        value = checked_int(a._data.dtype, value)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
         out = _put(a, idx, value, _setitem_name(_normalize(idx, a._backend), a._data.shape, vt))
         commit_inplace(a, out)

@@ -35,6 +35,13 @@ def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (None if b is None else g * b), (None if a is None else g * a)
 
 
+def _no_bool(kernel: str, *arrays: Any) -> None:
+    """torch has no bool kernel for its products: NotImplementedError naming the kernel the
+    product folds to (NumPy would compute a logical product)."""
+    if any(a.dtype.kind == "b" for a in arrays):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
 @op(method="dot", function="dot", grad_fn="DotBackward0")
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """The dot product of two 1-D tensors."""
@@ -53,6 +60,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
             f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
             f"number of elements, but got {n} and {m} elements respectively"
         )
+    _no_bool("dot", ad)
     out = input._backend.asarray(ad @ bd)
     saved = (input if tensor.requires_grad else None, tensor if input.requires_grad else None)
     return record(out, (input, tensor), "DotBackward0", _dot_bw, saved)
@@ -90,6 +98,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
             f"vec ({vd.shape[0]})"
         )
     _same_dtype(input, vec)
+    _no_bool("addmv_impl_cpu", ad)
     out = ad @ vd
     saved = (input if vec.requires_grad else None, vec if input.requires_grad else None)
     return record(out, (input, vec), "MvBackward0", _mv_bw, saved)
@@ -117,6 +126,7 @@ def _check_mm(a: Any, b: Any, first: str = "self") -> None:
             "expected m1 and m2 to have the same dtype, but got: "
             f"{_cpp_name_of(a)} != {_cpp_name_of(b)}"
         )
+    _no_bool("addmm_impl_cpu_", a)
 
 
 @op(method="mm", function="mm", grad_fn="MmBackward0")
@@ -155,6 +165,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
     _check_bmm(ad, bd)
     _same_dtype(input, mat2)
+    _no_bool("bmm", ad)
     out = input._backend.matmul(ad, bd)
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
     return record(out, (input, mat2), "BmmBackward0", _bmm_bw, saved)
@@ -226,6 +237,8 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
                     f"{_scalar_name(bd)}"
                 )
         _check_mm(ad, bd, "mat1")
+    if batched:
+        _no_bool("baddbmm", ad)
     xp = m1._backend
     prod = xp.matmul(ad, bd)
     _expanded_shape(input._data.shape, prod.shape)
@@ -421,6 +434,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
             ops[k] = ops[k].sum(tuple(lone))
             subs[k] = [c for i, c in enumerate(s) if i not in lone]
     if contracted:
+        if any(c not in out_sub for c in set(subs[0]).intersection(*subs[1:])):
+            _no_bool("bmm", ops[0]._data)  # a shared subscript summed out: torch's bmm
         return _einsum_core(ops, subs, out_sub).view(tuple(sizes[c] for c in out_sub))
     # nothing contracted: an elementwise product, as torch names it
     return _einsum_core(ops, subs, out_sub, "MulBackward0")
@@ -642,6 +657,10 @@ def matmul(input: Tensor, other: Any) -> Any:
         )
     if ad.dtype != bd.dtype:
         raise _matmul_dtype_error(input, other)
+    if na <= 2 and nb <= 2:
+        _no_bool("dot" if na == nb == 1 else "addmv_impl_cpu" if nb == 1 else "addmm_impl_cpu_", ad)
+    else:
+        _no_bool("bmm", ad)
     out = input._backend.matmul(ad, bd)
     saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:

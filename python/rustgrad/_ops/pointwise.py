@@ -22,6 +22,7 @@ from ._util import (
     check_inplace,
     check_inplace_cast,
     check_internal_overlap,
+    checked_int,
     commit_inplace,
     floating,
     is_grad_enabled,
@@ -192,9 +193,9 @@ def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
         d = d.astype(_dtype.get_default_dtype().np)  # int tensor, float bound: default float
     out = d
     if lo is not None:
-        out = xp.maximum(out, lo)
+        out = xp.maximum(out, checked_int(d.dtype, lo))
     if hi is not None:
-        out = xp.minimum(out, hi)
+        out = xp.minimum(out, checked_int(d.dtype, hi))
     if out is a._data:
         out = out.copy()
     return out.astype(d.dtype, copy=False)

@@ -253,7 +253,7 @@ impl<V: GradValue> GraphTask<V> {
             if base.hooks.has_tensor_hooks() {
                 for (slot, g) in grads.iter_mut().enumerate() {
                     if let Some(grad) = g.take() {
-                        *g = Some(base.hooks.run(slot, grad)?);
+                        *g = Some(base.hooks.run(slot, grad).map_err(|e| reported(&node, e))?);
                     }
                 }
             }
@@ -266,17 +266,9 @@ impl<V: GradValue> GraphTask<V> {
                 continue;
             }
             let edges: Vec<Option<Edge<V>>> = base.next_edges().clone();
-            // Steps 4-7. An error there is reported with the forward traceback of the node when
-            // anomaly detection is on (see grad_mode.rs).
-            let outputs = match call_function(&node, grads, edges.len()) {
-                Ok(outputs) => outputs,
-                Err(e) => {
-                    if grad_mode::is_anomaly_enabled() {
-                        node.report_anomaly();
-                    }
-                    return Err(e);
-                }
-            };
+            // Steps 4-7.
+            let outputs =
+                call_function(&node, grads, edges.len()).map_err(|e| reported(&node, e))?;
             if !options.keep_graph {
                 node.release_variables();
             }
@@ -317,6 +309,15 @@ impl<V: GradValue> GraphTask<V> {
         }
         Ok(captured)
     }
+}
+
+/// An error of a node's step (its tensor hooks, node hooks or function), reported with the
+/// node's forward traceback when anomaly detection is on (see grad_mode.rs).
+fn reported<V: GradValue>(node: &NodeRef<V>, e: Error) -> Error {
+    if grad_mode::is_anomaly_enabled() {
+        node.report_anomaly();
+    }
+    e
 }
 
 /// Steps 4-7 of Note [Hook order]: node pre-hooks, the node, node post-hooks, the NaN check.

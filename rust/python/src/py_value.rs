@@ -544,12 +544,17 @@ impl Node<PyGrad> for PyNode {
     /// torch's AnomalyMetadata::print_stack: a UserWarning with the forward traceback.
     fn report_anomaly(&self) {
         Python::with_gil(|py| {
-            let Some(stack) = &self.stack else { return };
-            let msg = format!(
-                "Error detected in {}. Traceback of forward call that caused the error:\n{}",
-                self.name,
-                stack.bind(py)
-            );
+            let msg = match &self.stack {
+                Some(stack) => format!(
+                    "Error detected in {}. Traceback of forward call that caused the error:\n{}",
+                    self.name,
+                    stack.bind(py)
+                ),
+                None => format!(
+                    "Error detected in {}. No forward pass information available. Enable detect anomaly during forward pass for more information.",
+                    self.name
+                ),
+            };
             let warn = py
                 .import("warnings")
                 .and_then(|w| w.call_method1("warn", (msg,)));
