@@ -26,7 +26,7 @@ from .activation import (
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
@@ -69,7 +69,8 @@ from .transformer import (
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-    "Identity", "Linear", "Bilinear", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    "Identity", "Linear", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d",
+    "ConvTranspose2d", "MaxPool1d", "MaxPool2d",
     "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "Embedding", "Dropout",
     "Dropout1d", "Dropout2d", "Flatten", "Unflatten", "ReLU", "ReLU6", "LeakyReLU", "ELU",
