@@ -125,3 +125,89 @@ class Conv1d(_ConvNd):
                             self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
+
+
+# ---- transposed convolutions ----------------------------------------------------------------
+class _ConvTransposeNd(_ConvNd):
+    """Shared by ConvTranspose1d/2d: torch's (in, out/groups, *k) weight and output_padding."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {type(self).__name__}'
+            )
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.transposed = True
+        self.output_padding = _ntuple(output_padding, self._n)
+        # the transposed weight's shape; replacing the entry keeps state_dict's key order
+        self.weight = Parameter(_creation.empty(
+            (in_channels, out_channels // groups) + self.kernel_size, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * len(self.padding):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+    def _output_padding(self, input: Tensor, output_size: Optional[Any]) -> Tuple[int, ...]:
+        """The output_padding that makes the output `output_size` (torch's checks)."""
+        n = self._n
+        if output_size is None:
+            return self.output_padding
+        lead = 2 if input.ndim == n + 2 else 1
+        size = [int(v) for v in output_size]
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or "
+                f"{lead + n} elements (got {len(size)})"
+            )
+        lo = [(input.shape[lead + i] - 1) * self.stride[i] - 2 * self.padding[i]
+              + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(n)]
+        hi = [lo[i] + self.stride[i] - 1 for i in range(n)]
+        if any(not lo[i] <= size[i] <= hi[i] for i in range(n)):
+            raise ValueError(
+                f"requested an output size of {list(output_size)}, but valid sizes range from "
+                f"{lo} to {hi} (for an input of {input.shape[2:]})"
+            )
+        return tuple(size[i] - lo[i] for i in range(n))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _n = 1
+
+    def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:
+        """The transposed convolution of (N, C, L) or (C, L) input (output_size picks among
+        the valid lengths)."""
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _n = 2
+
+    def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:
+        """The transposed convolution of (N, C, H, W) or (C, H, W) input (output_size picks
+        among the valid sizes)."""
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+__all__ += ["ConvTranspose1d", "ConvTranspose2d"]
