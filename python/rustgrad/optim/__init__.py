@@ -1,11 +1,18 @@
-"""rustgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad and lr_scheduler."""
+"""rustgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+NAdam, RAdam, LBFGS and lr_scheduler."""
 
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "LBFGS", "lr_scheduler"]
