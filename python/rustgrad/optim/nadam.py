@@ -1,0 +1,94 @@
+"""NAdam (Adam with Nesterov momentum and momentum decay), with L2 or decoupled weight decay
+and maximize (torch's single-tensor update)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple, Union
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
+
+__all__ = ["NAdam"]
+
+
+class NAdam(Optimizer):
+    """NAdam: Adam with a Nesterov look-ahead on the first moment and a decaying momentum."""
+
+    def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 2e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: Optional[bool] = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            momentum_decay = group["momentum_decay"]
+            decoupled = group["decoupled_weight_decay"]
+            maximize = group["maximize"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["mu_product"] = _step_tensor(1.0)
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                xp = p._backend
+                pd = p._data
+                g = p.grad._data
+                if maximize:
+                    g = -g
+                step_t = state["step"]
+                step_t._data[...] += 1
+                step = float(step_t.item())
+                bias_correction2 = 1 - beta2**step
+                if wd != 0:
+                    if decoupled:
+                        pd *= 1 - lr * wd
+                    else:
+                        g = _fma(xp, wd, pd, g)
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+                # mu_product is a float32 scalar tensor, as torch's: its rounding feeds the steps
+                mu_t = state["mu_product"]
+                mu_t._data[...] *= mu
+                mu_product = float(mu_t.item())
+                mu_product_next = mu_product * mu_next
+                m = state["exp_avg"]._data
+                v = state["exp_avg_sq"]._data
+                _lerp_(xp, m, g, 1 - beta1)
+                v *= beta2
+                v[...] = _fma(xp, (1 - beta2) * g, g, v)
+                denom = xp.sqrt(v / bias_correction2)
+                denom += eps
+                pd += ((-lr * (1.0 - mu) / (1.0 - mu_product)) * g) / denom
+                pd += (((-lr * mu_next) / (1.0 - mu_product_next)) * m) / denom
+                for t in state.values():
+                    t._bump_version()
+                p._bump_version()
+        return loss

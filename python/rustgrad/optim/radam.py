@@ -1,0 +1,90 @@
+"""RAdam (Adam with a rectified adaptive learning rate), with L2 or decoupled weight decay and
+maximize (torch's single-tensor update)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple, Union
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam: Adam whose adaptive term is switched on, rectified, once its variance is finite."""
+
+    def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 foreach: Optional[bool] = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            decoupled = group["decoupled_weight_decay"]
+            maximize = group["maximize"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                xp = p._backend
+                pd = p._data
+                g = p.grad._data
+                if maximize:
+                    g = -g
+                step_t = state["step"]
+                step_t._data[...] += 1
+                step = float(step_t.item())
+                if wd != 0:
+                    if decoupled:
+                        pd *= 1 - lr * wd
+                    else:
+                        g = _fma(xp, wd, pd, g)
+                m = state["exp_avg"]._data
+                v = state["exp_avg_sq"]._data
+                _lerp_(xp, m, g, 1 - beta1)
+                v *= beta2
+                v[...] = _fma(xp, (1 - beta2) * g, g, v)
+                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step
+                update = (m / bias_correction1) * lr
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    # torch's `scalar / tensor` is reciprocal() * scalar
+                    adaptive_lr = (1 / (xp.sqrt(v) + eps)) * bias_correction2**0.5
+                    update = update * adaptive_lr
+                    update *= rect
+                pd -= update
+                for t in state.values():
+                    t._bump_version()
+                p._bump_version()
+        return loss
