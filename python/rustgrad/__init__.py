@@ -76,6 +76,14 @@ from ._legacy import (  # noqa: F401  (torch's typed constructors)
     LongTensor,
     ShortTensor,
 )
+from ._memory_format import accepting as _memory_format_accepting
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._ops._util import can_require_grad as _can_require_grad
 from ._ops._util import describe as _describe
 from ._size import Size
@@ -101,11 +109,32 @@ _core._register(
 # every declared op name (methods, operators, `rustgrad.<op>`), bound once; see _bind.py
 _bind.bind_tensor(Tensor)
 _OP_NAMES = _bind.bind_namespace(globals(), "rustgrad", "function")
+# torch's `*_like(..., memory_format=)` keyword (see _memory_format.py)
+empty_like, zeros_like, ones_like, full_like, rand_like, randn_like, randint_like = map(
+    _memory_format_accepting,
+    (empty_like, zeros_like, ones_like, full_like, rand_like, randn_like, randint_like))
 
 
 def is_tensor(obj: object) -> _builtins.bool:
     """Whether obj is a rustgrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+def is_complex(input: Tensor) -> _builtins.bool:
+    """Whether input's dtype is a complex type."""
+    return input.is_complex()
+
+
+def is_floating_point(input: Tensor) -> _builtins.bool:
+    """Whether input's dtype is a floating point type."""
+    return input.is_floating_point()
+
+
+def from_dlpack(ext_tensor: _Any) -> Tensor:
+    """A tensor sharing memory with a DLPack-exporting array or tensor (NumPy, CuPy, torch)."""
+    from .utils.dlpack import from_dlpack as _from_dlpack
+
+    return _from_dlpack(ext_tensor)
 
 
 def numel(input: Tensor) -> _builtins.int:
@@ -143,5 +172,7 @@ __all__ = [
     "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
     "set_grad_enabled", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_tensor", "numel", "load", "save",
+    "memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
+    "is_complex", "is_floating_point", "from_dlpack",
     *_OP_NAMES,
 ]

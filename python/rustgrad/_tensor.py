@@ -107,12 +107,73 @@ class Tensor(_core.TensorBase):
         return self._backend.to_numpy(self._data)
 
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
+        # NumPy 2's contract: copy=False must share memory or raise ValueError
         arr = self.numpy()
-        if dtype is not None:
-            arr = arr.astype(dtype, copy=False)
-        if copy:
-            arr = arr.copy()
-        return arr
+        if dtype is not None and arr.dtype != dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __format__(self, format_spec: str) -> str:
+        # torch: a plain 0-d tensor formats as its item (f"{loss:.4f}"), anything else as object
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule of this tensor's memory (zero-copy), exported by its array."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                    ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        """(DLPack device type, device index) of this tensor's memory."""
+        return self._data.__dlpack_device__()
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                "because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        from ._creation import _wrap
+        from .autograd import no_grad
+
+        with no_grad():
+            new = _wrap(_deepcopy_array(self._data, memo))
+        new.requires_grad = self.requires_grad
+        if type(self) is not Tensor:
+            new.__class__ = type(self)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        d = getattr(self, "__dict__", None)
+        if d:
+            import copy as _copy
+
+            new.__dict__.update(_copy.deepcopy(d, memo))
+        memo[id(self)] = new
+        return new
+
+    def is_complex(self) -> bool:
+        """Whether the dtype is a complex type."""
+        return self._data.dtype.kind == "c"
+
+    def is_signed(self) -> bool:
+        """Whether the dtype is signed (floating point and signed integers)."""
+        return self._data.dtype.kind in "fic"
+
+    @property
+    def is_sparse(self) -> bool:
+        """Always False: rustgrad tensors are dense (strided)."""
+        return False
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         from ._tensor_str import tensor_repr
@@ -323,3 +384,22 @@ def _wrap_dim(dim: int, ndim: int) -> int:
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
         )
     return dim + n if dim < 0 else dim
+
+
+def _deepcopy_array(data: Any, memo: dict) -> Any:
+    """A copy of data; arrays over one memory (a tensor and its views) copied in one memo share
+    their copy, as torch's deepcopy shares storages."""
+    root = data
+    while isinstance(root.base, type(data)):
+        root = root.base
+    if root is data or root.dtype != data.dtype or not (
+            root.flags.c_contiguous or root.flags.f_contiguous):
+        return data.copy()
+    copied = memo.get(id(root))
+    if copied is None:
+        copied = root.copy(order="K")
+        memo[id(root)] = copied
+        memo.setdefault(id(memo), []).append(root)  # keeps root's id from being reused
+    backend = namespace_of(data)
+    offset = (int(backend.data_ptr(data)) - int(backend.data_ptr(root))) // data.itemsize
+    return backend.as_strided(copied.ravel(order="K")[offset:], data.shape, data.strides)

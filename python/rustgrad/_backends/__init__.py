@@ -101,3 +101,18 @@ def namespace(dev: Any) -> Any:
             raise RuntimeError("Torch not compiled with CUDA enabled: CuPy sees no GPU here")
         return cuda
     raise RuntimeError(f"no backend for device {d}")
+
+
+# DLPack device types (dlpack.h's DLDeviceType) -> rustgrad device type
+_DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda", 13: "cuda"}  # CPU, CUDA, CUDAHost, CUDAManaged
+
+
+def from_dlpack(obj: Any) -> Any:
+    """An array of the backend for obj's device, sharing obj's memory through DLPack. obj is
+    anything with `__dlpack__`/`__dlpack_device__` (an ndarray, a CuPy array, a torch tensor)."""
+    dev_type, index = obj.__dlpack_device__()
+    kind = _DLPACK_DEVICES.get(int(dev_type))
+    if kind is None:
+        raise BufferError(f"rustgrad.from_dlpack: unsupported DLPack device type {int(dev_type)}")
+    backend = namespace(device(kind, int(index)) if kind == "cuda" else CPU)
+    return backend.from_dlpack(obj)

@@ -12,12 +12,15 @@ README op table and `grad_fn._saved_<name>` (`saved`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 F = TypeVar("F", bound=Callable[..., Any])
 Names = Union[str, Sequence[str], None]
 # grad_fn name -> attribute -> getter(saved values tuple, ctx) giving torch's `_saved_<attr>`
+_P = inspect.Parameter
 SavedGetters = Mapping[str, Mapping[str, Callable[[Tuple[Any, ...], Any], Any]]]
 
 
@@ -77,7 +80,7 @@ def op(
         if not fn.__doc__ and line:
             fn.__doc__ = line
         d = Decl(
-            fn=fn,
+            fn=with_numpy_aliases(fn),
             family=fn.__module__.rsplit(".", 1)[-1],
             method=_names(method),
             dunder=_names(dunder),
@@ -94,3 +97,98 @@ def op(
         return fn
 
     return declare
+
+
+# ---- NumPy's keyword names --------------------------------------------------------------
+# torch's argument parser takes NumPy's names for two parameters of its native ops: `axis` for
+# `dim` and `keepdims` for `keepdim`. An op with either parameter is declared through an adapter
+# generated with the op's own signature plus the alias keywords (one frame, no *args packing);
+# an op without them (the arithmetic hot path) is bound as itself.
+NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _both(name: str, param: str, alias: str) -> TypeError:
+    return TypeError(f"{name}() received an invalid combination of arguments - got both "
+                     f"'{param}' and its alias '{alias}'")
+
+
+def with_numpy_aliases(fn: F) -> F:
+    """fn, or an adapter that also takes `axis=`/`keepdims=` where fn has `dim`/`keepdim`."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    names = {p.name for p in params}
+    aliases = {a: n for a, n in NUMPY_ALIASES.items()
+               if n in names and a not in names}
+    checks_format = "memory_format" in names
+    if not (aliases or checks_format) or any(p.kind in (_P.POSITIONAL_ONLY, _P.VAR_POSITIONAL) for p in params):
+        return fn
+    targets = set(aliases.values())
+    first = min((i for i, p in enumerate(params) if p.name in targets), default=len(params))
+    # an alias target and every required positional after it may now be left out (given by alias)
+    optional = {p.name for i, p in enumerate(params)
+                if p.name in targets or (i > first and p.default is _P.empty and p.kind is _P.POSITIONAL_OR_KEYWORD)}
+    ns: Dict[str, Any] = {"_fn": fn, "_M": _MISSING, "_both": _both}
+    if checks_format:
+        from .. import _memory_format
+
+        ns["_check_format"] = _memory_format.check
+    sig, call = [], []
+    kw_started = False
+    for p in params:
+        if p.kind is _P.KEYWORD_ONLY and not kw_started:
+            sig.append("*")
+            kw_started = True
+        if p.kind is _P.VAR_KEYWORD:
+            sig.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+            continue
+        if p.name in optional:
+            sig.append(f"{p.name}=_M")
+        elif p.default is not _P.empty:
+            ns[f"_d_{p.name}"] = p.default
+            sig.append(f"{p.name}=_d_{p.name}")
+        else:
+            sig.append(p.name)
+        call.append(p.name if p.kind is _P.POSITIONAL_OR_KEYWORD else f"{p.name}={p.name}")
+    kw_at = next((i for i, s in enumerate(sig) if s.startswith("**")), len(sig))
+    extra = [f"{a}=_M" for a in aliases]
+    if extra:
+        sig[kw_at:kw_at] = extra if kw_started else ["*", *extra]
+    body = []
+    for a, n in aliases.items():
+        body += [f"    if {a} is not _M:",
+                 f"        if {n} is not _M: raise _both({fn.__name__!r}, {n!r}, {a!r})",
+                 f"        {n} = {a}"]
+    if checks_format:
+        body.append(f"    _check_format({params[0].name}, memory_format, {fn.__name__!r})")
+    required = []
+    for p in params:
+        if p.name not in optional:
+            continue
+        if p.default is not _P.empty:
+            ns[f"_d_{p.name}"] = p.default
+            body.append(f"    if {p.name} is _M: {p.name} = _d_{p.name}")
+        else:
+            required.append(p.name)
+    if required:
+        # left out: the op itself raises its missing-argument error
+        given = ", ".join(f"({p.name!r}, {p.name})" for p in params
+                          if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY))
+        test = " or ".join(f"{r} is _M" for r in required)
+        body += [f"    if {test}:",
+                 f"        return _fn(**{{k: v for k, v in ({given},) if v is not _M}})"]
+    src = (f"def {fn.__name__}({', '.join(sig)}):\n" + "\n".join(body)
+           + f"\n    return _fn({', '.join(call)})\n")
+    exec(compile(src, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>", "exec"), ns)
+    adapter = functools.update_wrapper(ns[fn.__name__], fn)
+    return adapter  # type: ignore[no-any-return]

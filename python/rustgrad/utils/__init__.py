@@ -1,4 +1,4 @@
 """rustgrad.utils: activation checkpointing (`rustgrad.utils.checkpoint`) and hook handles
 (`rustgrad.utils.hooks.RemovableHandle`), as torch.utils."""
 
-from . import checkpoint, hooks  # noqa: F401
+from . import checkpoint, dlpack, hooks  # noqa: F401
