@@ -370,7 +370,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
                 self._shutdown_workers()
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")
+                raise RuntimeError(
+                    f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from None
             return False, None
 
     def _get_data(self) -> Any:
