@@ -2,15 +2,17 @@
 and gate formulas, written from differentiable rustgrad ops (one linear for the input
 projection of the whole sequence per layer and direction, then one step per time step).
 
-PackedSequence input is not supported.
+A PackedSequence input runs step by step over its batch sizes (`_forward_packed`): each
+sequence's final state is the one at its own last step, as torch's.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from ... import _creation
 from ..._ops.views import cat, stack
@@ -18,6 +20,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -69,6 +72,61 @@ def _direction(mode: str, x: Tensor, h: Tensor, c: Optional[Tensor], weights: Li
             h = _rnn_step(mode, steps[t], h, w_hh, b_hh)
         outs[t] = h
     return stack(outs, 0), h, c
+
+
+def _cell(mode: str, gi: Tensor, h: Tensor, c: Optional[Tensor],
+          weights: List[Any]) -> Tuple[Tensor, Optional[Tensor]]:
+    _, w_hh, _, b_hh, w_hr = weights
+    if mode == "LSTM":
+        return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+    if mode == "GRU":
+        return _gru_step(gi, h, w_hh, b_hh), None
+    return _rnn_step(mode, gi, h, w_hh, b_hh), None
+
+
+def _packed_direction(mode: str, data: Tensor, h: Tensor, c: Optional[Tensor],
+                      weights: List[Any], reverse: bool,
+                      batch_sizes: List[int]) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    """One layer in one direction over packed rows (sum(batch_sizes), I) from the states of
+    the whole batch (N, H); returns (packed out, h_n, c_n)."""
+    gis = F.linear(data, weights[0], weights[2])
+    starts = [sum(batch_sizes[:t]) for t in range(len(batch_sizes))]
+    outs: List[Any] = [None] * len(batch_sizes)
+    if reverse:
+        # sequences join the batch (at their last step) as the walk goes back in time
+        h0, c0 = h, c
+        live = batch_sizes[-1]
+        h, c = h0[:live], (c0[:live] if c0 is not None else None)
+        for t in range(len(batch_sizes) - 1, -1, -1):
+            bs = batch_sizes[t]
+            if bs > live:
+                h = cat([h, h0[live:bs]], 0)
+                c = cat([c, c0[live:bs]], 0) if c is not None and c0 is not None else c
+                live = bs
+            h, c = _cell(mode, gis[starts[t]:starts[t] + bs], h, c, weights)
+            outs[t] = h
+        return cat(outs, 0), h, c
+    # sequences leave the batch after their last step, keeping that step's state
+    done_h: List[Tensor] = []
+    done_c: List[Tensor] = []
+    for t, bs in enumerate(batch_sizes):
+        if bs < h.size(0):
+            done_h.insert(0, h[bs:])
+            h = h[:bs]
+            if c is not None:
+                done_c.insert(0, c[bs:])
+                c = c[:bs]
+        h, c = _cell(mode, gis[starts[t]:starts[t] + bs], h, c, weights)
+        outs[t] = h
+    h_n = cat([h, *done_h], 0) if done_h else h
+    c_n = cat([c, *done_c], 0) if done_c and c is not None else c
+    return cat(outs, 0), h_n, c_n
+
+
+def _mini_batch(rnn: Any, input: Tensor, batch_sizes: Any) -> int:
+    if batch_sizes is not None:
+        return int(batch_sizes[0])
+    return input.size(0) if rnn.batch_first else input.size(1)
 
 
 # ---- the sequence modules -----------------------------------------------------------------
@@ -166,8 +224,9 @@ class RNNBase(Module):
         w0 = self._flat_weights[0]
         if w0 is not None and input.dtype != w0.dtype:
             raise ValueError(f"input must have the type {w0.dtype}, got type {input.dtype}")
-        if input.dim() != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        expected_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
             raise RuntimeError(
                 "input.size(-1) must be equal to input_size. Expected "
@@ -176,7 +235,7 @@ class RNNBase(Module):
 
     def get_expected_hidden_size(self, input: Tensor,
                                  batch_sizes: Any = None) -> Tuple[int, int, int]:
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, size)
@@ -219,9 +278,11 @@ class RNNBase(Module):
         return [get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
                 get("weight_hr")]
 
-    def _run(self, x: Tensor, h0: Tensor,
-             c0: Optional[Tensor]) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
-        """x: (T, N, I) (time first); h0, c0: (layers * directions, N, H)."""
+    def _run(self, x: Tensor, h0: Tensor, c0: Optional[Tensor],
+             direction: Callable[..., Any] = _direction
+             ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """x: (T, N, I) (time first), or packed rows with _packed_direction; h0, c0:
+        (layers * directions, N, H)."""
         if isinstance(x, Tensor) and x.dim() == 3 and x.size(0) == 0:
             raise RuntimeError(
                 "Expected sequence length to be larger than 0 in RNN"
@@ -235,8 +296,8 @@ class RNNBase(Module):
             outs = []
             for d in range(num_directions):
                 i = layer * num_directions + d
-                out, h, c = _direction(self.mode, x, h0s[i], c0s[i] if c0s else None,
-                                       self._layer_weights(layer, d), d == 1)
+                out, h, c = direction(self.mode, x, h0s[i], c0s[i] if c0s else None,
+                                      self._layer_weights(layer, d), d == 1)
                 outs.append(out)
                 hs.append(h)
                 if c is not None:
@@ -245,6 +306,32 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         return x, stack(hs, 0), (stack(cs, 0) if cs else None)
+
+    def _forward_packed(self, input: PackedSequence, hx: Any) -> Tuple[PackedSequence, Any]:
+        """forward for a PackedSequence: states in sorted order inside, caller's order out."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        lstm = self.mode == "LSTM"
+        num_directions = 2 if self.bidirectional else 1
+
+        def zeros(size: int) -> Tensor:
+            return _creation.zeros((self.num_layers * num_directions, sizes[0], size),
+                                   dtype=data.dtype, device=data.device)
+
+        real = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            hx = (zeros(real), zeros(self.hidden_size)) if lstm else zeros(real)
+        elif sorted_indices is not None:
+            hx = (tuple(s.index_select(1, sorted_indices) for s in hx) if lstm
+                  else hx.index_select(1, sorted_indices))
+        self.check_forward_args(data, hx, batch_sizes)
+        x, h_n, c_n = self._run(data, hx[0] if lstm else hx, hx[1] if lstm else None,
+                                functools.partial(_packed_direction, batch_sizes=sizes))
+        states = [h_n, *([c_n] if c_n is not None else [])]
+        if unsorted_indices is not None:
+            states = [s.index_select(1, unsorted_indices) for s in states]
+        output = PackedSequence(x, batch_sizes, sorted_indices, unsorted_indices)
+        return output, (tuple(states) if lstm else states[0])
 
     def _prepare(self, input: Tensor, name: str) -> Tuple[Tensor, bool, int]:
         if input.dim() not in (2, 3):
@@ -277,6 +364,8 @@ class _SingleStateRNN(RNNBase):
     _name = "RNN"
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)  # type: ignore[return-value]
         input, is_batched, batch_dim = self._prepare(input, self._name)
         if hx is not None:
             if not is_batched and hx.dim() != 2:
@@ -338,7 +427,7 @@ class LSTM(RNNBase):
 
     def get_expected_cell_size(self, input: Tensor,
                                batch_sizes: Any = None) -> Tuple[int, int, int]:
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         return (self.num_layers * num_directions, mini_batch, self.hidden_size)
 
@@ -353,6 +442,8 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor,  # type: ignore[override]
                 hx: Optional[Tuple[Tensor, Tensor]] = None
                 ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)  # type: ignore[return-value]
         input, is_batched, batch_dim = self._prepare(input, "LSTM")
         if hx is None:
             real = self.proj_size if self.proj_size > 0 else self.hidden_size
