@@ -1,8 +1,10 @@
 """rustgrad.nn: Module, Parameter, layers, losses, functional and init, as torch.nn."""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
+from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", *_modules_all]
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "DataParallel",
+           *_modules_all]
