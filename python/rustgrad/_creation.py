@@ -224,6 +224,8 @@ def from_numpy(array: Any) -> Tensor:
     """A tensor sharing memory with `array` (writes through either show in the other)."""
     if not isinstance(array, _np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if type(array) is not _np.ndarray:
+        array = array.view(_np.ndarray)  # np.memmap, np.matrix: the same memory, as torch's
     _dtype.from_np(array.dtype)
     return _wrap(array)
 
