@@ -34,16 +34,42 @@ class _TypedMeta(type):
         return isinstance(other, Tensor) and other.dtype.name == cls._dtype_name
 
     def __call__(cls, *args: Any, device: Any = None) -> Any:
-        from . import _creation
-
         dt = _dtype.from_np(__import__("numpy").dtype(cls._dtype_name))
-        if not args:
-            return _creation.empty(0, dtype=dt, device=device)
-        if all(isinstance(a, int) for a in args):
-            return _creation.empty(*args, dtype=dt, device=device)
-        if len(args) == 1:
-            return _creation.tensor(args[0], dtype=dt, device=device)
-        raise TypeError(f"new() received an invalid combination of arguments - got {args!r}")
+        return _new(dt, args, device, typed=True)
+
+
+def _new(dt: _dtype.dtype, args: tuple, device: Any, typed: bool) -> Tensor:
+    """torch's legacy `new(...)`: no argument is an empty tensor, ints or a Size are sizes
+    (uninitialised), a tensor is aliased, anything else is data converted to dt."""
+    from . import _creation
+    from ._size import Size
+
+    if not args:
+        return _creation.empty(0, dtype=dt, device=device)
+    if (len(args) == 1 and isinstance(args[0], Size)) or all(
+            isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return _creation.empty(*args, dtype=dt, device=device)
+    if len(args) == 1:
+        data = args[0]
+        if isinstance(data, Tensor):
+            if typed and data.dtype != dt:
+                raise TypeError(f"expected {dt} (got {data.dtype})")
+            return data.detach()
+        if isinstance(data, (bool, int, float, complex)):
+            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+        return _creation.tensor(data, dtype=dt, device=device)
+    raise TypeError(f"new() received an invalid combination of arguments - got {args!r}")
+
+
+def legacy_new(*args: Any, device: Any = None, **kwargs: Any) -> Tensor:
+    """`Tensor(...)` called by a user: torch's legacy constructor in the default dtype (the
+    binding's TensorBase makes the new tensor an alias of this one)."""
+    if "data" in kwargs:
+        args = (*args, kwargs.pop("data"))
+    if kwargs:
+        raise TypeError(f"new() received an invalid combination of arguments - got "
+                        f"unexpected keyword arguments {sorted(kwargs)}")
+    return _new(_dtype.get_default_dtype(), args, device, typed=False)
 
 
 def _typed(name: str, dtype_name: str) -> type:

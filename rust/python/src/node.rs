@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyTuple, PyWeakrefReference};
+use pyo3::types::{PyDict, PyTuple, PyType, PyWeakrefReference};
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::{node_id, AccumulateGrad, NodeRef};
 
@@ -14,9 +14,58 @@ use crate::gc::{traverse_below, traverse_exclusive_node};
 use crate::handle::{new_handle, HandleList};
 use crate::py_value::{PyGrad, PyNode, PyNodePostHook, PyNodePreHook};
 
-#[pyclass(name = "Node", module = "rustgrad._core", frozen, weakref)]
+#[pyclass(name = "Node", module = "rustgrad._core", frozen, weakref, subclass)]
 pub struct PyNodeHandle {
     pub node: NodeRef<PyGrad>,
+}
+
+thread_local! {
+    /// The node `handle_for` is making a handle of: the per-name class's constructor takes it
+    /// from here (Python cannot pass a node in).
+    static PENDING: std::cell::RefCell<Option<NodeRef<PyGrad>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Per grad_fn name, its Python class: a subclass of `Node` named as torch names the node's type
+/// (`type(fn).__name__ == "MulBackward0"`), made on first use. Slotless, so a handle costs what
+/// a plain `Node` does.
+static CLASSES: Mutex<Option<HashMap<String, Py<PyType>>>> = Mutex::new(None);
+
+fn class_for<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
+    let short = name.trim_start_matches("torch::autograd::");
+    if let Some(cls) = CLASSES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(short))
+    {
+        return Ok(cls.bind(py).clone());
+    }
+    let ns = PyDict::new(py);
+    ns.set_item("__slots__", PyTuple::empty(py))?;
+    ns.set_item("__module__", "builtins")?; // as torch's node types
+    let base = py.get_type::<PyNodeHandle>();
+    let cls = py
+        .get_type::<PyType>()
+        .call1((short, (base,), ns))?
+        .downcast_into::<PyType>()?;
+    CLASSES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .entry(short.to_owned())
+        .or_insert_with(|| cls.clone().unbind());
+    Ok(cls)
+}
+
+fn new_handle_of<'py>(
+    py: Python<'py>,
+    node: NodeRef<PyGrad>,
+) -> PyResult<Bound<'py, PyNodeHandle>> {
+    let cls = class_for(py, &node.name())?;
+    PENDING.with(|p| *p.borrow_mut() = Some(node));
+    let made = cls.call0();
+    PENDING.with(|p| p.borrow_mut().take());
+    Ok(made?.downcast_into::<PyNodeHandle>()?)
 }
 
 /// One Python object per node while any is alive, as torch: `y.grad_fn is y.grad_fn`, and
@@ -47,7 +96,7 @@ pub fn handle_for(py: Python<'_>, node: NodeRef<PyGrad>) -> PyResult<Bound<'_, P
     if let Some(h) = cached_handle(py, id) {
         return Ok(h);
     }
-    let handle = Bound::new(py, PyNodeHandle { node })?;
+    let handle = new_handle_of(py, node)?;
     let weak = PyWeakrefReference::new(&handle)?.unbind();
     let stale = {
         let mut guard = HANDLES.lock().unwrap_or_else(|e| e.into_inner());
@@ -77,6 +126,17 @@ pub fn handle_for(py: Python<'_>, node: NodeRef<PyGrad>) -> PyResult<Bound<'_, P
 
 #[pymethods]
 impl PyNodeHandle {
+    /// Only `handle_for` makes handles; from Python this is CPython's refusal.
+    #[new]
+    fn py_new() -> PyResult<Self> {
+        match PENDING.with(|p| p.borrow_mut().take()) {
+            Some(node) => Ok(PyNodeHandle { node }),
+            None => Err(pyo3::exceptions::PyTypeError::new_err(
+                "cannot create 'Node' instances",
+            )),
+        }
+    }
+
     fn name(&self) -> String {
         self.node.name()
     }

@@ -30,6 +30,13 @@ pub struct TensorMeta {
     pub requires_grad: bool,
 }
 
+thread_local! {
+    /// Note [Internal construction]: set by `new_tensor_of` around its class call, so that
+    /// `py_new` can tell the ops' bare construction (hot, no arguments) from a user's legacy
+    /// `Tensor()` (which torch answers with an empty tensor) without looking at arguments.
+    static INTERNAL_NEW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 #[pyclass(subclass, weakref, name = "TensorBase", module = "rustgrad._core")]
 pub struct PyTensor {
     pub data: Py<PyAny>,
@@ -205,8 +212,12 @@ pub fn new_tensor_of<'py>(
     grad_fn: Option<NodeRef<PyGrad>>,
     output_nr: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let obj = cls.call0()?;
-    let t = obj.downcast_into::<PyTensor>()?;
+    // Note [Internal construction]: the class call below is ours, not the user's legacy
+    // `Tensor(...)`; py_new reads this flag to hand back a bare placeholder.
+    INTERNAL_NEW.with(|f| f.set(true));
+    let obj = cls.call0();
+    INTERNAL_NEW.with(|f| f.set(false));
+    let t = obj?.downcast_into::<PyTensor>()?;
     {
         let mut b = t.borrow_mut();
         b.data = data;
@@ -388,21 +399,28 @@ fn grad_accumulator(obj: &Bound<'_, PyAny>, b: &mut PyTensor) -> Arc<AccumulateG
 #[pymethods]
 impl PyTensor {
     #[new]
-    #[pyo3(signature = (*_args, **_kwargs))]
+    #[pyo3(signature = (*args, **kwargs))]
     fn py_new(
         py: Python<'_>,
-        _args: &Bound<'_, pyo3::types::PyTuple>,
-        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Self> {
-        // Ops make tensors by calling the class with no arguments and filling them in; torch's
-        // legacy constructor `Tensor(data)` / `Tensor(2, 3)` is refused rather than half-built.
-        if !_args.is_empty() || _kwargs.is_some_and(|k| !k.is_empty()) {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "rustgrad.Tensor(...) does not take data or sizes: use rustgrad.tensor(data) or \
-                 rustgrad.empty(*sizes) (torch.Tensor(...) is torch's legacy constructor)",
-            ));
+        // Ops make tensors by calling the class with no arguments and filling them in (see Note
+        // [Internal construction]); any other call is torch's legacy constructor, built in
+        // Python (`Tensor([1., 2.])`, `Tensor(2, 3)`, `Tensor()`), and this tensor aliases it.
+        if INTERNAL_NEW.with(|f| f.replace(false)) {
+            return Ok(PyTensor::placeholder(py));
         }
-        Ok(PyTensor::placeholder(py))
+        let made = py
+            .import("rustgrad._legacy")?
+            .getattr("legacy_new")?
+            .call(args, kwargs)?;
+        let made = made.downcast::<PyTensor>()?.try_borrow()?;
+        let mut t = PyTensor::placeholder(py);
+        t.data = made.data.clone_ref(py);
+        t.version = made.version.clone();
+        t.storage = made.storage.clone();
+        Ok(t)
     }
 
     #[getter]
