@@ -1,0 +1,61 @@
+"""Upsample, UpsamplingNearest2d and UpsamplingBilinear2d: F.interpolate as layers, as torch's."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from ..._tensor import Tensor
+from .. import functional as F
+from .module import Module
+
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+
+class Upsample(Module):
+    """Resamples its input to `size` or by `scale_factor` with F.interpolate's `mode`."""
+
+    def __init__(self, size: Optional[Any] = None, scale_factor: Optional[Any] = None,
+                 mode: str = "nearest", align_corners: Optional[bool] = None,
+                 recompute_scale_factor: Optional[bool] = None) -> None:
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        # torch keeps factors as floats (a 0 or None factor as None)
+        if isinstance(scale_factor, tuple):
+            self.scale_factor: Any = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        """F.interpolate of input with this layer's settings."""
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        # layers pickled before recompute_scale_factor existed recomputed the scale
+        state.setdefault("recompute_scale_factor", True)
+        super().__setstate__(state)
+
+    def extra_repr(self) -> str:
+        if self.scale_factor is not None:
+            info = f"scale_factor={self.scale_factor!r}"
+        else:
+            info = f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample with mode='nearest' (4-D input)."""
+
+    def __init__(self, size: Optional[Any] = None, scale_factor: Optional[Any] = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample with mode='bilinear', align_corners=True (4-D input)."""
+
+    def __init__(self, size: Optional[Any] = None, scale_factor: Optional[Any] = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
