@@ -284,3 +284,34 @@ def test_optimizer_float64_model_matches_torch():
     _train(rustgrad, rm, ro, x.astype(np.float64), y, 10)
 
     assert_states_close(rm, tm, rtol=1e-10, atol=1e-12)
+
+
+def test_load_state_dict_casts_tensors_in_lists_into_fresh_lists(lib):
+    x = lib.nn.Parameter(lib.tensor([1.0, 2.0]))
+    opt = lib.optim.LBFGS([x], max_iter=3)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((x - 3) ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    y = lib.nn.Parameter(lib.tensor([1.0, 2.0], dtype=lib.float64))
+    o2 = lib.optim.LBFGS([y])
+    o2.load_state_dict(opt.state_dict())
+    assert o2.state[y]["old_dirs"][0].dtype == lib.float64
+    assert o2.state[y]["old_dirs"] is not opt.state[x]["old_dirs"]
+
+
+def test_step_counter_follows_a_float64_default_dtype(lib):
+    prev = lib.get_default_dtype()
+    lib.set_default_dtype(lib.float64)
+    try:
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.Adam([p])
+        p.sum().backward()
+        opt.step()
+        assert opt.state[p]["step"].dtype == lib.float64
+    finally:
+        lib.set_default_dtype(prev)

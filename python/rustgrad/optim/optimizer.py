@@ -257,6 +257,8 @@ class Optimizer:
             return value.to(param.device)
         if isinstance(value, dict):
             return {k: Optimizer._process_value(param, v, key=k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):  # fresh containers, as torch's (LBFGS's history)
+            return type(value)(Optimizer._process_value(param, v) for v in value)
         return value
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -314,7 +316,9 @@ def _zeros_like(p: Tensor) -> Tensor:
 def _step_tensor(value: float = 0.0) -> Tensor:
     from .._creation import tensor
 
-    return tensor(value, dtype=_dtype.float32)
+    # torch's _get_scalar_dtype: float64 only when that is the default dtype
+    default = _dtype.get_default_dtype()
+    return tensor(value, dtype=default if default is _dtype.float64 else _dtype.float32)
 
 
 def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
