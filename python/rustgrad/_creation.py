@@ -6,11 +6,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as _np
 
-from . import _core, _dtype
+from . import _config, _core, _dtype
 from ._backends import CPU, device, namespace, namespace_of
 from ._tensor import Tensor
 
 _make = _core.make_leaf
+_Device = device  # the class, under a name the `device` parameters do not shadow
 
 
 def _wrap(array: Any, requires_grad: bool = False) -> Tensor:
@@ -183,6 +184,8 @@ def tensor(
     pin_memory: bool = False,
 ) -> Tensor:
     """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
+    if device is None:
+        device = _config.default_device()
     try:
         arr = _from_data(data, dtype is not None)
     except (ValueError, TypeError, IndexError):  # IndexError: NumPy's 64-dimension limit
@@ -246,6 +249,8 @@ def _size(size: Sequence[Any]) -> tuple:
 
 def _factory(fill: str, size: Sequence[Any], dtype: Any, device: Any, requires_grad: bool,
              value: Any = None) -> Tensor:
+    if device is None:
+        device = _config.default_device()
     xp = _target(device) if device is not None else namespace(CPU)
     dt = _dtype.to_np(dtype) if dtype is not None else _dtype.get_default_dtype().np
     shape = _size(size)
@@ -328,6 +333,8 @@ def full_like_scalar(t: Tensor, value: Any) -> Tensor:
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    if device is None:
+        device = _config.default_device()
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -344,6 +351,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    if device is None:
+        device = _config.default_device()
     xp = _target(device) if device is not None else namespace(CPU)
     dt = (dtype or _dtype.get_default_dtype()).np
     return _wrap(xp.linspace(start, end, steps, dtype=_np.float64).astype(dt), requires_grad)
@@ -351,46 +360,130 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device:
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
+    if device is None:
+        device = _config.default_device()
     xp = _target(device) if device is not None else namespace(CPU)
     dt = (dtype or _dtype.get_default_dtype()).np
     return _wrap(xp.eye(n, m, dtype=dt), requires_grad)
 
 
-# ---- random numbers: one generator, seeded by manual_seed ---------------------------------
+# ---- random numbers: generators seeded by manual_seed --------------------------------------
+_DEFAULT_SEED = 67280421310721  # torch's default_rng_seed_val: a fresh generator's initial_seed()
+_STATE_BYTES = 56  # PCG64 state and increment (16 bytes each), the spare 32-bit draw, the seed
+
+
 class Generator:
-    def __init__(self) -> None:
-        self._rng = _np.random.default_rng(0)
-        self._seed = 0
+    """A random number generator (NumPy's PCG64), as torch.Generator: seeded with manual_seed,
+    its state saved and restored as a uint8 tensor, passed as `generator=` to the random ops."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        dev = device if isinstance(device, _Device) else _Device(device)
+        if dev.type != "cpu":
+            from . import cuda
+
+            if dev.type != "cuda" or not cuda.is_available():
+                raise RuntimeError(f"rustgrad.Generator: device {str(dev)!r} is not available")
+        self.device = dev
+        self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
-        self._seed = int(seed)
+        """Reseeds this generator; returns it."""
+        seed = int(seed)
+        if seed < -(1 << 63) or seed >= 1 << 64:
+            raise RuntimeError("Overflow when unpacking long long")
+        self._seed = seed & ((1 << 64) - 1)  # torch reads a negative seed as its uint64 bits
         self._rng = _np.random.default_rng(self._seed)
         return self
 
+    def seed(self) -> int:
+        """Reseeds from the OS's entropy; returns the new seed."""
+        s = int(_np.random.SeedSequence().entropy % (1 << 63))
+        self.manual_seed(s)
+        return s
+
     def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
         return self._seed
+
+    def get_state(self) -> Tensor:
+        """The generator's state as a uint8 tensor (for set_state)."""
+        st = self._rng.bit_generator.state
+        raw = (st["state"]["state"].to_bytes(16, "little")
+               + st["state"]["inc"].to_bytes(16, "little")
+               + int(st["has_uint32"]).to_bytes(8, "little")
+               + int(st["uinteger"]).to_bytes(8, "little")
+               + self._seed.to_bytes(8, "little"))
+        return _wrap(_np.frombuffer(raw, dtype=_np.uint8).copy())
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restores a state from get_state(); returns the generator."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not _dtype.uint8:
+            raise RuntimeError(f"expected a torch.ByteTensor, but got "
+                               f"torch.{_dtype.LEGACY_NAMES[new_state.dtype.name]}")
+        raw = bytes(new_state._backend.to_numpy(new_state._data).reshape(-1).tolist())
+        if len(raw) != _STATE_BYTES:
+            raise RuntimeError(f"Expected a rustgrad generator state of size {_STATE_BYTES} but "
+                               f"found the input RNG state size to be {len(raw)}")
+        rng = _np.random.default_rng(0)
+        rng.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(raw[0:16], "little"),
+                      "inc": int.from_bytes(raw[16:32], "little")},
+            "has_uint32": int.from_bytes(raw[32:40], "little"),
+            "uinteger": int.from_bytes(raw[40:48], "little"),
+        }
+        self._rng = rng
+        self._seed = int.from_bytes(raw[48:56], "little")
+        return self
+
+    def __repr__(self) -> str:
+        return f"<rustgrad.Generator object on {self.device}>"
 
 
 default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
+    """Seeds the default generator (and so every random op without generator=)."""
     return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
-    s = int(_np.random.SeedSequence().entropy % (2**63))
-    default_generator.manual_seed(s)
-    return s
+    """Seeds the default generator from the OS's entropy; returns the seed."""
+    return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state as a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restores the default generator's state from get_rng_state()."""
+    default_generator.set_state(new_state)
+
+
+def rng_of(generator: Optional[Generator]) -> Any:
+    """The NumPy generator behind `generator=` (the default generator when None)."""
+    if generator is None:
+        return default_generator._rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a rustgrad.Generator, not {type(generator).__name__}")
+    return generator._rng
 
 
 def _random(kind: str, size: Sequence[Any], dtype: Any, device: Any, requires_grad: bool,
             generator: Optional[Generator] = None, **kw: Any) -> Tensor:
-    rng = (generator or default_generator)._rng
+    rng = rng_of(generator)
+    if device is None:
+        device = _config.default_device()
     shape = _size(size)
     dt = (dtype or _dtype.get_default_dtype()).np
     if kind == "rand":

@@ -48,6 +48,43 @@ bool_ = dtype("bool", _np.bool_, 0)
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 
+
+class _unsupported_dtype(dtype):
+    """A torch dtype no rustgrad backend stores (bfloat16, complex): it exists so that programs
+    can name it (in lookup tables, comparisons, finfo), and refuses any use for data."""
+
+    __slots__ = ("_real_name",)
+
+    def __init__(self, name: str, itemsize: _builtins.int, floating: _builtins.bool,
+                 real: Optional[str] = None) -> None:
+        self.name = name
+        self._cat = 2 if floating else 3
+        self.is_floating_point = floating
+        self.is_complex = not floating
+        self.is_signed = True
+        self.itemsize = itemsize
+        self._real_name = real
+
+    @property  # type: ignore[override]
+    def np(self) -> Any:
+        raise TypeError(
+            f"rustgrad: {self!r} is not supported: the NumPy and CuPy backends store only "
+            "float16/32/64, (u)int8, int16/32/64 and bool tensors")
+
+    def to_real(self) -> dtype:
+        return BY_NAME[self._real_name] if self._real_name else self
+
+    def to_complex(self) -> dtype:
+        return self
+
+
+bfloat16 = _unsupported_dtype("bfloat16", 2, True)
+complex32 = _unsupported_dtype("complex32", 4, False, "float16")
+complex64 = _unsupported_dtype("complex64", 8, False, "float32")
+complex128 = _unsupported_dtype("complex128", 16, False, "float64")
+chalf, cfloat, cdouble = complex32, complex64, complex128
+UNSUPPORTED = (bfloat16, complex32, complex64, complex128)
+
 ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
 _FROM_NP = {d.np: d for d in ALL}
 _default = [float32]
@@ -65,7 +102,7 @@ LEGACY_NAMES = {
     "bool": "BoolTensor",
 }
 
-BY_NAME = {d.name: d for d in ALL}
+BY_NAME = {d.name: d for d in ALL + UNSUPPORTED}
 
 #: the C++ name torch prints for a dtype in its TypeMeta messages ('float', 'c10::Half')
 CPP_NAMES = {
@@ -110,12 +147,16 @@ def from_np(np_dtype: Any) -> dtype:
 
 
 def get_default_dtype() -> dtype:
+    """The dtype of new floating-point tensors."""
     return _default[0]
 
 
 def set_default_dtype(d: dtype) -> None:
+    """Sets the dtype of new floating-point tensors (float32 unless changed)."""
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
+    if isinstance(d, _unsupported_dtype):
+        _ = d.np  # raises: rustgrad cannot make tensors of it
     _default[0] = d
 
 
@@ -123,7 +164,7 @@ def to_np(d: Union[dtype, None]) -> Any:
     if d is None:
         return None
     if isinstance(d, dtype):
-        return d.np
+        return d.np  # an unsupported dtype raises its TypeError here
     raise TypeError(f"dtype must be a rustgrad dtype, not {type(d).__name__}")
 
 
@@ -196,3 +237,67 @@ def checked_int_bounds(np_dt: Any) -> Optional[Tuple[int, int]]:
     bits = np_dt.itemsize * 8
     hi = (1 << bits) - 1 if np_dt.kind == "u" else (1 << (bits - 1)) - 1
     return (-hi if np_dt.kind == "u" else -(1 << (bits - 1))), hi
+
+
+# ---- finfo / iinfo --------------------------------------------------------------------------
+class finfo:
+    """Machine limits of a floating-point dtype (torch.finfo): bits, eps, max, min, tiny,
+    smallest_normal, resolution, dtype (its name)."""
+
+    def __init__(self, type: Optional[dtype] = None) -> None:  # noqa: A002  (torch's name)
+        d = _default[0] if type is None else type
+        if not isinstance(d, dtype) or not (d.is_floating_point or d.is_complex):
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
+                            "to handle 'torch.finfo'")
+        d = d.to_real()
+        if d is bfloat16:
+            # bfloat16 is float32 with 8 bits of mantissa: float32's range, a coarse eps
+            self.bits, self.eps, self.max = 16, 2.0 ** -7, _builtins.float.fromhex("0x1.fep127")
+            self.tiny = _builtins.float.fromhex("0x1p-126")
+            self.resolution = 0.01
+        else:
+            info = _np.finfo(d.np)
+            self.bits = _builtins.int(info.bits)
+            self.eps = _builtins.float(info.eps)
+            self.max = _builtins.float(info.max)
+            self.tiny = _builtins.float(info.smallest_normal)
+            self.resolution = 10.0 ** -_builtins.int(info.precision)
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __eq__(self, other: object) -> _builtins.bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> _builtins.int:
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integer dtype (torch.iinfo): bits, max, min, dtype (its name)."""
+
+    def __init__(self, type: dtype) -> None:  # noqa: A002  (torch's name)
+        if type is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if not isinstance(type, dtype) or type._cat != 1:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
+        info = _np.iinfo(type.np)
+        self.bits = _builtins.int(info.bits)
+        self.max = _builtins.int(info.max)
+        self.min = _builtins.int(info.min)
+        self.dtype = type.name
+
+    def __eq__(self, other: object) -> _builtins.bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> _builtins.int:
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

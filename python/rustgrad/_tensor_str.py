@@ -1,19 +1,69 @@
 """repr of tensors, formatted as torch formats them (torch/_tensor_str.py's algorithm: precision 4,
-scientific when needed, lines wrapped at 80 columns, summarized above 1000 elements)."""
+scientific when needed, lines wrapped at 80 columns, summarized above 1000 elements), under the
+options of `set_printoptions`."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
-from typing import Any, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
 from . import _dtype
 
-_THRESHOLD = 1000
-_EDGE = 3
-_PRECISION = 4
-_LINEWIDTH = 80
+
+@dataclasses.dataclass
+class _PrinterOptions:
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: Optional[bool] = None
+
+
+PRINT_OPTS = _PrinterOptions()
+_PROFILES = {
+    "default": (4, 1000, 3, 80),
+    "short": (2, 1000, 2, 80),
+    "full": (4, math.inf, 3, 80),
+}
+
+
+def set_printoptions(precision: Optional[int] = None, threshold: Optional[float] = None,
+                     edgeitems: Optional[int] = None, linewidth: Optional[int] = None,
+                     profile: Optional[str] = None, sci_mode: Optional[bool] = None) -> None:
+    """Sets how tensors print (as torch: a profile first, then the options given; sci_mode is
+    reset to automatic unless given)."""
+    if profile is not None and profile in _PROFILES:
+        (PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems,
+         PRINT_OPTS.linewidth) = _PROFILES[profile]
+    if precision is not None:
+        PRINT_OPTS.precision = precision
+    if threshold is not None:
+        PRINT_OPTS.threshold = threshold
+    if edgeitems is not None:
+        PRINT_OPTS.edgeitems = edgeitems
+    if linewidth is not None:
+        PRINT_OPTS.linewidth = linewidth
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> Dict[str, Any]:
+    """The current print options, as keywords for set_printoptions."""
+    return dataclasses.asdict(PRINT_OPTS)
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs: Any) -> Iterator[None]:
+    """Print options changed for the duration of a with block."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 class _Formatter:
@@ -32,17 +82,15 @@ class _Formatter:
         hi = max(abs(v) for v in vals)
         lo = min(abs(v) for v in vals)
         self.int_mode = all(float(v).is_integer() for v in vals)
-        if self.int_mode:
-            if hi / lo > 1000.0 or hi > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
-            else:
-                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
-        elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-            self.sci_mode = True
-            self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
+        prec = PRINT_OPTS.precision
+        auto = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        self.sci_mode = auto if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{prec}e}") for v in vals)
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
         else:
-            self.max_width = max(len(f"{v:.{_PRECISION}f}") for v in vals)
+            self.max_width = max(len(f"{v:.{prec}f}") for v in vals)
 
     def width(self) -> int:
         return self.max_width
@@ -50,13 +98,13 @@ class _Formatter:
     def format(self, v: Any) -> str:
         if self.floating:
             if self.sci_mode:
-                ret = f"{v:{self.max_width}.{_PRECISION}e}"
+                ret = f"{v:{self.max_width}.{PRINT_OPTS.precision}e}"
             elif self.int_mode:
                 ret = f"{v:.0f}"
                 if not (math.isinf(v) or math.isnan(v)):
                     ret += "."
             else:
-                ret = f"{v:.{_PRECISION}f}"
+                ret = f"{v:.{PRINT_OPTS.precision}f}"
         else:
             ret = f"{v}"
         return (self.max_width - len(ret)) * " " + ret
@@ -66,12 +114,15 @@ def _summarized(arr: Any) -> Any:
     """torch's get_summarized_data: the edge items that a summarized repr shows."""
     if arr.ndim == 0:
         return arr
+    edge = PRINT_OPTS.edgeitems
     if arr.ndim == 1:
-        if arr.shape[0] > 2 * _EDGE:
-            return np.concatenate((arr[:_EDGE], arr[-_EDGE:]))
+        if arr.shape[0] > 2 * edge:
+            return np.concatenate((arr[:edge], arr[-edge:] if edge else arr[:0]))
         return arr
-    if arr.shape[0] > 2 * _EDGE:
-        rows = list(range(_EDGE)) + list(range(arr.shape[0] - _EDGE, arr.shape[0]))
+    if not edge:
+        return arr[(slice(0, 0),) * arr.ndim]
+    if arr.shape[0] > 2 * edge:
+        rows = list(range(edge)) + list(range(arr.shape[0] - edge, arr.shape[0]))
     else:
         rows = list(range(arr.shape[0]))
     return np.stack([_summarized(arr[i]) for i in rows])
@@ -79,10 +130,13 @@ def _summarized(arr: Any) -> Any:
 
 def _vector_str(arr: Any, indent: int, summarize: bool, fmt: _Formatter) -> str:
     element_length = fmt.width() + 2
-    per_line = max(1, int(math.floor((_LINEWIDTH - indent) / element_length)))
-    if summarize and arr.shape[0] > 2 * _EDGE:
-        data = [fmt.format(v) for v in arr[:_EDGE].tolist()] + [" ..."]
-        data += [fmt.format(v) for v in arr[-_EDGE:].tolist()]
+    per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
+    edge = PRINT_OPTS.edgeitems
+    if summarize and not edge:
+        data = ["..."]
+    elif summarize and arr.shape[0] > 2 * edge:
+        data = [fmt.format(v) for v in arr[:edge].tolist()] + [" ..."]
+        data += [fmt.format(v) for v in arr[-edge:].tolist()]
     else:
         data = [fmt.format(v) for v in arr.tolist()]
     lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
@@ -96,8 +150,9 @@ def _render(arr: Any, fmt: _Formatter, indent: int, summarize: bool) -> str:
         return _vector_str(arr, indent, summarize, fmt)
     n = arr.shape[0]
     idx: List[Any] = list(range(n))
-    if summarize and n > 2 * _EDGE:
-        idx = list(range(_EDGE)) + [None] + list(range(n - _EDGE, n))
+    edge = PRINT_OPTS.edgeitems
+    if summarize and n > 2 * edge:
+        idx = list(range(edge)) + [None] + list(range(n - edge, n))
     sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
     parts = ["..." if i is None else _render(arr[i], fmt, indent + 1, summarize) for i in idx]
     return "[" + sep.join(parts) + "]"
@@ -107,7 +162,7 @@ def _add_suffixes(tensor_str: str, suffixes: List[str], indent: int) -> str:
     out = [tensor_str]
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > _LINEWIDTH:
+        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             out.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:
@@ -121,7 +176,7 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     arr = t._data
     np_arr = t._backend.to_numpy(arr)
     dt = _dtype.from_np(np_arr.dtype)
-    summarize = np_arr.size > _THRESHOLD
+    summarize = np_arr.size > PRINT_OPTS.threshold
     suffixes = []
     indent = len(prefix)
     dev = t.device

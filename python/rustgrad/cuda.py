@@ -18,3 +18,37 @@ def device_count() -> int:
     except (RuntimeError, ImportError):
         return 0
     return cuda.device_count()
+
+
+# ---- seeding: rustgrad draws every random number from its one host generator (then moves the
+# values to the device), so there is no separate CUDA generator to seed; these keep torch's calls
+# working and do nothing.
+def manual_seed(seed: int) -> None:
+    """No-op: rustgrad.manual_seed seeds the one generator cuda tensors draw from too."""
+    int(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """No-op (see manual_seed)."""
+    int(seed)
+
+
+def seed() -> None:
+    """No-op (see manual_seed)."""
+
+
+def seed_all() -> None:
+    """No-op (see manual_seed)."""
+
+
+def _amp() -> object:
+    # registered as the submodule `rustgrad.cuda.amp` (this is a module, not a package)
+    import sys
+
+    from .amp import _cuda_amp
+
+    sys.modules[__name__ + ".amp"] = _cuda_amp
+    return _cuda_amp
+
+
+amp = _amp()

@@ -1,0 +1,45 @@
+"""rustgrad.accelerator: torch's device-agnostic accelerator queries. rustgrad's only
+accelerator is CUDA through CuPy; on a machine without it there is none."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ._backends import device as _device
+
+
+def is_available() -> bool:
+    """Whether an accelerator (CUDA through CuPy) is usable."""
+    from . import cuda
+
+    return cuda.is_available()
+
+
+def current_accelerator(check_available: bool = False) -> Optional[_device]:
+    """device('cuda') where CUDA is usable, else None (torch names the accelerator it was built
+    for even without a GPU; rustgrad names one only when it can run on it)."""
+    return _device("cuda") if is_available() else None
+
+
+def device_count() -> int:
+    """The number of accelerator devices (0 without CUDA)."""
+    from . import cuda
+
+    return cuda.device_count()
+
+
+def current_device_index() -> int:
+    """The index of the current accelerator device (0)."""
+    if not is_available():
+        raise RuntimeError("rustgrad.accelerator: no accelerator is available")
+    return 0
+
+
+def synchronize(device: object = None) -> None:
+    """Waits for the accelerator's queued work (nothing to wait for on the cpu)."""
+    if is_available():
+        from . import cuda
+
+        sync = getattr(cuda, "synchronize", None)
+        if sync is not None:
+            sync()

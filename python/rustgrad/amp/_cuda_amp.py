@@ -1,0 +1,35 @@
+"""rustgrad.cuda.amp: torch's deprecated `torch.cuda.amp` spellings, GradScaler("cuda") and
+autocast("cuda") with the device fixed (and torch's FutureWarning)."""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import _dtype
+from .autocast_mode import autocast as _autocast
+from .grad_scaler import GradScaler as _GradScaler
+
+
+class autocast(_autocast):
+    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)."""
+
+    def __init__(self, enabled: bool = True, dtype: _dtype.dtype = _dtype.float16,
+                 cache_enabled: bool = True) -> None:
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_GradScaler):
+    """torch.cuda.amp.GradScaler: GradScaler("cuda", ...)."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000,
+                 enabled: bool = True) -> None:
+        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)

@@ -1,0 +1,80 @@
+"""autocast: torch's mixed-precision region, as far as rustgrad can honour it.
+
+rustgrad runs every op in its inputs' dtype and has no bfloat16, so it cannot autocast. What
+torch itself disables (cuda without CUDA, an unsupported cpu dtype such as float32) is disabled
+here with torch's warning; `enabled=False` is a no-op; a region torch would really autocast
+raises a RuntimeError on entry rather than silently computing in float32."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Callable, Optional
+
+from .. import _dtype
+
+_DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast could be used on this device type (rustgrad never autocasts)."""
+    return False
+
+
+def is_autocast_enabled(device_type: Optional[str] = None) -> bool:
+    """False: rustgrad never runs ops under autocast."""
+    return False
+
+
+def get_autocast_dtype(device_type: str) -> _dtype.dtype:
+    """The dtype torch's autocast would use on device_type (bfloat16 on cpu, float16 on cuda)."""
+    return _DEFAULT_DTYPES.get(device_type, _dtype.float16)
+
+
+class autocast:
+    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a context
+    manager and decorator; see the module docstring for what rustgrad does with it."""
+
+    def __init__(self, device_type: str, dtype: Optional[_dtype.dtype] = None,
+                 enabled: bool = True, cache_enabled: Optional[bool] = None) -> None:
+        if not isinstance(device_type, str):
+            raise ValueError(
+                f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        self.device = device_type
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._enabled = bool(enabled)
+        self._cache_enabled = cache_enabled
+        if not self._enabled:
+            return
+        if device_type == "cuda":
+            from .. import cuda
+
+            if not cuda.is_available():
+                warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
+                              "Disabling", stacklevel=2)
+                self._enabled = False
+        elif device_type == "cpu" and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
+            warnings.warn(
+                "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                "CPU Autocast only supports dtype of torch.bfloat16, torch.float16 currently.",
+                stacklevel=2)
+            self._enabled = False
+
+    def __enter__(self) -> autocast:
+        if self._enabled:
+            raise RuntimeError(
+                f"rustgrad cannot autocast to {self.fast_dtype!r} on {self.device!r}: it runs "
+                "every op in its inputs' dtype (and has no bfloat16). Pass enabled=False (or "
+                "dtype=torch.float32 on the cpu), or cast the model and inputs explicitly.")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def decorate_autocast(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return decorate_autocast

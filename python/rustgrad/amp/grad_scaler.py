@@ -1,0 +1,237 @@
+"""GradScaler: torch's dynamic loss scaling, with its states, errors and scale updates.
+
+rustgrad has float16 tensors, so scaling is computed for real where it is enabled: on the cpu
+(`GradScaler("cpu")`), and on cuda where CuPy sees a GPU. `GradScaler("cuda")` on a machine
+without CUDA warns and disables itself, as torch's: then scale() returns its input, step() calls
+optimizer.step() and update() does nothing."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import abc
+from typing import Any, Dict, Optional, Union
+
+_READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+def _fresh_state() -> Dict[str, Any]:
+    return {"stage": _READY, "found_inf": None}
+
+
+class GradScaler:
+    """Multiplies the loss by a scale factor, unscales gradients before the step, skips steps
+    whose gradients overflowed, and grows or backs off the scale."""
+
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0**16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        self._device = device
+        self._enabled = enabled
+        if device == "cuda" and enabled:
+            from .. import cuda
+
+            if not cuda.is_available():
+                warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available."
+                              "  Disabling.", stacklevel=2)
+                self._enabled = False
+        if self._enabled:
+            assert growth_factor > 1.0, "The growth factor must be > 1.0."
+            assert backoff_factor < 1.0, "The backoff factor must be < 1.0."
+            self._init_scale = float(init_scale)
+            self._scale: Optional[float] = None  # set on the first scale(), as torch's
+            self._growth_factor = float(growth_factor)
+            self._backoff_factor = float(backoff_factor)
+            self._growth_interval = int(growth_interval)
+            self._init_growth_tracker = 0
+            self._growth_tracker: Optional[int] = None
+            self._per_optimizer_states: Dict[int, Dict[str, Any]] = {}
+
+    def _state_of(self, optimizer: Any) -> Dict[str, Any]:
+        return self._per_optimizer_states.setdefault(id(optimizer), _fresh_state())
+
+    def _check_scale(self, funcname: str) -> float:
+        msg = ("This may indicate your script did not use scaler.scale(loss or outputs) earlier "
+               "in the iteration.")
+        assert self._scale is not None, f"Attempted {funcname} but _scale is None.  {msg}"
+        return self._scale
+
+    def _lazy_init(self) -> None:
+        if self._scale is None:
+            self._scale = self._init_scale
+            self._growth_tracker = self._init_growth_tracker
+
+    def scale(self, outputs: Any) -> Any:
+        """outputs (a tensor or an iterable of them) times the scale factor."""
+        if not self._enabled:
+            return outputs
+        from .. import _creation, _dtype
+        from .._tensor import Tensor
+
+        self._lazy_init()
+
+        def apply(val: Any) -> Any:
+            if isinstance(val, Tensor):
+                factor = _creation.full((), self._scale, dtype=_dtype.float32, device=val.device)
+                return val * factor
+            if isinstance(val, abc.Iterable):
+                mapped = map(apply, val)
+                return type(val)(mapped) if isinstance(val, (list, tuple)) else mapped
+            raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+        return apply(outputs)
+
+    def unscale_(self, optimizer: Any) -> None:
+        """Divides optimizer's gradients by the scale in place, and notes any inf/NaN in them."""
+        if not self._enabled:
+            return
+        from ..autograd import no_grad
+
+        scale = self._check_scale("unscale_")
+        state = self._state_of(optimizer)
+        if state["stage"] == _UNSCALED:
+            raise RuntimeError(
+                "unscale_() has already been called on this optimizer since the last update().")
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = float(_f32(1.0 / scale))  # reciprocal in float64, then float32, as torch
+        found_inf = False
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if p.grad.dtype.name == "float16":
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    p.grad.mul_(inv_scale)
+                    if not bool(p.grad.isfinite().all()):
+                        found_inf = True
+        state["found_inf"] = found_inf
+        state["stage"] = _UNSCALED
+
+    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        """optimizer.step() unless the unscaled gradients hold inf/NaN (then the step is skipped
+        and None returned)."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_scale("step")
+        state = self._state_of(optimizer)
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] == _READY:
+            self.unscale_(optimizer)
+        retval = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        state["stage"] = _STEPPED
+        return retval
+
+    def update(self, new_scale: Optional[Union[float, Any]] = None) -> None:
+        """Backs the scale off after an overflow, grows it after growth_interval clean steps
+        (or sets new_scale)."""
+        if not self._enabled:
+            return
+        scale = self._check_scale("update")
+        if new_scale is not None:
+            if isinstance(new_scale, float):
+                self._scale = float(_f32(new_scale))
+            else:
+                reason = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
+                          "torch.FloatTensor with requires_grad=False.")
+                assert new_scale.numel() == 1, reason
+                assert new_scale.requires_grad is False, reason
+                self._scale = float(new_scale.item())
+        else:
+            found = [s["found_inf"] for s in self._per_optimizer_states.values()
+                     if s["found_inf"] is not None]
+            assert len(found) > 0, "No inf checks were recorded prior to update."
+            if any(found):
+                self._scale = float(_f32(scale * self._backoff_factor))
+                self._growth_tracker = 0
+            else:
+                tracker = (self._growth_tracker or 0) + 1
+                if tracker == self._growth_interval:
+                    grown = float(_f32(scale * self._growth_factor))
+                    if math.isfinite(grown):
+                        self._scale = grown
+                    tracker = 0
+                self._growth_tracker = tracker
+        self._per_optimizer_states = {}
+
+    def get_scale(self) -> float:
+        """The current scale (1.0 when scaling is disabled)."""
+        if not self._enabled:
+            return 1.0
+        return self._init_scale if self._scale is None else self._scale
+
+    def get_growth_factor(self) -> float:
+        """The factor the scale grows by."""
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Sets the factor the scale grows by."""
+        self._growth_factor = new_factor
+
+    def get_backoff_factor(self) -> float:
+        """The factor the scale backs off by."""
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Sets the factor the scale backs off by."""
+        self._backoff_factor = new_factor
+
+    def get_growth_interval(self) -> int:
+        """The number of clean steps before the scale grows."""
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Sets the number of clean steps before the scale grows."""
+        self._growth_interval = new_interval
+
+    def _get_growth_tracker(self) -> int:
+        if not self._enabled:
+            return 0
+        return self._init_growth_tracker if self._growth_tracker is None else self._growth_tracker
+
+    def is_enabled(self) -> bool:
+        """Whether this scaler scales (False after it disabled itself)."""
+        return self._enabled
+
+    def state_dict(self) -> Dict[str, Any]:
+        """scale, growth/backoff factors, interval and tracker ({} when disabled)."""
+        if not self._enabled:
+            return {}
+        return {
+            "scale": self.get_scale(),
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._get_growth_tracker(),
+        }
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores what state_dict() returned."""
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved "
+                               "from a disabled instance of GradScaler.")
+        self._init_scale = float(state_dict["scale"])
+        if self._scale is not None:
+            self._scale = self._init_scale
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._init_growth_tracker = int(state_dict["_growth_tracker"])
+        if self._growth_tracker is not None:
+            self._growth_tracker = self._init_growth_tracker
+
+
+def _f32(x: float) -> float:
+    """x rounded to float32, as torch's float32 scale tensor holds it."""
+    import struct
+
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:  # beyond float32's range
+        return math.copysign(math.inf, x)

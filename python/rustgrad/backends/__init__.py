@@ -1,0 +1,9 @@
+"""rustgrad.backends: torch's switches for its native backends (cuDNN, cuBLAS TF32, MPS,
+opt_einsum). rustgrad computes with NumPy/CuPy, so the switches change nothing; they exist with
+torch's names, types and defaults, and keep what a program sets."""
+
+from __future__ import annotations
+
+from . import cuda, cudnn, mps, opt_einsum
+
+__all__ = ["cuda", "cudnn", "mps", "opt_einsum"]
