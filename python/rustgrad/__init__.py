@@ -20,12 +20,14 @@ from ._creation import (
     Generator,
     arange,
     as_tensor,
+    default_generator,
     empty,
     empty_like,
     eye,
     from_numpy,
     full,
     full_like,
+    get_rng_state,
     initial_seed,
     linspace,
     manual_seed,
@@ -38,22 +40,29 @@ from ._creation import (
     randn,
     randn_like,
     seed,
+    set_rng_state,
     tensor,
     zeros,
     zeros_like,
 )
 from ._dtype import (
-    bool_ as bool,  # noqa: A001  (torch.bool)
-)
-from ._dtype import (
+    bfloat16,
+    cdouble,
+    cfloat,
+    chalf,
+    complex32,
+    complex64,
+    complex128,
     double,
     dtype,
+    finfo,
     float,  # noqa: A004
     float16,
     float32,
     float64,
     get_default_dtype,
     half,
+    iinfo,
     int,  # noqa: A004
     int8,
     int16,
@@ -64,6 +73,9 @@ from ._dtype import (
     set_default_dtype,
     short,
     uint8,
+)
+from ._dtype import (
+    bool_ as bool,  # noqa: A001  (torch.bool)
 )
 from ._legacy import (  # noqa: F401  (torch's typed constructors)
     BoolTensor,
@@ -151,7 +163,25 @@ def result_type(tensor1: _Any, tensor2: _Any) -> dtype:
 
 __version__ = "0.1.0"
 
-from . import nn, optim, utils
+from . import accelerator, amp, backends, cpu, nn, optim, testing, utils
+from ._config import (
+    are_deterministic_algorithms_enabled,
+    compile,  # noqa: A004  (torch.compile returns the model: rustgrad has no compiler)
+    get_default_device,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_default_device,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_num_threads,
+    use_deterministic_algorithms,
+)
+from ._tensor_str import set_printoptions
+from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .serialization import load, save
 
@@ -172,6 +202,15 @@ __all__ = [
     "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
     "set_grad_enabled", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_tensor", "numel", "load", "save",
+    "accelerator", "amp", "backends", "cpu", "testing",
+    "bfloat16", "cdouble", "cfloat", "chalf", "complex32", "complex64", "complex128", "finfo",
+    "iinfo", "default_generator", "get_rng_state", "set_rng_state",
+    "are_deterministic_algorithms_enabled", "compile", "get_default_device",
+    "get_deterministic_debug_mode", "get_float32_matmul_precision", "get_num_interop_threads",
+    "get_num_threads", "is_deterministic_algorithms_warn_only_enabled", "set_default_device",
+    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
+    "set_num_threads", "use_deterministic_algorithms", "set_printoptions", "autocast",
+    "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
     "is_complex", "is_floating_point", "from_dlpack",
     *_OP_NAMES,
