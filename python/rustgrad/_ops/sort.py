@@ -82,15 +82,29 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: Any = None) -> Any:
     """The sorted distinct values, optionally with the inverse indices and the counts."""
-    if dim is not None:
-        raise NotImplementedError("rustgrad.unique: dim is not supported")
     d = input._data
     xp = input._backend
+    if dim is not None:
+        return _unique_dim(input, _wrap_dim(dim, max(d.ndim, 1)), return_inverse, return_counts)
     res = xp.unique(d.reshape(-1), return_inverse=True, return_counts=True)
     vals, inv, counts = res
     outs = [_const(vals)]
     if return_inverse:
         outs.append(_const(inv.reshape(d.shape).astype(_INT64)))
+    if return_counts:
+        outs.append(_const(counts.astype(_INT64)))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _unique_dim(input: Tensor, dim: int, return_inverse: bool, return_counts: bool) -> Any:
+    """The distinct slices along dim, sorted lexicographically (NaNs never equal, as torch)."""
+    d = input._data
+    xp = input._backend
+    vals, inv, counts = xp.unique(d, return_inverse=True, return_counts=True, axis=dim,
+                                  equal_nan=False)
+    outs = [_const(xp.ascontiguousarray(vals))]
+    if return_inverse:
+        outs.append(_const(inv.reshape(-1).astype(_INT64)))
     if return_counts:
         outs.append(_const(counts.astype(_INT64)))
     return outs[0] if len(outs) == 1 else tuple(outs)
