@@ -37,6 +37,9 @@ test: $(VENV)/.test build
 FUZZ_EXAMPLES ?= 20000
 fuzz: $(VENV)/.test build
 	RUSTGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/programs/test_fuzz_programs.py
+	$(PIP) install -q atheris==2.3.0
+	mkdir -p target/fuzz-load
+	$(PY) tests/programs/fuzz_load.py -atheris_runs=$(or $(FUZZ_LOAD_RUNS),20000) -artifact_prefix=target/fuzz-load/
 
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here) slow current NumPy builds;
 # both libraries are measured without them, one BLAS thread each.
