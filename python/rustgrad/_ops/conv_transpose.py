@@ -108,9 +108,13 @@ def _backward(g: Tensor, saved: Any, ctx: Any) -> Any:
         ww = out_size(gw_, kw, d[1], s[1], p[1], p[1])
         if (hh, ww) != (h, wd):
             cols = cols.reshape(-1, n, hh, ww)[:, :, :h, :wd].reshape(-1, n * h * wd)
-        cg, ckg = c // groups, og * kh * kw
-        x2 = x.permute(1, 0, 2, 3).reshape(groups, cg, n * h * wd)
-        gw = (x2 @ cols.reshape(groups, ckg, n * h * wd).transpose(1, 2)).reshape(c, og, kh, kw)
+        cg, ckg, nl = c // groups, og * kh * kw, n * h * wd
+        x2 = x.permute(1, 0, 2, 3).reshape(c, nl)
+        if groups == 1:  # a 2-D product runs as one BLAS call
+            gw = (x2 @ cols.t()).reshape(c, og, kh, kw)
+        else:
+            gw = x2.reshape(groups, cg, nl) @ cols.reshape(groups, ckg, nl).transpose(1, 2)
+            gw = gw.reshape(c, og, kh, kw)
     if nb:
         gb = g.sum((0, 2, 3))
     return (gx, gw, gb) if has_bias else (gx, gw)

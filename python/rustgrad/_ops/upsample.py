@@ -125,8 +125,12 @@ def _resample_array(xp: Any, a: Any, plans: Sequence[Optional[Plan]]) -> Any:
             continue
         out = None
         for k in range(idx.shape[0]):
-            term = xp.take(a, idx[k], axis=axis) * _along(w[k].astype(a.dtype), axis, a.ndim)
-            out = term if out is None else out + term
+            term = xp.take(a, idx[k], axis=axis)
+            term *= _along(w[k].astype(a.dtype), axis, a.ndim)
+            if out is None:
+                out = term
+            else:
+                out += term
         a = out
     return xp.ascontiguousarray(a)
 
