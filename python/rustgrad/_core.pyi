@@ -1,8 +1,8 @@
 """Type stubs for the compiled module rustgrad._core (rust/python/src). Keep in step with it."""
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from typing_extensions import disjoint_base, final
+from typing_extensions import disjoint_base
 
 SECOND_BACKWARD: str
 CREATION_MULTI_OUTPUT_NODE: int
@@ -20,9 +20,9 @@ __all__ = [
     "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
 ]
 
-@final
 class Node:
-    """A grad_fn object: a node of the backward graph."""
+    """A grad_fn object: a node of the backward graph. Each grad_fn name has its own subclass
+    (`type(fn).__name__ == "MulBackward0"`), made by the binding on first use."""
 
     def name(self) -> str: ...
     @property
@@ -39,6 +39,7 @@ class Node:
     ) -> HookHandleBase: ...
     def register_prehook(self, hook: Callable[[Tuple[Any, ...]], Any]) -> HookHandleBase: ...
     def _saved_values(self) -> Tuple[Any, ...]: ...
+    def __dir__(self) -> List[str]: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 

@@ -4,7 +4,7 @@ typed constructors (`FloatTensor([1, 2])`, `LongTensor(2, 3)`), with torch's isi
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Tuple
 
 from . import _dtype
 from ._tensor import Tensor
@@ -38,7 +38,7 @@ class _TypedMeta(type):
         return _new(dt, args, device, typed=True)
 
 
-def _new(dt: _dtype.dtype, args: tuple, device: Any, typed: bool) -> Tensor:
+def _new(dt: _dtype.dtype, args: Tuple[Any, ...], device: Any, typed: bool) -> Tensor:
     """torch's legacy `new(...)`: no argument is an empty tensor, ints or a Size are sizes
     (uninitialised), a tensor is aliased, anything else is data converted to dt."""
     from . import _creation

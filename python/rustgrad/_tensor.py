@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from . import _core, _dtype
 from ._backends import namespace_of
@@ -134,7 +134,7 @@ class Tensor(_core.TensorBase):
         """(DLPack device type, device index) of this tensor's memory."""
         return self._data.__dlpack_device__()
 
-    def __deepcopy__(self, memo: dict) -> Tensor:
+    def __deepcopy__(self, memo: Dict[int, Any]) -> Tensor:
         if not self.is_leaf:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
@@ -386,7 +386,7 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + n if dim < 0 else dim
 
 
-def _deepcopy_array(data: Any, memo: dict) -> Any:
+def _deepcopy_array(data: Any, memo: Dict[int, Any]) -> Any:
     """A copy of data; arrays over one memory (a tensor and its views) copied in one memo share
     their copy, as torch's deepcopy shares storages."""
     root = data

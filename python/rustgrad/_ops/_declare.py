@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 Names = Union[str, Sequence[str], None]
@@ -190,5 +190,4 @@ def with_numpy_aliases(fn: F) -> F:
     src = (f"def {fn.__name__}({', '.join(sig)}):\n" + "\n".join(body)
            + f"\n    return _fn({', '.join(call)})\n")
     exec(compile(src, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>", "exec"), ns)
-    adapter = functools.update_wrapper(ns[fn.__name__], fn)
-    return adapter  # type: ignore[no-any-return]
+    return cast(F, functools.update_wrapper(ns[fn.__name__], fn))

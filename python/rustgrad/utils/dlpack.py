@@ -1,5 +1,5 @@
 """DLPack exchange, as torch.utils.dlpack: `from_dlpack(obj)` wraps another library's array or
-tensor without a copy; `to_dlpack(t)` is t's legacy (unversioned) DLPack capsule."""
+tensor without a copy; `to_dlpack(t)` is t's memory as a DLPack capsule."""
 
 from __future__ import annotations
 
@@ -40,5 +40,11 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
 
 
 def to_dlpack(tensor: Tensor) -> Any:
-    """tensor's memory as a legacy DLPack capsule (refused for a tensor that requires grad)."""
-    return tensor.__dlpack__()
+    """tensor's memory as a DLPack capsule (as torch's, also of a tensor that requires grad).
+    The capsule is versioned where the array library can make one: a legacy capsule carries no
+    read-only flag, so NumPy would import it read-only."""
+    t = tensor.detach()
+    try:
+        return t.__dlpack__(max_version=(1, 0))
+    except TypeError:  # an array library without versioned capsules
+        return t.__dlpack__()

@@ -227,6 +227,26 @@ impl PyNodeHandle {
         Ok(f.call1((slf, name))?.unbind())
     }
 
+    /// What torchviz-style walkers list: the class's names, less the binding's own `_saved_*`
+    /// helpers, plus this node kind's `_saved_<name>` attributes.
+    fn __dir__(slf: &Bound<'_, Self>) -> PyResult<Vec<String>> {
+        let py = slf.py();
+        let mut names: Vec<String> = py
+            .import("builtins")?
+            .getattr("object")?
+            .getattr("__dir__")?
+            .call1((slf,))?
+            .extract()?;
+        names.retain(|n| n != "_saved_values" && n != "_saved_released");
+        let saved = py.import("rustgrad._ops._declare")?.getattr("SAVED")?;
+        if let Ok(getters) = saved.get_item(slf.get().node.name()) {
+            for key in getters.try_iter()? {
+                names.push(format!("_saved_{}", key?.extract::<String>()?));
+            }
+        }
+        Ok(names)
+    }
+
     fn _saved_released(&self) -> bool {
         self.node
             .as_any()
