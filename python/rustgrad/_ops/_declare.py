@@ -4,7 +4,10 @@
     def add(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor: ...
 
 `op` records a `Decl` and returns the function itself, so a bound method or operator is the op
-function with no wrapper frame (the recorded-op hot path stays one Python call). Nothing is
+function with no wrapper frame (the recorded-op hot path stays one Python call). The one
+exception is an op with a `dim` or `keepdim` parameter: its public names are bound to an adapter
+that also takes NumPy's `axis=`/`keepdims=`, as torch's parser does (`with_numpy_aliases`); the
+family module's own name stays the plain function for internal callers. Nothing is
 attached here: `rustgrad._bind` attaches every declared name once, after all families are
 imported, and refuses a name declared twice. The same declarations feed the generated stubs, the
 README op table and `grad_fn._saved_<name>` (`saved`).
