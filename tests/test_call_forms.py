@@ -232,3 +232,10 @@ def test_dtype_predicates(dtype: str) -> None:
 def test_to_np_helper_is_used() -> None:
     # the parity helper compares arrays of both libraries (guards the tests above)
     assert to_np((np.ones(1),))[0].tolist() == [1.0]
+
+
+def test_ops_taking_aliases_still_pickle_by_reference(lib: Any) -> None:
+    import pickle
+
+    for fn in (lib.sum, lib.cat, lib.Tensor.mean, lib.mul):
+        assert pickle.loads(pickle.dumps(fn)) is fn

@@ -193,4 +193,8 @@ def with_numpy_aliases(fn: F) -> F:
     src = (f"def {fn.__name__}({', '.join(sig)}):\n" + "\n".join(body)
            + f"\n    return _fn({', '.join(call)})\n")
     exec(compile(src, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>", "exec"), ns)
-    return cast(F, functools.update_wrapper(ns[fn.__name__], fn))
+    adapter = functools.update_wrapper(ns[fn.__name__], fn)
+    # pickled by reference as `<family>.<op>.numpy_aliases`, which names this very object
+    fn.numpy_aliases = adapter  # type: ignore[attr-defined]
+    adapter.__qualname__ = f"{fn.__qualname__}.numpy_aliases"
+    return cast(F, adapter)
