@@ -417,11 +417,8 @@ class Generator:
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restores a state from get_state(); returns the generator."""
-        if not isinstance(new_state, Tensor):
-            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
-        if new_state.dtype is not _dtype.uint8:
-            raise RuntimeError(f"expected a torch.ByteTensor, but got "
-                               f"torch.{_dtype.LEGACY_NAMES[new_state.dtype.name]}")
+        if not isinstance(new_state, Tensor) or new_state.dtype is not _dtype.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         raw = bytes(new_state._backend.to_numpy(new_state._data).reshape(-1).tolist())
         if len(raw) != _STATE_BYTES:
             raise RuntimeError(f"Expected a rustgrad generator state of size {_STATE_BYTES} but "
