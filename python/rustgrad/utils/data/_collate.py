@@ -95,13 +95,13 @@ def collate(batch: Any, *, collate_fn_map: Optional[CollateFnMap] = None) -> Any
             key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem
         })
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(list(s), collate_fn_map=collate_fn_map)
-                           for s in zip(*batch)))
+        return elem_type(*(collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [collate(list(s), collate_fn_map=collate_fn_map) for s in zip(*batch)]
+        # each column stays the tuple zip makes: strings inside come back as tuples, as torch's
+        columns = [collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return columns  # torch turns tuples into lists here
         return _sequence_like(elem, columns)

@@ -5,7 +5,6 @@ per-worker seeding, and `get_worker_info()`."""
 from __future__ import annotations
 
 import os
-import queue
 import random
 import sys
 import traceback
@@ -104,11 +103,11 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
     return seed
 
 
-def _worker_loop(dataset_kind: int, dataset: Any, index_queue: Any, data_queue: Any,
+def _worker_loop(dataset_kind: int, dataset: Any, index_pipe: Any, data_queue: Any,
                  done_event: Any, auto_collation: bool, collate_fn: Callable[[Any], Any],
                  drop_last: bool, base_seed: int, init_fn: Optional[Callable[[int], None]],
                  worker_id: int, num_workers: int) -> None:
-    """One worker: (task, indices) from index_queue -> (task, batch) to data_queue, until None."""
+    """One worker: (task, indices) from index_pipe -> (task, batch) to data_queue, until None."""
     global _worker_info
     try:
         seed = _seed_worker(base_seed, worker_id)
@@ -127,10 +126,12 @@ def _worker_loop(dataset_kind: int, dataset: Any, index_queue: Any, data_queue: 
         iteration_end = False
         parent = os.getppid()
         while os.getppid() == parent:  # stop when the main process is gone
-            try:
-                r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
-            except queue.Empty:
+            if not index_pipe.poll(MP_STATUS_CHECK_INTERVAL):
                 continue
+            try:
+                r = index_pipe.recv()
+            except EOFError:  # the main process closed its end
+                break
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
                 iteration_end = False

@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import queue
 import warnings
+import weakref
 from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar, Union
 
 import rustgrad
@@ -31,6 +32,9 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 
 _T_co = TypeVar("_T_co", covariant=True)
 
+# how often (seconds) the main process, waiting for a batch, checks that its workers are alive
+_MAIN_POLL_INTERVAL = 1.0
+
 
 class _InfiniteConstantSampler(Sampler[None]):
     """The sampler of an iterable dataset: None forever (the fetcher ignores indices)."""
@@ -38,6 +42,25 @@ class _InfiniteConstantSampler(Sampler[None]):
     def __iter__(self) -> Any:
         while True:
             yield None
+
+
+class _IndexPipe:
+    """The main process's end of a worker's index pipe, with a Queue's put."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def put(self, obj: Any) -> None:
+        try:
+            self._conn.send(obj)
+        except OSError:  # closed, or the worker is gone: its death is reported on the next get
+            pass
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except OSError:
+            pass
 
 
 class DataLoader(Generic[_T_co]):
@@ -313,7 +336,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
-        self._shutdown = True  # until the workers exist, there is nothing to shut down
         self._prefetch_factor = loader.prefetch_factor or 2
         ctx = loader.multiprocessing_context or multiprocessing
         self._worker_init_fn = loader.worker_init_fn
@@ -321,20 +343,26 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues: List[Any] = []
         self._workers: List[Any] = []
+        # Shutting down is a weakref.finalize holding the workers and their channels, not a
+        # __del__: an iterator caught in a reference cycle (an exception's traceback, say) is
+        # finalized by the garbage collector together with whatever only it references, so a
+        # __del__ could find its pipes already closed and wait out every worker's timeout.
+        self._finalizer = weakref.finalize(self, _shutdown_workers, self._workers,
+                                           self._index_queues, self._worker_result_queue,
+                                           self._workers_done_event)
         self._shutdown = False
         for i in range(self._num_workers):
-            index_queue = ctx.Queue()
-            # a worker that dies must not make the main process hang on exit flushing its queue
-            index_queue.cancel_join_thread()
+            # indices go down a pipe, written synchronously (no feeder thread to outlive)
+            reader, writer = ctx.Pipe(duplex=False)
             w = ctx.Process(
                 target=_worker._worker_loop,
-                args=(self._dataset_kind, self._dataset, index_queue, self._worker_result_queue,
+                args=(self._dataset_kind, self._dataset, reader, self._worker_result_queue,
                       self._workers_done_event, self._auto_collation, self._collate_fn,
                       self._drop_last, self._base_seed, self._worker_init_fn, i,
                       self._num_workers),
                 daemon=True)
             w.start()
-            self._index_queues.append(index_queue)
+            self._index_queues.append(_IndexPipe(writer))
             self._workers.append(w)
         self._data_queue = self._worker_result_queue
         self._reset(loader, first_iter=True)
@@ -381,7 +409,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
             return data
         while True:
-            ok, data = self._try_get_data(MP_STATUS_CHECK_INTERVAL)
+            ok, data = self._try_get_data(_MAIN_POLL_INTERVAL)
             if ok:
                 return data
 
@@ -440,30 +468,30 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             data.reraise()
         return data
 
-    def _mark_worker_as_unavailable(self, worker_id: int, shutdown: bool = False) -> None:
+    def _mark_worker_as_unavailable(self, worker_id: int) -> None:
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self) -> None:
-        if getattr(self, "_shutdown", True):
-            return
-        self._shutdown = True
-        try:
-            self._workers_done_event.set()
-            for i in range(len(self._workers)):
-                if self._persistent_workers or self._workers_status[i]:
-                    self._mark_worker_as_unavailable(i, shutdown=True)
-            for w in self._workers:
-                w.join(timeout=MP_STATUS_CHECK_INTERVAL)
-            for q in self._index_queues:
-                q.cancel_join_thread()
-                q.close()
-            self._worker_result_queue.cancel_join_thread()
-            self._worker_result_queue.close()
-        finally:
-            for w in self._workers:
-                if w.is_alive():
-                    w.terminate()
+        if not getattr(self, "_shutdown", True):
+            self._shutdown = True
+            self._finalizer()
 
-    def __del__(self) -> None:
-        self._shutdown_workers()
+
+def _shutdown_workers(workers: List[Any], index_pipes: List[Any], result_queue: Any,
+                      done_event: Any) -> None:
+    """Stops an iterator's workers: each is told to exit, given time to, then terminated."""
+    try:
+        done_event.set()
+        for pipe in index_pipes:
+            pipe.put(None)
+        for w in workers:
+            w.join(timeout=MP_STATUS_CHECK_INTERVAL)
+        for pipe in index_pipes:
+            pipe.close()
+        result_queue.cancel_join_thread()
+        result_queue.close()
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()

@@ -137,18 +137,12 @@ class SubsetRandomSampler(Sampler[int]):
         return len(self.indices)
 
 
-def _multinomial(weights: Any, num_samples: int, replacement: bool, generator: Any) -> List[int]:
-    """Indices drawn with probabilities proportional to a 1-d float64 `weights`, with torch's
-    multinomial errors; uniform numbers come from rustgrad's generator."""
-    if hasattr(rustgrad, "multinomial"):
-        return rustgrad.multinomial(weights, num_samples, replacement,
-                                    generator=generator).tolist()
-    w = np.asarray(weights.tolist(), dtype=np.float64)
-    n = w.shape[0]
+def _check_weights(w: np.ndarray, num_samples: int, replacement: bool) -> None:
+    """torch.multinomial's errors for a 1-d weight vector (its wording differs by replacement)."""
     if not replacement:
         if not np.all(np.isfinite(w) & (w >= 0)):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if num_samples > n:
+        if num_samples > w.shape[0]:
             raise RuntimeError(
                 "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     elif np.any(np.isnan(w) | (w < 0)):
@@ -156,20 +150,29 @@ def _multinomial(weights: Any, num_samples: int, replacement: bool, generator: A
     elif np.any(np.isinf(w)):
         raise RuntimeError(
             "invalid multinomial distribution (encountering probability entry = infinity or NaN)")
-    total = w.sum()
-    if not total > 0:
+    if not w.sum() > 0:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+
+
+def _multinomial(weights: Any, num_samples: int, replacement: bool, generator: Any) -> List[int]:
+    """Indices drawn with probabilities proportional to a 1-d float64 `weights`, with torch's
+    multinomial errors; the randomness comes from rustgrad's generator."""
+    w = np.asarray(weights.tolist(), dtype=np.float64)
+    _check_weights(w, num_samples, replacement)
+    if hasattr(rustgrad, "multinomial"):
+        return rustgrad.multinomial(weights, num_samples, replacement,
+                                    generator=generator).tolist()
+    n = w.shape[0]
     u = np.asarray(rustgrad.rand(num_samples if replacement else n, dtype=rustgrad.float64,
                                  generator=generator).tolist(), dtype=np.float64)
     if replacement:
         # inverse CDF: zero-weight indices own an empty interval and are never drawn
-        idx = np.searchsorted(np.cumsum(w), u * total, side="right")
+        idx = np.searchsorted(np.cumsum(w), u * w.sum(), side="right")
         return np.minimum(idx, n - 1).tolist()
     # exponential race: the k largest w / E (E ~ Exp(1)) are a weighted draw without replacement;
     # zero weights come last, in index order, as torch's
     e = np.maximum(-np.log1p(-u), np.finfo(np.float64).tiny)
-    keys = w / e
-    return np.argsort(-keys, kind="stable")[:num_samples].tolist()
+    return np.argsort(-(w / e), kind="stable")[:num_samples].tolist()
 
 
 class WeightedRandomSampler(Sampler[int]):
