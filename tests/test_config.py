@@ -66,6 +66,26 @@ def test_backend_queries_return_torchs_types():
     assert isinstance(b.opt_einsum.is_available(), bool)
 
 
+@pytest.mark.parametrize("kernel", ["flash", "mem_efficient", "math", "cudnn"])
+def test_sdp_kernel_toggles(kernel, lib):
+    b = lib.backends.cuda
+    query = getattr(b, f"{kernel}_sdp_enabled")
+    assert query() is True
+    try:
+        getattr(b, f"enable_{kernel}_sdp")(False)
+        assert query() is False
+    finally:
+        getattr(b, f"enable_{kernel}_sdp")(True)
+
+
+def test_cudnn_flags_context_restores(lib):
+    cudnn = lib.backends.cudnn
+    with cudnn.flags(enabled=False, deterministic=True):
+        assert cudnn.enabled is False and cudnn.deterministic is True
+    assert cudnn.enabled is True and cudnn.deterministic is False
+    assert isinstance(lib.backends.mkldnn.enabled, bool)
+
+
 def test_the_common_setup_lines_run():
     # the lines training scripts start with
     rustgrad.backends.cudnn.benchmark = True

@@ -4,6 +4,6 @@ torch's names, types and defaults, and keep what a program sets."""
 
 from __future__ import annotations
 
-from . import cuda, cudnn, mps, opt_einsum
+from . import cuda, cudnn, mkldnn, mps, opt_einsum
 
-__all__ = ["cuda", "cudnn", "mps", "opt_einsum"]
+__all__ = ["cuda", "cudnn", "mkldnn", "mps", "opt_einsum"]

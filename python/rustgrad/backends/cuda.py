@@ -26,3 +26,47 @@ def is_built() -> bool:
 def preferred_linalg_library(backend: object = None) -> str:
     """The linear algebra library: always the array library's own."""
     return "default"
+
+
+# scaled_dot_product_attention kernels: torch's toggles (rustgrad has one math kernel)
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
+
+def enable_flash_sdp(enabled: bool) -> None:
+    """Records the flash attention toggle."""
+    _sdp["flash"] = bool(enabled)
+
+
+def flash_sdp_enabled() -> bool:
+    """The flash attention toggle (True by default)."""
+    return _sdp["flash"]
+
+
+def enable_mem_efficient_sdp(enabled: bool) -> None:
+    """Records the memory-efficient attention toggle."""
+    _sdp["mem_efficient"] = bool(enabled)
+
+
+def mem_efficient_sdp_enabled() -> bool:
+    """The memory-efficient attention toggle (True by default)."""
+    return _sdp["mem_efficient"]
+
+
+def enable_math_sdp(enabled: bool) -> None:
+    """Records the math attention toggle."""
+    _sdp["math"] = bool(enabled)
+
+
+def math_sdp_enabled() -> bool:
+    """The math attention toggle (True by default)."""
+    return _sdp["math"]
+
+
+def enable_cudnn_sdp(enabled: bool) -> None:
+    """Records the cuDNN attention toggle."""
+    _sdp["cudnn"] = bool(enabled)
+
+
+def cudnn_sdp_enabled() -> bool:
+    """The cuDNN attention toggle (True by default)."""
+    return _sdp["cudnn"]
