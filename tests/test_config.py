@@ -519,3 +519,20 @@ def test_per_device_amp_modules_exist(lib):
         with lib.cuda.amp.autocast(enabled=False):
             pass
     assert lib.is_autocast_enabled() is False
+
+
+def test_custom_fwd_bwd_decorate_functions(lib):
+    class Double(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu")
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    x = lib.ones(2, requires_grad=True)
+    Double.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -3,8 +3,15 @@ modules for how much of it rustgrad can honour."""
 
 from __future__ import annotations
 
-from .autocast_mode import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from .autocast_mode import (
+    autocast,
+    custom_bwd,
+    custom_fwd,
+    get_autocast_dtype,
+    is_autocast_available,
+    is_autocast_enabled,
+)
 from .grad_scaler import GradScaler
 
-__all__ = ["GradScaler", "autocast", "get_autocast_dtype", "is_autocast_available",
-           "is_autocast_enabled"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype",
+           "is_autocast_available", "is_autocast_enabled"]

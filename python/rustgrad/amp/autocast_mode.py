@@ -78,3 +78,19 @@ class autocast:
                 return func(*args, **kwargs)
 
         return decorate_autocast
+
+
+def custom_fwd(fwd: Optional[Callable[..., Any]] = None, *, device_type: str,
+               cast_inputs: Optional[_dtype.dtype] = None) -> Any:
+    """torch.amp.custom_fwd for an autograd.Function's forward: returns it unchanged (rustgrad
+    never autocasts, so there is no region to leave or inputs to cast)."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    return fwd
+
+
+def custom_bwd(bwd: Optional[Callable[..., Any]] = None, *, device_type: str) -> Any:
+    """torch.amp.custom_bwd for an autograd.Function's backward: returns it unchanged."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    return bwd
