@@ -1,17 +1,21 @@
-"""Resampling: interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)
-and the deprecated upsample / upsample_nearest / upsample_bilinear.
+"""Resampling: interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area;
+antialias for bilinear/bicubic) and the deprecated upsample / upsample_nearest / upsample_bilinear.
 
 Every mode but area is separable: along each spatial dim an output element is a weighted sum of
-1, 2 or 4 input elements (taps), with indices and weights computed as torch's CPU kernels do
-(in float32 for float32 input, so the sample positions agree). The forward is one gather per tap
+a few input elements (taps), with indices and weights computed as torch's CPU kernels do (in
+float32 for float32 input, so the sample positions agree). The forward is one gather per tap
 and dim; the backward is its adjoint, a scatter-add written as gathers (each tap's indices are
 non-decreasing, so each input element collects a contiguous run of outputs). Both are recorded
 nodes (UpsampleBilinear2DBackward0 and its UpsampleBilinear2DBackwardBackward0), each the
-other's backward, so gradients of any order work. area is adaptive average pooling, as torch's.
+other's backward, so gradients of any order work. Where torch's backward kernel picks its
+indices differently from its forward (nearest's size shortcuts, bicubic's same-size copy,
+antialias's kept dims), the backward follows torch's backward. area is adaptive average
+pooling, as torch's.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -33,6 +37,8 @@ _NODES = {
     ("bilinear", 2): "UpsampleBilinear2DBackward0",
     ("trilinear", 3): "UpsampleTrilinear3DBackward0",
     ("bicubic", 2): "UpsampleBicubic2DBackward0",
+    ("bilinear-aa", 2): "UpsampleBilinear2DAaBackward0",
+    ("bicubic-aa", 2): "UpsampleBicubic2DAaBackward0",
 }
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
 _CUBIC_A = -0.75
@@ -107,6 +113,33 @@ def _cubic_plan(xp: Any, dt: Any, n_in: int, n_out: int, align_corners: bool,
     w = xp.stack([far(t + one), near(t), near(one - t), far(2 * one - t)])
     idx = xp.stack([xp.clip(i0 - 1 + k, 0, n_in - 1) for k in range(4)])
     return n_in, n_out, idx, w
+
+
+def _aa_plan(xp: Any, dt: Any, n_in: int, n_out: int, align_corners: bool,
+             scale: Optional[float], cubic: bool) -> Plan:
+    """torch's antialiased taps (as PIL's): the triangle or Keys (a = -0.5) filter stretched by
+    the scale when downsampling, normalized per output; taps past a window weigh 0."""
+    sc = _scale(xp, dt, n_in, n_out, align_corners, scale)
+    half = dt.type(2.0 if cubic else 1.0)
+    support = half * sc if sc >= 1 else half
+    taps = int(math.ceil(support)) * 2 + 1
+    inv = dt.type(1) / sc if sc >= 1 else dt.type(1)
+    center = sc * (xp.arange(n_out, dtype=dt) + dt.type(0.5))
+    lo = xp.maximum((center - support + dt.type(0.5)).astype(_dtype.int64.np), 0)
+    size = xp.clip(xp.minimum((center + support + dt.type(0.5)).astype(_dtype.int64.np), n_in)
+                   - lo, 0, taps)
+    j = xp.arange(taps)[:, None]
+    x = xp.abs((j + lo - center + dt.type(0.5)) * inv).astype(dt)
+    if cubic:
+        a = dt.type(-0.5)
+        w = xp.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                     xp.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0))
+    else:
+        w = xp.where(x < 1, 1 - x, 0)
+    w = xp.where(j < size, w, 0).astype(dt)
+    total = w.sum(axis=0)
+    w = w / xp.where(total != 0, total, 1)
+    return n_in, n_out, xp.minimum(j + lo, n_in - 1), w
 
 
 # ---- the separable map and its adjoint on arrays ----------------------------------------------
@@ -286,7 +319,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                 recompute_scale_factor: Optional[bool] = None,
                 antialias: bool = False) -> Tensor:
     """input resampled to `size` or by `scale_factor` (modes nearest, nearest-exact, linear,
-    bilinear, bicubic, trilinear, area)."""
+    bilinear, bicubic, trilinear, area; antialias for bilinear/bicubic)."""
     x = input
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -303,12 +336,10 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
             "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
             "tensor as input"
         )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by rustgrad")
     dim = x.ndim - 2
     if mode == "area" and 1 <= dim <= 3:
         return _area(x, out)
-    name = _NODES.get((mode, dim))
+    name = _NODES.get((mode + ("-aa" if antialias else ""), dim))
     if name is None:
         wants = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
         if wants is not None and 3 <= x.ndim <= 5:
@@ -331,12 +362,17 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
             # torch's 2-d kernel picks the forward's indices as its backward does
             plan: Optional[Plan] = _nearest_plan(xp, n_in, n_out, sc, exact, dim == 2)
             bwd.append(_nearest_plan(xp, n_in, n_out, sc, exact, backward=True))
+        elif antialias:
+            plan = _aa_plan(xp, dt, n_in, n_out, bool(align_corners), sc, mode == "bicubic")
+            bwd.append(plan)
+            if n_in == n_out:  # torch's forward (not its backward) skips a dim that keeps its size
+                plan = None
         else:
             maker = _cubic_plan if mode == "bicubic" else _linear_plan
             plan = maker(xp, dt, n_in, n_out, bool(align_corners), sc)
             bwd.append(plan)
         fwd.append(plan)
-    if mode == "bicubic" and list(x.shape[2:]) == out:
+    if mode == "bicubic" and not antialias and list(x.shape[2:]) == out:
         bwd = [None] * dim  # torch's bicubic backward copies when no size changes
     return _resample(x, fwd, bwd, name)
 
