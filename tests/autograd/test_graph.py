@@ -147,3 +147,17 @@ def test_grad_fn_ids_name_nodes_for_graph_walkers(lib):
     assert sorted(fn.name() for fn in seen.values()) == [
         "AddBackward0", "MulBackward0", "SumBackward0", "torch::autograd::AccumulateGrad",
     ]
+
+
+def test_saved_non_tensor_attributes_survive_backward_and_reductions_expose_dims(lib):
+    x = lib.ones(2, 3, requires_grad=True)
+    y = x.pow(2)
+    y.sum().backward()
+    assert y.grad_fn._saved_exponent == 2  # not a tensor: readable after backward
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.grad_fn._saved_self
+    s = x.sum(1, keepdim=True)
+    assert (s.grad_fn._saved_dim, s.grad_fn._saved_keepdim) == ((1,), True)
+    assert tuple(s.grad_fn._saved_self_sym_sizes) == (2, 3)
+    m = x.mean((0, 1))
+    assert m.grad_fn._saved_dim == (0, 1)

@@ -52,7 +52,16 @@ def _sum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim)
 
 
-@op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"))
+# torch's _saved_ attributes of a reduction over dims (ctx starts with shape, dims, keepdim)
+_SAVED_DIMS = {
+    "dim": lambda s, c: c[1],
+    "keepdim": lambda s, c: c[2],
+    "self_sym_sizes": lambda s, c: tuple(c[0]),
+}
+
+
+@op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"),
+    saved={"SumBackward1": _SAVED_DIMS, "SumBackward0": {"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]}})
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The sum of all entries, or over dim (keepdim keeps reduced dims as size 1)."""
     d = input._data
@@ -76,7 +85,8 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim) / n
 
 
-@op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
+@op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"),
+    saved={"MeanBackward1": _SAVED_DIMS})
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The mean of all entries, or over dim."""
     d = input._data

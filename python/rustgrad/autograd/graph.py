@@ -50,6 +50,29 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
+class _LazySaved:
+    """A node's saved values, unpacked on first use: a getter of a non-tensor attribute (an
+    exponent, a dim) reads only the node's ctx, and works after backward freed the tensors."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+        self._values: Any = None
+
+    def _get(self) -> Any:
+        if self._values is None:
+            self._values = self._node._saved_values()
+        return self._values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._get()[i]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __iter__(self) -> Any:
+        return iter(self._get())
+
+
 def _node_getattr(node: Any, attr: str) -> Any:
     """Attributes of grad_fn objects beyond the Rust ones (called by Node.__getattr__)."""
     name = node.name()
@@ -68,5 +91,5 @@ def _node_getattr(node: Any, attr: str) -> Any:
         key = attr[len("_raw_saved_"):] if attr.startswith("_raw") else attr[len("_saved_"):]
         getter = SAVED.get(name, {}).get(key)
         if getter is not None:
-            return getter(node._saved_values(), ctx)
+            return getter(_LazySaved(node), ctx)
     raise AttributeError(f"'{name}' object has no attribute '{attr}'")
