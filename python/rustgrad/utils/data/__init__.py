@@ -1,9 +1,10 @@
 """rustgrad.utils.data, as torch.utils.data: datasets, samplers, collation and the DataLoader
 (single-process or with worker processes)."""
 
+from . import _utils  # noqa: F401  (torch's _utils.collate / _utils.worker paths)
 from ._collate import default_collate, default_convert
 from ._fetch import _DatasetKind
-from ._worker import WorkerInfo, get_worker_info
+from ._worker import get_worker_info
 from .dataloader import DataLoader
 from .dataset import (
     ChainDataset,
@@ -41,7 +42,6 @@ __all__ = [
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
-    "WorkerInfo",
     "_DatasetKind",
     "default_collate",
     "default_convert",

@@ -9,6 +9,7 @@ import itertools
 import multiprocessing
 import os
 import queue
+import signal
 import warnings
 import weakref
 from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar, Union
@@ -396,10 +397,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             failed = [w for i, w in enumerate(self._workers)
                       if self._workers_status[i] and not w.is_alive()]
             if failed:
-                pids = ", ".join(str(w.pid) for w in failed)
                 self._shutdown_workers()
-                raise RuntimeError(
-                    f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from None
+                raise RuntimeError(_death_message(failed)) from None
             return False, None
 
     def _get_data(self) -> Any:
@@ -476,6 +475,20 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if not getattr(self, "_shutdown", True):
             self._shutdown = True
             self._finalizer()
+
+
+def _death_message(failed: List[Any]) -> str:
+    """torch's words for workers that died: its exit code or signal, where one says why."""
+    w = failed[0]
+    code = w.exitcode
+    if code is not None and code > 0:
+        return (f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code {code}. "
+                "Details are lost due to multiprocessing. Rerunning with num_workers=0 may give "
+                "better error trace.")
+    if code is not None and code < 0:
+        return f"DataLoader worker (pid {w.pid}) is killed by signal: {signal.strsignal(-code)}. "
+    pids = ", ".join(str(f.pid) for f in failed)
+    return f"DataLoader worker (pid(s) {pids}) exited unexpectedly"
 
 
 def _shutdown_workers(workers: List[Any], index_pipes: List[Any], result_queue: Any,

@@ -1,0 +1,4 @@
+"""torch.utils.data._utils's import paths (`_utils.collate`, `_utils.worker`), which some
+programs import from directly."""
+
+from . import collate, worker  # noqa: F401
