@@ -32,9 +32,12 @@ def _target(dev: Any) -> Any:
 
 
 def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
-    """torch's dtype inference for Python data: bools, ints -> int64, floats -> default."""
+    """torch's dtype inference for Python data: bools, ints -> int64, floats -> default; NumPy
+    scalars keep their dtypes (np.float64(2.0) is float64, [np.int32(1)] int32)."""
     arr = _np.asarray(data)
     kind = arr.dtype.kind
+    if not exact and kind in "biuf" and isinstance(_first_leaf(data), _np.generic):
+        return arr.astype(_data_dtype(data).np)
     if kind == "b":
         return arr.astype(_np.bool_)
     if kind in "iu":
@@ -45,6 +48,12 @@ def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     if kind == "O":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
+
+
+def _first_leaf(data: Any) -> Any:
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return data
 
 
 _MAX_DIMS = 128  # torch's limit on the nesting of Python data
@@ -71,8 +80,10 @@ def _data_sizes(data: Any) -> list:
 
 def _data_dtype(x: Any) -> _dtype.dtype:
     """torch's infer_scalar_type of Python data (used only to word errors)."""
-    if isinstance(x, bool) or (isinstance(x, _np.generic) and x.dtype.kind == "b"):
+    if isinstance(x, bool):
         return _dtype.bool_
+    if isinstance(x, _np.generic) and x.dtype.kind in "biuf":  # before float: np.float64 is one
+        return _dtype.from_np(x.dtype)
     if isinstance(x, (int, _np.integer)):
         return _dtype.int64 if isinstance(x, int) else _dtype.from_np(x.dtype)
     if isinstance(x, (float, _np.floating)):
@@ -194,8 +205,11 @@ def tensor(
             raise
     if isinstance(arr, _np.ndarray):
         _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
-        if dtype is None and arr.dtype == _np.float64 and not isinstance(data, (_np.ndarray, Tensor)):
-            arr = arr.astype(_dtype.get_default_dtype().np)
+        if dtype is None and not isinstance(data, (_np.ndarray, Tensor)):
+            if isinstance(_first_leaf(data), _np.generic):  # NumPy scalars keep their dtypes
+                arr = arr.astype(_data_dtype(data).np, copy=False)
+            elif arr.dtype == _np.float64:
+                arr = arr.astype(_dtype.get_default_dtype().np)
     np_dt = _dtype.to_np(dtype)
     if np_dt is not None and isinstance(arr, _np.ndarray) and \
             not isinstance(data, (_np.ndarray, Tensor)):
@@ -504,7 +518,7 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _random("randn", size, dtype, device, requires_grad, generator)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
+def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = None,
             device: Any = None, requires_grad: bool = False,
             generator: Optional[Generator] = None) -> Tensor:
     if size is None:

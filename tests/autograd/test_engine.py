@@ -55,8 +55,3 @@ def test_engine_inplace_error_hint_matches_torch(anomaly):
     assert got.split(" Hint: ")[0] == want.split(" Hint: ")[0]
 
 
-def test_engine_legacy_tensor_constructor_is_refused_with_a_hint():
-    with pytest.raises(TypeError, match=r"use rustgrad.tensor\(data\)"):
-        rustgrad.Tensor([1.0, 2.0])
-    with pytest.raises(TypeError, match="does not take data or sizes"):
-        rustgrad.Tensor(2, 3)

@@ -95,3 +95,23 @@ def test_accepted_data_unchanged():
                 lib.tensor([[np.float32(1)], [2]]), lib.tensor(((1, 2), [3, 4])))
 
     parity(prog)
+
+
+@pytest.mark.parametrize("data", [np.float64(2.0), [np.int32(1)], [np.int16(3), np.int16(4)],
+                                  [np.float32(1.0), 2.0], np.bool_(True), np.float16(1.5),
+                                  [[np.float64(1.0)]]],
+                         ids=repr)
+def test_numpy_scalars_keep_their_dtypes(data):
+    from ..parity import parity
+
+    for make in ("tensor", "as_tensor"):
+        assert str(getattr(rustgrad, make)(data).dtype) == str(getattr(torch, make)(data).dtype)
+        parity(lambda lib: getattr(lib, make)(data))
+
+
+def test_randint_takes_high_and_size_by_keyword():
+    assert rustgrad.randint(high=5, size=(3,)).dtype == rustgrad.int64
+    assert tuple(rustgrad.randint(5, (2,)).shape) == (2,)
+    assert tuple(rustgrad.randint(5, size=(2, 2)).shape) == (2, 2)
+    x = rustgrad.randint(low=3, high=5, size=(100,))
+    assert int(x.min()) >= 3 and int(x.max()) <= 4
