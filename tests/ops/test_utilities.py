@@ -431,3 +431,19 @@ def test_unique_dim_matches_torch(dim):
 
 def test_unique_dim_out_of_range():
     same_error(lambda lib: lib.unique(lib.ones(2, 2), dim=2), "Dimension out of range")
+
+
+@pytest.mark.parametrize("weights", [[1.0, -1.0], [1.0, float("nan")], [1.0, float("inf")],
+                                     [0.0, 0.0]], ids=repr)
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_refuses_bad_distributions_with_torchs_message(weights, replacement):
+    from ..parity import same_error
+
+    same_error(lambda lib: lib.multinomial(lib.tensor(weights), 1, replacement=replacement),
+               "")
+    messages = []
+    for lib in (torch, rustgrad):
+        with pytest.raises(RuntimeError) as info:
+            lib.multinomial(lib.tensor(weights), 1, replacement=replacement)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

@@ -109,8 +109,13 @@ def _check_multinomial(input: Tensor, num_samples: int, replacement: bool, probs
     if not replacement and num_samples > probs.shape[-1]:
         raise RuntimeError(
             "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    bad = (probs < 0) | ~(abs(probs) < float("inf"))
-    if bad.any():
+    if replacement:  # torch's sampler checks each entry: NaN fails ">= 0" first
+        if (~(probs >= 0)).any():
+            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+        if (probs == float("inf")).any():
+            raise RuntimeError(
+                "invalid multinomial distribution (encountering probability entry = infinity or NaN)")
+    elif ((probs < 0) | ~(abs(probs) < float("inf"))).any():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (probs.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
