@@ -109,7 +109,7 @@ def _check_multinomial(input: Tensor, num_samples: int, replacement: bool, probs
     if not replacement and num_samples > probs.shape[-1]:
         raise RuntimeError(
             "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if replacement:  # torch's sampler checks each entry: NaN fails ">= 0" first
+    if replacement and num_samples > 1:  # torch's sampler checks each entry: NaN fails ">= 0"
         if (~(probs >= 0)).any():
             raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
         if (probs == float("inf")).any():
