@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rustgrad
+import torch
 
 from ..parity import parity, same_error
 
@@ -145,8 +147,6 @@ def test_comparison_with_an_out_of_range_int_wraps_as_torch(dtype, scalar, name)
 
 WRITES = {
     "fill_": lambda lib, x, s: x.clone().fill_(s),
-    "clamp_max": lambda lib, x, s: x.clamp(max=s),
-    "clamp_min": lambda lib, x, s: x.clamp(min=s),
     "setitem": lambda lib, x, s: x.clone().__setitem__(0, s),
     "where": lambda lib, x, s: lib.where(x > 3, x, s),
     "masked_fill": lambda lib, x, s: x.masked_fill(x > 3, s),
@@ -165,7 +165,7 @@ def test_writing_an_int_the_dtype_cannot_hold_is_refused(dtype, scalar, name):
 
 @pytest.mark.parametrize("dtype,scalar", [("uint8", -1), ("uint8", -255), ("int8", -128),
                                           ("uint8", 255)])
-@pytest.mark.parametrize("name", ["fill_", "setitem", "masked_fill", "where", "clamp_min"])
+@pytest.mark.parametrize("name", ["fill_", "setitem", "masked_fill", "where"])
 def test_writing_an_int_in_torchs_checked_range_matches(dtype, scalar, name):
     def fn(lib):
         x = lib.tensor([1, 5, 9], dtype=getattr(lib, dtype))
@@ -173,3 +173,33 @@ def test_writing_an_int_in_torchs_checked_range_matches(dtype, scalar, name):
         return x if out is None else out
 
     parity(fn)
+
+
+CLAMPS = {
+    "clamp_min": lambda x, s: x.clamp(min=s),
+    "clamp_max": lambda x, s: x.clamp(max=s),
+    "clamp_both": lambda x, s: x.clamp(s, s),
+    "clamp_": lambda x, s: x.clone().clamp_(min=s),
+    "clamp_max_": lambda x, s: x.clone().clamp_(max=s),
+}
+
+
+@pytest.mark.parametrize("dtype,scalar", [("uint8", 300), ("uint8", 256), ("uint8", 255),
+                                          ("uint8", -1), ("uint8", -256), ("int8", 128),
+                                          ("int8", -129), ("int8", -128), ("int16", 40000),
+                                          ("int16", -40000), ("int32", 2**40)])
+@pytest.mark.parametrize("name", list(CLAMPS))
+def test_clamp_int_bound_outside_the_dtype_as_torch(dtype, scalar, name):
+    # torch's range check: a min above the dtype's range (a max below it) is refused with the
+    # bound and the dtype named; a bound on the far side of the range clamps nothing
+    def fn(lib):
+        return CLAMPS[name](lib.tensor([1, 5, 9], dtype=getattr(lib, dtype)), scalar)
+
+    try:
+        fn(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as info:
+            fn(rustgrad)
+        assert str(info.value) == str(e)
+    else:
+        parity(fn)

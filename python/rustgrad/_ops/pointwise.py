@@ -173,15 +173,35 @@ def reciprocal(input: Tensor) -> Tensor:
 
 # ---- clamp -----------------------------------------------------------------------------
 def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch >= 2.15: a value sitting on a bound gets no gradient (the bounds are strict)
     (a,) = saved
     lo, hi = ctx
     mask = None
     if lo is not None:
-        mask = a >= lo
+        mask = a > lo
     if hi is not None:
-        m = a <= hi
+        m = a < hi
         mask = m if mask is None else mask & m
     return g * mask
+
+
+def _int_bounds(np_dt: Any, lo: Any, hi: Any) -> Any:
+    """torch's range check of int bounds on an integer tensor: a min above the dtype's range or a
+    max below it is an error; a bound on the far side of the range clamps nothing."""
+    if np_dt.kind not in "iu":
+        return lo, hi
+    bits = np_dt.itemsize * 8
+    low = 0 if np_dt.kind == "u" else -(1 << (bits - 1))
+    high = (1 << bits) - 1 if np_dt.kind == "u" else (1 << (bits - 1)) - 1
+    name = _dtype.scalar_type_name(_dtype.from_np(np_dt))
+    def fits(v: Any) -> bool:  # a Python int torch converts to a C integer at all
+        return type(v) is int and -(1 << 63) <= v < (1 << 64)
+
+    for which, v in (("min", lo), ("max", hi)):
+        if fits(v) and ((v > high) if which == "min" else (v < low)):
+            raise RuntimeError(f"Clamp {which} value {v:g} is outside the representable range "
+                               f"of {name}")
+    return (low if fits(lo) and lo < low else lo), (high if fits(hi) and hi > high else hi)
 
 
 def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
@@ -191,6 +211,7 @@ def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if d.dtype.kind != "f" and (type(lo) is float or type(hi) is float):
         d = d.astype(_dtype.get_default_dtype().np)  # int tensor, float bound: default float
+    lo, hi = _int_bounds(d.dtype, lo, hi)
     out = d
     if lo is not None:
         out = xp.maximum(out, checked_int(d.dtype, lo))
@@ -218,19 +239,26 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 
 def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch's clamp_backward and clamp_backward_min_max
+    # torch >= 2.15's clamp_backward_min_max: a tie between the input and a bound splits the
+    # gradient in halves; a NaN input passes its gradient through
     from .compare import where
 
     a, lo, hi = saved
     zero = g * 0
+    half = g * 0.5
     if lo is not None and hi is not None:
-        ga = where((a >= lo) & (a <= hi), g, zero)
-        glo = where((a < lo) & (lo < hi), g, zero)
-        ghi = where((a > hi) | (hi < lo), g, zero)
+        lt, le = lo < hi, lo <= hi
+        ga = where((a < lo) | (a > hi), zero, where(((a == lo) | (a == hi)) & lt, half, g))
+        glo = where(le & (a < lo), g, where(lt & (a == lo), half, zero))
+        ghi = where((hi < lo) | (le & (a > hi)), g, where(lt & (a == hi), half, zero))
     elif lo is not None:
-        ga, glo, ghi = where(a >= lo, g, zero), where(a < lo, g, zero), None
+        tie = a == lo
+        ga = where(a < lo, zero, where(tie, half, g))
+        glo, ghi = where(a > lo, zero, where(tie, half, g)), None
     else:
-        ga, glo, ghi = where(a <= hi, g, zero), None, where(a > hi, g, zero)
+        tie = a == hi
+        ga = where(a > hi, zero, where(tie, half, g))
+        glo, ghi = None, where(a < hi, zero, where(tie, half, g))
     out = []
     for grad, (shape, dt) in zip((ga, glo, ghi), ctx):
         if shape is not None:
