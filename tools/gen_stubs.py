@@ -289,7 +289,7 @@ def signature(fn: Callable[..., Any], scope: Scope, *, method: bool, where: str,
     positional parameter follows them; an operator (`__add__`) keeps only what its syntax can
     pass, its positional parameters."""
     sig = inspect.signature(fn)
-    globalns = getattr(fn, "__globals__", {})
+    globalns = getattr(inspect.unwrap(fn), "__globals__", {})  # an alias adapter: its op's
     params = list(sig.parameters.values())
     if method:
         if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
@@ -406,7 +406,8 @@ def op_sig(fn: Callable[..., Any], name: str, scope: Scope, ov: Overrides, metho
     """A declared op's signature, with the return tightened when the source says Any."""
     ret = None
     if name in ov.returns:
-        src = evaluate(inspect.signature(fn).return_annotation, getattr(fn, "__globals__", {}), where)
+        src = evaluate(inspect.signature(fn).return_annotation,
+                       getattr(inspect.unwrap(fn), "__globals__", {}), where)
         if _is_any(src):
             ret = ov.returns[name]
     operator = name.startswith("__") and name.endswith("__")

@@ -20,6 +20,7 @@ __all__ = [
     "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
 ]
 
+@disjoint_base
 class Node:
     """A grad_fn object: a node of the backward graph. Each grad_fn name has its own subclass
     (`type(fn).__name__ == "MulBackward0"`), made by the binding on first use."""

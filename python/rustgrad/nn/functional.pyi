@@ -19,10 +19,11 @@ __all__ = [
     "scaled_dot_product_attention", "multi_head_attention_forward", "tanh", "sigmoid",
     "softplus", "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu", "celu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
-    "unfold", "fold", "conv2d", "conv1d", "pad", "linear", "nll_loss", "mse_loss",
-    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d",
-    "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
+    "unfold", "fold", "conv2d", "conv1d", "pad", "conv_transpose2d", "conv_transpose1d",
+    "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "layer_norm", "batch_norm", "group_norm", "max_pool2d",
+    "max_pool1d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
+    "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
 ]
 
 def bilinear(
@@ -306,6 +307,28 @@ def pad(
     value: Optional[builtins.float] = None,
 ) -> Tensor:
     """input padded at both ends of its last dims (negative amounts crop)."""
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """2-D transposed convolution of (N, C, H, W) or (C, H, W) input."""
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """1-D transposed convolution of (N, C, L) or (C, L) input."""
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
 def nll_loss(
@@ -433,3 +456,25 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last two dims (bins as torch's: they may overlap)."""
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last dim."""
+def interpolate(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: builtins.str = 'nearest',
+    align_corners: Optional[builtins.bool] = None,
+    recompute_scale_factor: Optional[builtins.bool] = None,
+    antialias: builtins.bool = False,
+) -> Tensor:
+    """input resampled to `size` or by `scale_factor` (modes nearest, nearest-exact, linear,"""
+def upsample(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: builtins.str = 'nearest',
+    align_corners: Optional[builtins.bool] = None,
+) -> Tensor:
+    """Deprecated alias of interpolate (with torch's warning)."""
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: interpolate with mode='nearest' (with torch's warning)."""
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: interpolate with mode='bilinear', align_corners=True (with torch's warning)."""
