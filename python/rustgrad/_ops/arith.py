@@ -128,12 +128,12 @@ def _check_sub_bool(a: Any, b: Any) -> None:
 
     ba, bb = is_bool(a), is_bool(b)
     if ba and bb and isinstance(a, Tensor) and isinstance(b, Tensor):
-        raise RuntimeError(
+        raise NotImplementedError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead."
         )
     if ba or bb:
-        raise RuntimeError(
+        raise NotImplementedError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
@@ -193,7 +193,7 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def neg(input: Tensor) -> Tensor:
     """-input."""
     if input._data.dtype.kind == "b":
-        raise RuntimeError(
+        raise NotImplementedError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
             "to invert a mask, use the `~` or `logical_not()` operator instead."
         )

@@ -91,7 +91,7 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     """The mean of all entries, or over dim."""
     d = input._data
     if d.dtype.kind not in "fc" and dtype is None:
-        raise RuntimeError(
+        raise NotImplementedError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {_type_name(_dtype.from_np(d.dtype))}"
         )
@@ -410,7 +410,7 @@ def _var_args(dim: Any, unbiased: Any, correction: Any) -> Tuple[Any, float]:
 def _var_forward(input: Tensor, dim: Any, correction: float, keepdim: bool, name: str) -> Any:
     d = input._data
     if d.dtype.kind != "f":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise NotImplementedError("std and var only support floating point and complex dtypes")
     xp = input._backend
     src = _src(d)
     axes = _axes(dim, d.ndim)
@@ -559,7 +559,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
                 dtype: Any = None) -> Tensor:
     d = input._data
     if d.dtype.kind != "f":
-        raise RuntimeError(
+        raise NotImplementedError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
             f"{_float_name(d)}"
         )
@@ -620,7 +620,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other."""
     ad, bd = promote(input, other)
     if ad.dtype.kind != "f":
-        raise RuntimeError(
+        raise NotImplementedError(
             "norm(): input dtype should be either floating point or complex. Got "
             f"{_float_name(ad)} instead."
         )
@@ -710,7 +710,7 @@ def _arg(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tens
     xp = input._backend
     name = "argmax" if is_max else "argmin"
     if d.dtype.kind == "b":
-        raise RuntimeError(f"{name}(): does not support bool input")
+        raise NotImplementedError(f"{name}(): does not support bool input")
     fn = xp.argmax if is_max else xp.argmin
     if dim is None:
         if d.size == 0:
