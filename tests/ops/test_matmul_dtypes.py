@@ -36,10 +36,11 @@ MATMUL = [
     # (shape a, shape b, key phrase of torch's message for float32 @ float64)
     ((2, 3), (3, 4), "expected m1 and m2 to have the same dtype, but got: float != double"),
     ((3,), (3,), "dot : expected both vectors to have same dtype, but found Float and Double"),
-    ((2, 3), (3,), "expected scalar type Float but found Double"),
+    ((2, 3), (3,), "addmv input tensors must have the same dtype, but got Double, Float, and Double"),
     ((3,), (3, 4), "expected m1 and m2 to have the same dtype, but got: float != double"),
     ((2, 2, 3), (3, 4), "expected m1 and m2 to have the same dtype, but got: float != double"),
-    ((2, 2, 3), (3,), "expected scalar type Float but found Double"),
+    ((2, 2, 3), (3,),
+     "addmv input tensors must have the same dtype, but got Double, Float, and Double"),
     ((2, 2, 3), (2, 3, 4), "expected scalar type Float but found Double"),
     ((2, 3), (2, 3, 4), "expected scalar type Float but found Double"),
     ((3,), (2, 3, 4), "expected scalar type Float but found Double"),

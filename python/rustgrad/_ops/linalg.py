@@ -29,6 +29,15 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
         )
 
 
+def _same_dtype_mv(mat: Any, vec: Any) -> None:
+    # torch's mv is addmv into a result of vec's dtype: it names result, mat and vec
+    if mat.dtype != vec.dtype:
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {_scalar_name(vec)}, "
+            f"{_scalar_name(mat)}, and {_scalar_name(vec)}"
+        )
+
+
 # ---- dot, outer, mv, mm, bmm -----------------------------------------------------------
 def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
@@ -97,7 +106,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
             f"size mismatch, got input ({ad.shape[0]}), mat ({ad.shape[0]}x{ad.shape[1]}), "
             f"vec ({vd.shape[0]})"
         )
-    _same_dtype(input, vec)
+    _same_dtype_mv(ad, vd)
     _no_bool("addmv_impl_cpu", ad)
     out = ad @ vd
     saved = (input if vec.requires_grad else None, vec if input.requires_grad else None)
@@ -111,14 +120,14 @@ def _mm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
-def _check_mm(a: Any, b: Any, first: str = "self") -> None:
-    if a.ndim != 2:
-        raise RuntimeError(f"{first} must be a matrix")
-    if b.ndim != 2:
-        raise RuntimeError("mat2 must be a matrix")
+def _check_mm(a: Any, b: Any, kernel: str = "mm") -> None:
+    # torch's messages name the kernel that refuses ("mm: ...", "addmm: ...")
+    for name, t in (("self", a), ("mat2", b)):
+        if t.ndim != 2:
+            raise RuntimeError(f"{kernel}: {name} must be a matrix, got {t.ndim}-D tensor")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+            f"{kernel}: mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
             f"{b.shape[0]}x{b.shape[1]})"
         )
     if a.dtype != b.dtype:
@@ -236,7 +245,7 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
                     f"{name} and mat2 must have the same dtype, but got {_scalar_name(t)} and "
                     f"{_scalar_name(bd)}"
                 )
-        _check_mm(ad, bd, "mat1")
+        _check_mm(ad, bd, "addmm")
     if batched:
         _no_bool("baddbmm", ad)
     xp = m1._backend
@@ -648,7 +657,8 @@ def matmul(input: Tensor, other: Any) -> Any:
             )
         if nb == 2:  # torch folds to mm
             raise RuntimeError(
-                f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{bd.shape[-1]})"
+                f"mm: mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and "
+                f"{kb}x{bd.shape[-1]})"
             )
         batch = math.prod(input._backend.broadcast_shapes(ad.shape[:-2], bd.shape[:-2]))
         raise RuntimeError(
@@ -684,7 +694,12 @@ def _matmul_dtype_error(a: Tensor, b: Tensor) -> RuntimeError:
         m1, m2 = ad, bd
     elif nb >= 3 and _batched_name(a, b) in ("TransposeBackward0", "CloneBackward0"):
         m1, m2 = bd, ad  # folded as (b.mT @ a.t()).mT: an mm with the operands swapped
-    else:  # mv or bmm
+    elif nb == 1:  # mv, with a's leading dims folded
+        return RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {_scalar_name(bd)}, "
+            f"{_scalar_name(ad)}, and {_scalar_name(bd)}"
+        )
+    else:  # bmm
         return RuntimeError(
             f"expected scalar type {_scalar_name(ad)} but found {_scalar_name(bd)}"
         )
