@@ -12,6 +12,8 @@ import rustgrad.nn.functional as RF
 import torch
 import torch.nn.functional as TF
 
+from ..parity import parity
+
 rng = np.random.default_rng(0)
 X = rng.standard_normal((4, 5))
 Y = rng.standard_normal((4, 5))
@@ -272,12 +274,28 @@ def test_cross_entropy_target_out_of_bounds_raises_index_error(lib):
         lib.nn.functional.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 5]))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float32"])
+@pytest.mark.parametrize("dtype", ["int32", "float32", "int8", "bool"])
 def test_cross_entropy_target_dtype_not_long_raises_runtime_error(lib, dtype):
     target = lib.tensor([0, 1], dtype=getattr(lib, dtype))
 
-    with pytest.raises(RuntimeError, match="expected scalar type Long but found"):
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got"):
         lib.nn.functional.cross_entropy(lib.zeros(2, 3), target)
+
+
+@pytest.mark.parametrize("spatial", [False, True])
+def test_byte_targets_match_torch(spatial):
+    # torch's 1-d kernel takes uint8 class indices; its 2-d kernel (spatial inputs) takes Long only
+    def prog(lib):
+        x = lib.tensor(np.linspace(-1.0, 1.0, 24).reshape(3, 4, 2)[..., : 2 if spatial else 1])
+        x = x if spatial else x[..., 0]
+        t = lib.tensor([[0, 3], [1, 2], [3, 3]], dtype=lib.uint8)
+        t = t if spatial else t[:, 0]
+        try:
+            return lib.nn.functional.cross_entropy(x, t, reduction="none")
+        except RuntimeError as e:
+            return str(e)
+
+    parity(prog)
 
 
 def test_cross_entropy_batch_size_mismatch_raises_value_error(lib):

@@ -115,10 +115,13 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     reduction = legacy_reduction(size_average, reduce, reduction)
     xd, td = input._data, target._data
     xp = input._backend
-    if td.dtype.kind != "u" and td.dtype != _dtype.int64.np:
+    if td.dtype != _dtype.uint8.np and td.dtype != _dtype.int64.np:
         raise RuntimeError(
-            f"expected scalar type Long but found {_dtype.scalar_type_name(target.dtype)}"
+            "expected target dtype to be Long or Byte, but got "
+            f"{_dtype.scalar_type_name(target.dtype)}"
         )
+    if td.dtype == _dtype.uint8.np and xd.ndim > 2:  # torch's 2-d kernel takes Long only
+        raise RuntimeError("expected scalar type Long but found Byte")
     if xd.ndim == 1:
         if td.ndim != 0:
             raise ValueError(f"Expected input batch_size (1) to match target batch_size "
