@@ -43,6 +43,9 @@ LAYERS = [
     ("adaptive_avgpool2d", lambda L: L.nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 6, 6)),
     ("layernorm", lambda L: L.nn.LayerNorm([4, 5]), (3, 4, 5)),
     ("groupnorm", lambda L: L.nn.GroupNorm(2, 4), (3, 4, 5)),
+    ("groupnorm_no_bias", lambda L: L.nn.GroupNorm(2, 4, bias=False), (3, 4, 5)),
+    ("batchnorm_no_bias", lambda L: L.nn.BatchNorm2d(3, bias=False), (2, 3, 4, 4)),
+    ("layernorm_no_bias", lambda L: L.nn.LayerNorm(5, bias=False), (3, 5)),
     ("flatten", lambda L: L.nn.Flatten(), (2, 3, 4)),
     ("unflatten", lambda L: L.nn.Unflatten(1, (2, 6)), (3, 12)),
     ("bilinear_free_sequential", lambda L: L.nn.Sequential(L.nn.Linear(4, 4), L.nn.GELU(),
@@ -256,3 +259,9 @@ def test_twin_models_copy_state_through_numpy():
     copy_state(rm, tm, torch)
 
     assert_states_close(rm, tm, 0, 0)
+
+
+def test_groupnorm_channels_not_divisible_raises_torch_message(lib):
+    with pytest.raises(ValueError,
+                       match=r"^num_channels \(5\) must be divisible by num_groups \(2\)$"):
+        lib.nn.GroupNorm(2, 5)

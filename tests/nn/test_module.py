@@ -373,7 +373,8 @@ def test_module_repr_equals_torch():
             nn.Softmax(dim=1), nn.CrossEntropyLoss(), nn.Identity(), nn.Unflatten(1, (2, 4)),
             nn.AvgPool2d(2), nn.ELU(), nn.Softplus(), nn.Hardtanh(), nn.ReLU6(),
             nn.ModuleDict({"a": nn.Tanh()}), nn.Conv1d(2, 3, 3), nn.BatchNorm1d(4),
-            nn.GroupNorm(2, 4),
+            nn.GroupNorm(2, 4), nn.GroupNorm(1, 2, bias=False), nn.BatchNorm1d(2, bias=False),
+            nn.LayerNorm(3, bias=False), nn.BatchNorm3d(2, affine=False, bias=False),
         )
 
     assert repr(build(rustgrad)) == repr(build(torch))
