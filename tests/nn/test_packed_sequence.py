@@ -228,7 +228,8 @@ def test_packed_input_dropout_between_layers_in_training_only():
      "Expected hidden size (1, 5, 4), got [1, 4, 4]"),
     (lambda L, p: L.nn.RNN(2, 4, dtype=L.float64)(p),
      "input.size(-1) must be equal to input_size. Expected 2, got 3"),
-    (lambda L, p: L.nn.RNN(3, 4)(p), "input must have the type"),
+    (lambda L, p: L.nn.RNN(3, 4)(p),
+     "RNN input dtype (torch.float64) does not match weight dtype (torch.float32)"),
 ])
 def test_rnn_on_packed_input_bad_arguments_raise_torch_error(call, phrase):
     def run(L):

@@ -160,6 +160,18 @@ class RNNBase(Module):
                 "dropout option adds dropout after all but last recurrent layer, so non-zero "
                 "dropout expects num_layers greater than 1, but got "
                 f"dropout={dropout} and num_layers={num_layers}", UserWarning, stacklevel=2)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(
+                f"batch_first should be of type bool, got: {type(batch_first).__name__}"
+            )
+        if not isinstance(input_size, int):
+            raise TypeError(
+                f"input_size should be of type int, got: {type(input_size).__name__}"
+            )
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         if not isinstance(hidden_size, int):
             raise TypeError(
                 f"hidden_size should be of type int, got: {type(hidden_size).__name__}"
@@ -223,7 +235,10 @@ class RNNBase(Module):
     def check_input(self, input: Tensor, batch_sizes: Any = None) -> None:
         w0 = self._flat_weights[0]
         if w0 is not None and input.dtype != w0.dtype:
-            raise ValueError(f"input must have the type {w0.dtype}, got type {input.dtype}")
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({w0.dtype}). "
+                f"Convert input: input.to({w0.dtype}), or convert model: model.to({input.dtype})"
+            )
         expected_dim = 2 if batch_sizes is not None else 3
         if input.dim() != expected_dim:
             raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
