@@ -11,7 +11,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "numpy>=2" "tqdm>=4" "scikit-learn>=1.3"
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=2" "safetensors>=0.4" "tqdm>=4" "scikit-learn>=1.3"
 	touch $@
 
 # torch is the parity oracle only (rustgrad never imports it); it is large, so it is

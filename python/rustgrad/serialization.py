@@ -5,6 +5,14 @@ strings, dtypes, devices and tensor references) and one `.npy` file per distinct
 written and read by NumPy with `allow_pickle=False`. Loading therefore never runs code from
 the file; objects of other types are refused when saving. Two references to one tensor load
 as one tensor; views are saved as copies.
+
+`load` also reads, told apart by their first bytes:
+- safetensors files (a flat dict of tensors; `save` writes one when the path ends in
+  `.safetensors`), through `rustgrad.utils.safetensors`;
+- checkpoints written by `torch.save` (its zip format, and the legacy pre-1.6 format), through
+  `_torch_pickle`: a restricted unpickler that builds tensors from an allow-list of torch's
+  rebuild functions and refuses any other global, so no code in the file runs and torch is
+  never imported.
 """
 
 from __future__ import annotations
@@ -13,14 +21,15 @@ import io
 import json
 import math
 import os
+import pickle
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
-from typing import IO, Any, Callable, Dict, List, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Union
 
 import numpy as _np
 
-from . import _dtype
+from . import _dtype, _torch_pickle
 from ._backends import device as _device
 from ._size import Size
 from ._tensor import Tensor
@@ -167,6 +176,11 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     """Saves tensors, state_dicts and nested containers of them to a path or binary file."""
     if pickle_module is not None:
         raise ValueError("rustgrad.save never pickles; pickle_module is not accepted")
+    if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
+        from .utils import safetensors
+
+        safetensors.save_file(obj, f)
+        return
     writer = _Writer()
     structure = {"format": _FORMAT, "root": writer.encode(obj)}
     own = isinstance(f, (str, os.PathLike))
@@ -225,32 +239,84 @@ def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
 
 
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
-         weights_only: bool = True, mmap: Any = None, **pickle_load_args: Any) -> Any:
-    """Loads what `save` wrote. Never unpickles: the file holds JSON and .npy arrays only.
-    map_location: a device (string or rustgrad.device) or a callable (tensor, saved_device).
-    A file that is not a well-formed checkpoint raises one RuntimeError naming the file and
-    what is wrong with it."""
+         weights_only: Optional[bool] = None, mmap: Any = None, **pickle_load_args: Any) -> Any:
+    """Loads a rustgrad checkpoint, a safetensors file or a `torch.save` checkpoint.
+    Never runs code from the file, whatever `weights_only` says: torch checkpoints are read by
+    an unpickler that allows only tensor-rebuilding globals and raises pickle.UnpicklingError
+    naming any other. map_location: a device (string or rustgrad.device), a dict from saved
+    to wanted device, or a callable (tensor, saved_device). A file that is not a well-formed
+    checkpoint raises one RuntimeError naming the file and what is wrong with it."""
     own = isinstance(f, (str, os.PathLike))
     fh: Any = open(f, "rb") if own else f
     try:
         return _load(fh, map_location)
     except _Malformed as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: {e}") from None
+    except _torch_pickle.TorchFormatError as e:
+        raise RuntimeError(f"rustgrad.load: {_file_name(f)}: malformed torch checkpoint: "
+                           f"{e}") from None
+    except pickle.UnpicklingError as e:
+        raise pickle.UnpicklingError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     finally:
         if own:
             fh.close()
 
 
+def _placer(map_location: Any) -> Callable[[Tensor, str], Tensor]:
+    """How a loaded cpu tensor saved on `saved` is moved, as map_location asks."""
+    def place(t: Tensor, saved: str) -> Tensor:
+        target: Any = map_location
+        if isinstance(target, dict):
+            target = target.get(saved, saved)
+        if target is None:
+            target = saved
+        if callable(target):
+            return target(t, saved)
+        if str(target) != "cpu":
+            t = t.to(target)
+        return t
+    return place
+
+
+def _is_safetensors(head: bytes, size: int) -> bool:
+    # an 8-byte little-endian header length, then the JSON header itself
+    return (len(head) >= 10 and head[8:9] == b"{"
+            and int.from_bytes(head[:8], "little") <= size - 8)
+
+
 def _load(fh: Any, map_location: Any) -> Any:
+    if not (hasattr(fh, "seekable") and fh.seekable()):
+        fh = io.BytesIO(fh.read())
+    start = fh.tell()
+    head = fh.read(len(_torch_pickle.LEGACY_MAGIC))
+    size = fh.seek(0, io.SEEK_END) - start
+    fh.seek(start)
+    if head == _torch_pickle.LEGACY_MAGIC:
+        return _torch_pickle.load_legacy(fh, _placer(map_location))
+    if _is_safetensors(head, size):
+        from .utils import safetensors
+
+        try:
+            tensors = safetensors._from_bytes(fh.read())
+        except TypeError as e:
+            raise _Malformed(str(e)) from None
+        except Exception as e:  # safetensors' own SafetensorError for a malformed header
+            raise _Malformed(f"not a valid safetensors file ({e})") from None
+        place = _placer(map_location)
+        return {k: place(v, "cpu") for k, v in tensors.items()}
     try:
         z = zipfile.ZipFile(fh, "r")
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
-        raise _Malformed(f"not a rustgrad checkpoint (not a zip archive: {e}); rustgrad does not "
-                         "read pickled files") from None
+        raise _Malformed(f"not a rustgrad checkpoint (not a zip archive: {e}), nor a torch or "
+                         "safetensors file") from None
     with z:
-        if _STRUCTURE not in z.namelist():
-            raise _Malformed("not a rustgrad checkpoint (no structure.json); rustgrad does not "
-                             "read pickled torch files")
+        names = z.namelist()
+        if _STRUCTURE not in names:
+            if any(n.endswith("/data.pkl") and n.count("/") == 1 for n in names):
+                return _torch_pickle.load_zip(names, lambda n: _checked_read(z, n),
+                                              _placer(map_location))
+            raise _Malformed("not a rustgrad checkpoint (no structure.json), nor a torch "
+                             "checkpoint (no data.pkl)")
         try:
             structure = json.loads(_checked_read(z, _STRUCTURE).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
