@@ -299,7 +299,13 @@ def _rosenbrock(lib: ModuleType, dtype: str) -> Tuple[list, Callable[[], Any]]:
     return [xy], lambda: (1 - xy[0]) ** 2 + 100 * (xy[1] - xy[0] ** 2) ** 2
 
 
-PROBLEMS = {"least_squares": _least_squares, "rosenbrock": _rosenbrock}
+def _neg_least_squares(lib: ModuleType, dtype: str) -> Tuple[list, Callable[[], Any]]:
+    params, f = _least_squares(lib, dtype)
+    return params, lambda: -f()
+
+
+PROBLEMS = {"least_squares": _least_squares, "rosenbrock": _rosenbrock,
+            "neg_least_squares": _neg_least_squares}
 LBFGS_CONFIGS = [
     dict(lr=0.5),
     dict(line_search_fn="strong_wolfe"),
@@ -348,6 +354,18 @@ def test_lbfgs_closure_steps_match_torch_float64(problem: str, kwargs: dict) -> 
     _assert_trajectories_close(rt, tt, "float64", LBFGS_TOL[problem])
     assert _lbfgs_state(ro)["func_evals"] == _lbfgs_state(to)["func_evals"]
     assert _lbfgs_state(ro)["n_iter"] == _lbfgs_state(to)["n_iter"]
+
+
+@pytest.mark.parametrize("kwargs", LBFGS_CONFIGS, ids=LBFGS_IDS)
+def test_lbfgs_maximize_climbs_as_torch(kwargs: dict) -> None:
+    kwargs = dict(kwargs, maximize=True)
+    tl, tt, to = _run_lbfgs(torch, "neg_least_squares", "float64", kwargs, 5)
+    rl, rt, ro = _run_lbfgs(rustgrad, "neg_least_squares", "float64", kwargs, 5)
+
+    assert tl[-1] > tl[0]  # the concave loss goes up
+    np.testing.assert_allclose(rl, tl, **LBFGS_TOL["least_squares"])
+    _assert_trajectories_close(rt, tt, "float64", LBFGS_TOL["least_squares"])
+    assert _lbfgs_state(ro)["func_evals"] == _lbfgs_state(to)["func_evals"]
 
 
 @pytest.mark.parametrize("kwargs", LBFGS_CONFIGS, ids=LBFGS_IDS)

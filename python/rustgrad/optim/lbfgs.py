@@ -133,7 +133,7 @@ class LBFGS(Optimizer):
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1, max_iter: int = 20,
                  max_eval: Optional[int] = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,
-                 line_search_fn: Optional[str] = None) -> None:
+                 line_search_fn: Optional[str] = None, *, maximize: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -142,7 +142,8 @@ class LBFGS(Optimizer):
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
-                        history_size=history_size, line_search_fn=line_search_fn)
+                        history_size=history_size, line_search_fn=line_search_fn,
+                        maximize=maximize)
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
@@ -159,7 +160,9 @@ class LBFGS(Optimizer):
                  for p in self._params]
         from .. import cat
 
-        return cat(views, 0)
+        flat = cat(views, 0)
+        # maximize: L-BFGS minimizes the negated loss, so it sees the negated gradient
+        return flat.neg() if self.param_groups[0].get("maximize", False) else flat
 
     def _add_grad(self, step_size: Number, update: Tensor) -> None:
         offset = 0
@@ -180,10 +183,13 @@ class LBFGS(Optimizer):
                               d: Tensor) -> Tuple[float, Tensor]:
         """Loss and flat gradient at x + t * d; the parameters are back at x afterwards."""
         self._add_grad(t, d)
-        loss = float(self._closure_loss(closure))
+        loss = self._signed(self._closure_loss(closure))
         flat_grad = self._gather_flat_grad()
         self._set_param(x)
         return loss, flat_grad
+
+    def _signed(self, loss: Any) -> float:
+        return -float(loss) if self.param_groups[0].get("maximize", False) else float(loss)
 
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
         """Runs up to max_iter L-BFGS iterations; returns the closure's first loss."""
@@ -204,7 +210,7 @@ class LBFGS(Optimizer):
         state.setdefault("n_iter", 0)
 
         orig_loss = self._closure_loss(closure)
-        loss = float(orig_loss)
+        loss = self._signed(orig_loss)
         current_evals = 1
         state["func_evals"] += 1
         flat_grad = self._gather_flat_grad()
@@ -281,15 +287,15 @@ class LBFGS(Optimizer):
                 def obj_func(x: List[Tensor], t: Number, d: Tensor) -> Tuple[float, Tensor]:
                     return self._directional_evaluate(closure, x, t, d)
 
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(obj_func, x_init, t, d, loss,
-                                                                  flat_grad, gtd)
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
                 opt_cond = flat_grad.abs().max() <= tolerance_grad
             else:
                 self._add_grad(t, d)
                 # the last iteration's loss would go unused (stochastic settings): skip it
                 if n_iter != max_iter:
-                    loss = float(self._closure_loss(closure))
+                    loss = self._signed(self._closure_loss(closure))
                     flat_grad = self._gather_flat_grad()
                     opt_cond = flat_grad.abs().max() <= tolerance_grad
                     ls_func_evals = 1
