@@ -10,6 +10,7 @@ bfloat16 tensors load as float32 (exactly) with a warning; other types rustgrad 
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections import defaultdict
@@ -47,7 +48,7 @@ def _check_and_flatten(tensors: Any) -> Dict[str, Any]:
                 f"You are trying to save a non contiguous tensor: `{k}` which is not allowed. "
                 "Call `.contiguous()` on it before saving (or, if it is a view of another "
                 "tensor you save, slice it again after loading).")
-        arrays[k] = _np.ascontiguousarray(v._backend.to_numpy(v._data))
+        arrays[k] = _np.asarray(v._backend.to_numpy(v._data))  # keeps 0-d arrays 0-d
     return arrays
 
 
@@ -99,9 +100,13 @@ def _from_bytes(data: bytes, device: Any = "cpu") -> Dict[str, Any]:
 
     from .._creation import from_numpy
 
+    views = safetensors.deserialize(data)  # checks the header and the offsets first
+    # in file order, as safetensors.torch.load_file returns them
+    header = json.loads(data[8:8 + int.from_bytes(data[:8], "little")])
+    views.sort(key=lambda kv: tuple(header[kv[0]]["data_offsets"]))
     out: Dict[str, Any] = {}
     widened = False
-    for name, view in safetensors.deserialize(data):
+    for name, view in views:
         code = view["dtype"]
         if code not in _READ:
             raise TypeError(f"safetensors: tensor {name!r} has element type {code}, which "
