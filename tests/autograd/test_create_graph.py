@@ -130,6 +130,43 @@ def test_grad_materialize_grads_gives_zeros_that_require_grad():
     assert out[2:] == (True, True, True)
 
 
+def test_grad_materialize_grads_without_create_graph_gives_plain_zeros():
+    def run(lib):
+        x = f64(lib, [1.0, 2.0], True)
+        z = f64(lib, [3.0, 4.0, 5.0], True)
+        gx, gz = lib.autograd.grad((x ** 3).sum(), (x, z), materialize_grads=True)
+        return gx, gz, gz.requires_grad, gx.requires_grad
+
+    assert parity(run)[2:] == (False, False)
+
+
+def test_grad_and_backward_take_a_dict_of_inputs():
+    def run(lib):
+        x = f64(lib, [1.0, 2.0], True)
+        z = f64(lib, [3.0], True)
+        g = lib.autograd.grad((x * z).sum(), {"x": x, "z": z})
+        (x * z * 2).sum().backward(inputs={"z": z})
+        return g, x.grad, z.grad
+
+    assert list(parity(run)[0]) == ["x", "z"]
+
+
+@pytest.mark.parametrize("fn", ["grad", "backward"])
+def test_inputs_mapping_that_is_not_a_dict_is_refused(fn):
+    from types import MappingProxyType
+
+    def run(lib):
+        x = f64(lib, [1.0, 2.0], True)
+        inputs = MappingProxyType({"x": x})
+        if fn == "grad":
+            lib.autograd.grad((x * 2).sum(), inputs)
+        else:
+            lib.autograd.backward((x * 2).sum(), inputs=inputs)
+
+    same_error(run, f"`inputs` argument to `{fn}()` must be a dict, not mappingproxy. Other "
+                    "Mapping types are not supported.")
+
+
 def test_grad_allow_unused_gives_none():
     def run(lib):
         x = f64(lib, [1.0, 2.0], True)
@@ -161,11 +198,14 @@ def _xy(lib):
 
 GRAD_ERRORS = [
     ("empty_inputs", lambda lib: lib.autograd.grad(_xy(lib)[1], []),
-     "grad requires non-empty inputs."),
+     "`inputs` argument to `grad()` cannot be empty."),
+    ("empty_dict_inputs", lambda lib: lib.autograd.grad(_xy(lib)[1], {}),
+     "`inputs` argument to `grad()` cannot be empty."),
     ("fewer_grad_outputs", lambda lib: (lambda x, y: lib.autograd.grad([y, y * 2], x, [f64(lib, 1.0)]))(*_xy(lib)),
      "got 2 tensors and 1 gradients"),
     ("unused", lambda lib: (lambda x, y: lib.autograd.grad(y, [x, f64(lib, [1.0], True)]))(*_xy(lib)),
-     "One of the differentiated Tensors appears to not have been used in the graph"),
+     "The differentiated Tensor at index 1 appears to not have been used in the graph. Set "
+     "allow_unused=True if this is the desired behavior."),
     ("materialize_not_unused", lambda lib: (lambda x, y: lib.autograd.grad(
         y, x, materialize_grads=True, allow_unused=False))(*_xy(lib)),
      "Expected allow_unused to be True or not passed when materialize_grads=True"),

@@ -5,6 +5,7 @@ torch.autograd."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any, Literal, Optional, Sequence, Tuple, Union
 
 from .. import _core
@@ -37,6 +38,18 @@ def _as_tuple(x: Any) -> Tuple[Any, ...]:
     if isinstance(x, Tensor):
         return (x,)
     return tuple(x)
+
+
+def _inputs_tuple(inputs: Any, fn: str) -> Tuple[Any, ...]:
+    """torch's `inputs`: a tensor, a sequence, or a dict (its values; other Mappings refused)."""
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, Mapping):
+        raise TypeError(
+            f"`inputs` argument to `{fn}()` must be a dict, not {type(inputs).__name__}. "
+            "Other Mapping types are not supported."
+        )
+    return _as_tuple(inputs)
 
 
 def _make_grads(outputs: Tuple[Tensor, ...], grads: Tuple[Any, ...]) -> Tuple[Tensor, ...]:
@@ -93,9 +106,9 @@ def backward(
         raise RuntimeError(
             f"got {len(grads)} tensors and {len(roots)} gradients"
         )
-    if inputs is not None and len(_as_tuple(inputs)) == 0:
+    ins = _inputs_tuple(inputs, "backward")
+    if inputs is not None and len(ins) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    ins = _as_tuple(inputs)
     for t in ins:
         if t.requires_grad and not t.is_leaf:
             t.retain_grad()
@@ -181,7 +194,9 @@ def grad(
     if allow_unused is None:
         allow_unused = materialize_grads
     outs = _as_tuple(outputs)
-    ins = _as_tuple(inputs)
+    ins = _inputs_tuple(inputs, "grad")
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if not only_inputs:
         import warnings
 
@@ -197,8 +212,6 @@ def grad(
             "rustgrad.autograd.grad: is_grads_batched=True needs vmap, which rustgrad does not "
             "have; call grad once per row of grad_outputs instead."
         )
-    if not ins:
-        raise ValueError("grad requires non-empty inputs.")
     gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
     if len(gos) < len(outs):
         raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
@@ -210,18 +223,20 @@ def grad(
             inputs=ins, accumulate_grad=False,
         )
     out = []
-    for t, g in zip(ins, result):
+    for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior."
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
                 from .._creation import zeros_like
 
-                g = zeros_like(t, requires_grad=True)  # as torch
+                g = zeros_like(t, requires_grad=create_graph)  # as torch
         out.append(g)
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), out))  # type: ignore[return-value]
     return tuple(out)
 
 
