@@ -25,7 +25,7 @@ import numpy as _np
 
 from . import _dtype
 
-__all__ = ["LEGACY_MAGIC", "TorchFormatError", "load_zip", "load_legacy"]
+__all__ = ["LEGACY_MAGIC", "RefusedGlobal", "TorchFormatError", "load_zip", "load_legacy"]
 
 # The first pickle of a legacy torch file: protocol 2, the magic number 0x1950a86a20f9469cfc6c.
 LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + b"."
@@ -89,8 +89,12 @@ class _PendingTensor:
         self.requires_grad, self.dtype, self.parameter = requires_grad, dtype, False
 
 
-def _refusal(module: str, name: str) -> pickle.UnpicklingError:
-    return pickle.UnpicklingError(
+class RefusedGlobal(pickle.UnpicklingError):
+    """A global outside the allow-list: the load stops before anything is called."""
+
+
+def _refusal(module: str, name: str) -> RefusedGlobal:
+    return RefusedGlobal(
         f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} is not one of "
         "the tensor-rebuilding globals rustgrad allows. rustgrad never unpickles arbitrary "
         "objects, whatever weights_only says: only tensors, parameters, numbers, strings and "
@@ -235,7 +239,7 @@ class _WeightsUnpickler(pickle.Unpickler):
 def _unpickle(data: bytes, storages: Dict[str, _Storage]) -> Any:
     try:
         return _WeightsUnpickler(io.BytesIO(data), storages).load()
-    except (pickle.UnpicklingError, TorchFormatError):
+    except (RefusedGlobal, TorchFormatError):
         raise
     except RecursionError:
         raise TorchFormatError("the pickle nests too deeply") from None
@@ -397,7 +401,7 @@ def load_legacy(fh: Any, place: Place) -> Any:
     def next_pickle() -> Any:
         try:
             return _WeightsUnpickler(fh, storages).load()
-        except (pickle.UnpicklingError, TorchFormatError):
+        except (RefusedGlobal, TorchFormatError):
             raise
         except Exception as e:
             raise TorchFormatError(f"the pickle is malformed ({type(e).__name__}: {e})") from None

@@ -255,7 +255,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     except _torch_pickle.TorchFormatError as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: malformed torch checkpoint: "
                            f"{e}") from None
-    except pickle.UnpicklingError as e:
+    except _torch_pickle.RefusedGlobal as e:
         raise pickle.UnpicklingError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     finally:
         if own:
