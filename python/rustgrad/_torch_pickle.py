@@ -98,7 +98,8 @@ def _refusal(module: str, name: str) -> RefusedGlobal:
         f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} is not one of "
         "the tensor-rebuilding globals rustgrad allows. rustgrad never unpickles arbitrary "
         "objects, whatever weights_only says: only tensors, parameters, numbers, strings and "
-        "plain containers load from torch checkpoints."
+        "plain containers load from torch checkpoints (for a pickled nn.Module or other "
+        "Python object, save and load its state_dict instead)."
     )
 
 
@@ -260,6 +261,8 @@ class _Resolver:
         self.arrays: Dict[str, Any] = {}
         self.tensors: Dict[int, Any] = {}
         self.widened: List[str] = []
+        self.memo: Dict[int, Any] = {}
+        self.keep: List[Any] = []
 
     def storage_array(self, s: _Storage, dtype: str) -> Any:
         if s.key not in self.arrays:
@@ -323,32 +326,42 @@ class _Resolver:
         return t
 
     def resolve(self, obj: Any) -> Any:
+        # Containers are resolved once each, however often the pickle refers to them (memo):
+        # a pickle of lists nested two-by-two would otherwise cost 2**depth steps.
+        key = id(obj)
+        if key in self.memo:
+            return self.memo[key]
+        self.keep.append(obj)  # ids stay unique while the load runs
         if isinstance(obj, _PendingTensor):
-            return self.tensor(obj)
-        if isinstance(obj, _DtypeRef):
-            d = getattr(_dtype, "bool_" if obj.name == "bool" else obj.name, None)
-            if not isinstance(d, _dtype.dtype):
+            out: Any = self.tensor(obj)
+        elif isinstance(obj, _DtypeRef):
+            name = obj.name if isinstance(obj.name, str) else ""
+            out = getattr(_dtype, "bool_" if name == "bool" else name, None)
+            if not isinstance(out, _dtype.dtype):
                 raise TorchFormatError(f"unknown dtype torch.{obj.name}")
-            return d
-        if isinstance(obj, (_Storage, _StorageType)):
+        elif isinstance(obj, (_Storage, _StorageType)):
             raise TorchFormatError("bare storages (not inside a tensor) are not supported")
-        if isinstance(obj, dict):
+        elif isinstance(obj, dict):
+            self.memo[key] = obj
             pairs = [(self.resolve(k), self.resolve(v)) for k, v in obj.items()]
-            extra = getattr(obj, "__dict__", None)  # a state_dict's _metadata
             obj.clear()
             obj.update(pairs)
-            if extra:
-                for k, v in list(extra.items()):
-                    extra[k] = self.resolve(v)
-            return obj
-        if isinstance(obj, list):
+            extra = getattr(obj, "__dict__", None)  # a state_dict's _metadata
+            for k, v in list((extra or {}).items()):
+                extra[k] = self.resolve(v)
+            out = obj
+        elif isinstance(obj, list):
+            self.memo[key] = obj
             obj[:] = [self.resolve(v) for v in obj]
-            return obj
-        if type(obj) is tuple:  # a torch.Size holds ints only and stays as it is
-            return tuple(self.resolve(v) for v in obj)
-        if isinstance(obj, (set, frozenset)):
-            return type(obj)(self.resolve(v) for v in obj)
-        return obj
+            out = obj
+        elif type(obj) is tuple:  # a torch.Size holds ints only and stays as it is
+            out = tuple(self.resolve(v) for v in obj)
+        elif isinstance(obj, (set, frozenset)):
+            out = type(obj)(self.resolve(v) for v in obj)
+        else:
+            out = obj
+        self.memo[key] = out
+        return out
 
 
 def _finish(root: Any, storage_bytes: Callable[[_Storage], bytes], big_endian: bool,
@@ -360,6 +373,8 @@ def _finish(root: Any, storage_bytes: Callable[[_Storage], bytes], big_endian: b
         out = r.resolve(root)
     except RecursionError:
         raise TorchFormatError("the checkpoint nests too deeply") from None
+    except (TypeError, ValueError, AttributeError, KeyError) as e:  # e.g. an unhashable key
+        raise TorchFormatError(f"{type(e).__name__}: {e}") from None
     if r.widened:
         warnings.warn("rustgrad has no bfloat16: bfloat16 tensors were loaded as float32 "
                       "(exactly, every bfloat16 value is a float32 value)", stacklevel=3)
@@ -427,6 +442,10 @@ def load_legacy(fh: Any, place: Place) -> Any:
         if numel < 0 or numel != s.numel:
             raise TorchFormatError(f"storage {key!r} declares {numel} elements, expected "
                                    f"{s.numel}")
+        here = fh.tell()
+        if want > fh.seek(0, io.SEEK_END) - here:  # never allocate what the file cannot hold
+            raise TorchFormatError(f"storage {key!r} is truncated")
+        fh.seek(here)
         raw = fh.read(want)
         if len(raw) != want:
             raise TorchFormatError(f"storage {key!r} is truncated")

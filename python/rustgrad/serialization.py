@@ -157,12 +157,7 @@ class _Reader:
         ref = int(node["ref"])
         if ref in self.tensors:
             return self.tensors[ref]
-        t = from_numpy(self.arrays(ref))
-        target = self.map_location if self.map_location is not None else node.get("device")
-        if callable(target):
-            t = target(t, node.get("device"))
-        elif target is not None and str(target) != "cpu":
-            t = t.to(target)
+        t = _placer(self.map_location)(from_numpy(self.arrays(ref)), node.get("device"))
         if node.get("parameter"):
             t = Parameter(t, bool(node.get("requires_grad", True)))
         elif node.get("requires_grad"):
@@ -272,7 +267,7 @@ def _placer(map_location: Any) -> Callable[[Tensor, str], Tensor]:
             target = saved
         if callable(target):
             return target(t, saved)
-        if str(target) != "cpu":
+        if target is not None and str(target) != "cpu":
             t = t.to(target)
         return t
     return place

@@ -267,6 +267,12 @@ class _RecPickler(pickle.Pickler):
         return NotImplemented
 
 
+class _LegacyRecPickler(_RecPickler):
+    def persistent_id(self, obj: Any) -> Any:
+        pid = super().persistent_id(obj)
+        return None if pid is None else (*pid, None)  # no storage view, as torch writes
+
+
 def _rec_zip(path: Path, rec: _Rec, storage: bytes) -> Path:
     buf = io.BytesIO()
     _RecPickler(buf, protocol=2).dump({"w": rec})
@@ -352,3 +358,52 @@ def test_loading_never_imports_torch(tmp_path):
                          timeout=120)
 
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_shared_containers_resolve_once_and_cycles_survive(tmp_path):
+    shared: Any = [torch.ones(1)]
+    for _ in range(60):  # 2**60 paths, one object per level
+        shared = [shared, shared]
+    loop: Any = [1]
+    loop.append(loop)
+    path = _save({"dag": shared, "loop": loop}, tmp_path / "dag.pt", "zip")
+
+    r = rustgrad.load(path)
+
+    assert r["dag"][0] is r["dag"][1] and r["loop"][1] is r["loop"]
+
+
+def test_map_location_moves_tensors_to_another_device(tmp_path):
+    from .. import fake_backend  # noqa: F401  (registers the "fake" device)
+
+    path = _save({"w": torch.ones(2)}, tmp_path / "w.pt", "zip")
+
+    w = rustgrad.load(path, map_location="fake")["w"]
+
+    assert w.device.type == "fake" and w.cpu().tolist() == [1.0, 1.0]
+
+
+def _legacy(path: Path, rec: _Rec, count: int, payload: bytes) -> Path:
+    buf = io.BytesIO()
+    for head in (0x1950A86A20F9469CFC6C, 1001, {"protocol_version": 1001, "little_endian": True}):
+        pickle.dump(head, buf, protocol=2)
+    _LegacyRecPickler(buf, protocol=2).dump({"w": rec})
+    pickle.dump(["0"], buf, protocol=2)
+    path.write_bytes(buf.getvalue() + count.to_bytes(8, "little") + payload)
+    return path
+
+
+def test_hand_made_legacy_record_loads_like_torch(tmp_path):
+    path = _legacy(tmp_path / "ok.pt", _Rec(4, 1, (3,), (1,)), 4,
+                   np.arange(4, dtype="<f4").tobytes())
+
+    _assert_tensor_same(rustgrad.load(path)["w"], torch.load(path)["w"], "w")
+
+
+def test_legacy_storage_declaring_more_than_the_file_holds_is_refused(tmp_path):
+    huge = 1 << 60
+    path = _legacy(tmp_path / "huge.pt", _Rec(huge, 0, (2,), (1,)), huge, b"\0" * 8)
+
+    with pytest.raises(RuntimeError, match="huge.pt: malformed torch checkpoint: storage '0' is"
+                                           " truncated"):
+        rustgrad.load(path)
