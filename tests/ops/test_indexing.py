@@ -118,6 +118,13 @@ SETITEM = {
     "list_then_slice": lambda lib, y, c: y.__setitem__(([0, 1], slice(1, None)), 2.0),
     "negative_int": lambda lib, y, c: y.__setitem__(-1, c),
     "bool_mask_rows": lambda lib, y, c: y.__setitem__(lib.tensor([True, False, True]), c),
+    # a number through one int or bool index: index_fill_ / masked_fill_ (torch >= 2.15)
+    "list_cols_scalar": lambda lib, y, c: y.__setitem__((slice(None), [0, 2]), 1.0),
+    "bool_mask_rows_scalar": lambda lib, y, c: y.__setitem__(lib.tensor([True, False, True]), 1.0),
+    "ellipsis_bool_cols_scalar": lambda lib, y, c: y.__setitem__(
+        (Ellipsis, lib.tensor([True, False, True, True])), 1.0),
+    "two_lists_scalar": lambda lib, y, c: y.__setitem__(([0, 1], [1, 2]), 1.0),
+    "list_rows_0d_tensor": lambda lib, y, c: y.__setitem__([0, 2], c[0]),
 }
 
 

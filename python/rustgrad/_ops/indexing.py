@@ -268,9 +268,12 @@ def _index_put_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
     """The node torch's `a[idx] = value` ends on: CopySlices when the basic part of the index
-    makes a real view (then written in place), else index_put_ (IndexPutBackward0) for an
-    advanced index, else copy_ (CopyBackwards) or fill_ (FillBackward3) on `a` itself."""
-    advanced = False
+    makes a real view (then written in place); else, for an advanced index, index_fill_
+    (IndexFillBackward0) or masked_fill_ (MaskedFillBackward0) when the value is a number and
+    the index is one int or bool index, or index_put_ (IndexPutBackward0); else copy_
+    (CopyBackwards) or fill_ of a number (FillBackward2) on `a` itself."""
+    advanced = 0
+    mask = False
     dim = 0
     n_dims = sum(
         (getattr(i, "ndim", 1) if getattr(i, "dtype", None) is not None and i.dtype.kind == "b"
@@ -291,12 +294,15 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
         elif getattr(i, "ndim", None) == 0 and i.dtype.kind != "b" or isinstance(i, int):
             return "torch::autograd::CopySlices"  # an integer: a select view
         else:
-            advanced = True
+            advanced += 1
             is_mask = getattr(i, "dtype", None) is not None and i.dtype.kind == "b"
+            mask = mask or is_mask
             dim += i.ndim if is_mask else 1
+    if advanced == 1 and not value_is_tensor:
+        return "MaskedFillBackward0" if mask else "IndexFillBackward0"
     if advanced:
         return "IndexPutBackward0"
-    return "torch::autograd::CopyBackwards" if value_is_tensor else "FillBackward3"
+    return "torch::autograd::CopyBackwards" if value_is_tensor else "FillBackward2"
 
 
 @op(dunder="__setitem__", grad_fn="torch::autograd::CopySlices")
@@ -314,11 +320,13 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
             == "torch::autograd::CopySlices"):
         check_inplace(a[idx])  # torch indexes first: its error names the indexing view
     check_inplace(a)
-    if overlaps(a._data):  # only a view with a broadcast dimension can give an overlapping slice
-        nidx = _normalize(idx, a._backend)
-        if _setitem_name(nidx, a._data.shape, False) != "IndexPutBackward0":
-            check_array_overlap(a._data[nidx])  # basic indexing writes through a view
     vt = isinstance(value, Tensor)
+    # only a view with a broadcast dimension can give an overlapping slice; torch fills a
+    # number into it, and refuses to copy a tensor through a basic-indexing view of it
+    if vt and overlaps(a._data):
+        nidx = _normalize(idx, a._backend)
+        if _setitem_name(nidx, a._data.shape, True) != "IndexPutBackward0":
+            check_array_overlap(a._data[nidx])
     if not vt:
         value = checked_int(a._data.dtype, value)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
