@@ -155,8 +155,11 @@ def test_grad_setter_wrong_dtype_raises_dtype_message(lib, dtype, name):
         x.grad = lib.ones(2, dtype=getattr(lib, dtype))
 
     assert str(err.value) == (
-        f"attempting to assign a gradient with dtype '{name}' to a tensor with dtype 'float'. "
-        "Please ensure that the gradient and the tensor have the same dtype"
+        f"attempting to assign a gradient with dtype '{name}' to a tensor with grad_dtype "
+        "'Float'. The gradient must match the tensor's grad_dtype (defaults to the tensor's "
+        "dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to "
+        "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+        "gradient may break downstream systems that assume they match."
     )
 
 
