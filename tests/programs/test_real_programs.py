@@ -1,0 +1,1023 @@
+"""Programs of the kinds torch users run (training loops, custom Functions, hooks, GPT, GAN, DQN,
+checkpoints, LBFGS, higher-order gradients), each run once with `torch` and once with `rustgrad`
+bound as the library.
+
+Every program is `def program(torch) -> dict`: weights come from a seeded NumPy RNG (module
+constructors draw from each library's own generator, so every parameter is overwritten), and the
+returned observables (losses per step, final parameters, gradients, flags, error captures) plus
+everything printed must agree, floats within a tolerance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+import warnings
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import rustgrad
+import torch as real_torch
+
+PROGRAMS: list[Callable[[ModuleType], dict]] = []
+
+
+def program(fn: Callable[[ModuleType], dict]) -> Callable[[ModuleType], dict]:
+    PROGRAMS.append(fn)
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared by the programs
+
+
+def seed_params(torch: ModuleType, model: Any, seed: int, scale: float = 0.3) -> Any:
+    """Overwrite every parameter with values from a seeded NumPy RNG (same in both libraries)."""
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            values = rng.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)
+            p.copy_(torch.from_numpy(values))
+    return model
+
+
+def data(shape: tuple[int, ...], seed: int, scale: float = 1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def params_of(model: Any) -> dict:
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def grads_of(model: Any) -> dict:
+    return {name: None if p.grad is None else p.grad.clone() for name, p in model.named_parameters()}
+
+
+def err(fn: Callable[[], Any]) -> tuple[str, str] | None:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001  (the type and message are what is compared)
+        return (type(e).__name__, str(e))
+    return None
+
+
+def err_head(fn: Callable[[], Any], words: int = 12) -> tuple[str, str] | None:
+    """The exception type and the message's first words (tails name library-specific types)."""
+    e = err(fn)
+    return None if e is None else (e[0], " ".join(e[1].split()[:words]))
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+
+
+def plain(value: Any, lib: ModuleType) -> Any:
+    if isinstance(value, lib.Tensor):
+        return ("tensor", str(value.dtype).split(".")[-1], np.array(value.detach().numpy()))
+    if isinstance(value, dict):
+        return {k: plain(v, lib) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, lib) for v in value]
+    return value
+
+
+def assert_same(expected: Any, got: Any, path: str, rtol: float, atol: float) -> None:
+    if isinstance(expected, dict):
+        assert isinstance(got, dict), path
+        assert list(expected) == list(got), f"{path}: keys {list(expected)} vs {list(got)}"
+        for k in expected:
+            assert_same(expected[k], got[k], f"{path}.{k}", rtol, atol)
+    elif isinstance(expected, tuple) and expected[:1] == ("tensor",):
+        assert isinstance(got, tuple) and got[0] == "tensor", f"{path}: {got!r} is no tensor"
+        assert expected[1] == got[1], f"{path}: dtype {expected[1]} vs {got[1]}"
+        assert expected[2].shape == got[2].shape, f"{path}: shape {expected[2].shape} vs {got[2].shape}"
+        np.testing.assert_allclose(got[2], expected[2], rtol=rtol, atol=atol, err_msg=path)
+    elif isinstance(expected, list):
+        assert isinstance(got, list) and len(got) == len(expected), f"{path}: {expected!r} vs {got!r}"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            assert_same(e, g, f"{path}[{i}]", rtol, atol)
+    elif isinstance(expected, float) and not isinstance(expected, bool):
+        assert isinstance(got, (float, int)), f"{path}: {got!r}"
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=path)
+    else:
+        assert expected == got, f"{path}: {expected!r} vs {got!r}"
+
+
+def run_program(fn: Callable[[ModuleType], dict], lib: ModuleType) -> tuple[Any, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fn(lib)
+    return plain(result, lib), out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# autograd walkthroughs
+
+
+@program
+def autograd_walkthrough(torch):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = x * w
+    y.retain_grad()
+    z = y.exp().sum()
+    print(x.is_leaf, y.is_leaf, z.grad_fn.name(), y.grad_fn.name())
+    print([f[0].name() if f[0] is not None else None for f in z.grad_fn.next_functions])
+    z.backward()
+    print(x.grad)
+    print(y.grad)
+
+    d = y.detach()
+    print(d.requires_grad, d.is_leaf, d.grad_fn)
+    with torch.no_grad():
+        u = x * 2
+    print(u.requires_grad, torch.is_grad_enabled())
+
+    # an in-place op on a tensor saved for backward bumps its version counter
+    a = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)
+    s = a.sigmoid()
+    v0 = s._version
+    s.mul_(2)
+    stale = err_head(lambda: s.sum().backward())
+
+    # in-place on a leaf that requires grad
+    leaf_inplace = err(lambda: a.add_(1))
+
+    # backward twice without retain_graph
+    b = torch.tensor([2.0], requires_grad=True)
+    c = (b * b).sum()
+    c.backward()
+    twice = err_head(lambda: c.backward(), 10)
+
+    # gradients accumulate until zeroed
+    g = torch.tensor([1.0, -1.0], requires_grad=True)
+    for _ in range(3):
+        (g ** 2).sum().backward()
+    acc = g.grad.clone()
+    g.grad.zero_()
+
+    with torch.enable_grad():
+        on = torch.is_grad_enabled()
+    torch.set_grad_enabled(False)
+    off = (g * 2).requires_grad
+    torch.set_grad_enabled(True)
+    return {"x_grad": x.grad, "y_grad": y.grad, "w_grad": w.grad, "version": [v0, s._version],
+            "stale": stale, "leaf_inplace": leaf_inplace, "twice": twice, "acc": acc,
+            "on": on, "off": off, "d": d}
+
+
+@program
+def custom_function(torch):
+    log = True
+
+    class ScaledTanh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            y = torch.tanh(x) * scale
+            ctx.save_for_backward(x, scale)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            x, scale = ctx.saved_tensors
+            if log:
+                print("needs", ctx.needs_input_grad)
+            dx = dscale = None
+            if ctx.needs_input_grad[0]:
+                dx = grad_out * scale * (1 - torch.tanh(x) ** 2)
+            if ctx.needs_input_grad[1]:
+                dscale = (grad_out * torch.tanh(x)).sum().reshape(scale.shape)
+            return dx, dscale
+
+    class SortWithIndex(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            values, idx = torch.sort(x)
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(idx)
+            return values, idx
+
+        @staticmethod
+        def backward(ctx, grad_values, grad_idx):
+            (idx,) = ctx.saved_tensors
+            grad = torch.zeros_like(grad_values)
+            grad.scatter_(0, idx, grad_values)
+            return grad
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = torch.tensor([0.3, -1.2, 0.7], requires_grad=True)
+    scale = torch.tensor([2.0], requires_grad=True)
+    y = ScaledTanh.apply(x, scale)
+    print(type(y.grad_fn).__name__.endswith("Backward"), y.requires_grad)
+    y.sum().backward()
+
+    fixed = torch.tensor([2.0])
+    x2 = torch.tensor([0.5, 1.5], requires_grad=True)
+    ScaledTanh.apply(x2, fixed).sum().backward()
+
+    v = torch.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    values, idx = SortWithIndex.apply(v)
+    print(values.requires_grad, idx.requires_grad, idx.dtype)
+    (values * torch.tensor([1.0, 10.0, 100.0])).sum().backward()
+
+    c = torch.tensor([1.0, 2.0], requires_grad=True)
+    out = Cube.apply(c).sum()
+    (gc,) = torch.autograd.grad(out, c, create_graph=True)
+    twice = err_head(lambda: gc.sum().backward(), 8)
+
+    log = False  # gradcheck's number of backward calls is an implementation detail
+    check = torch.autograd.gradcheck(
+        ScaledTanh.apply,
+        (torch.tensor([0.2, -0.4], dtype=torch.float64, requires_grad=True),
+         torch.tensor([1.5], dtype=torch.float64, requires_grad=True)))
+    return {"y": y, "x_grad": x.grad, "scale_grad": scale.grad, "x2_grad": x2.grad,
+            "v_grad": v.grad, "idx": idx, "gc": gc.detach(), "twice": twice, "check": check}
+
+
+@program
+def hooks(torch):
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    seed_params(torch, model, 1)
+    log = []
+
+    def pre_hook(module, args):
+        log.append(("pre", type(module).__name__, tuple(args[0].shape)))
+        return (args[0] * 2,)
+
+    def fwd_hook(module, args, output):
+        log.append(("fwd", type(module).__name__))
+        return output + 1
+
+    def bwd_hook(module, grad_input, grad_output):
+        log.append(("bwd", type(module).__name__, [None if g is None else tuple(g.shape)
+                                                   for g in grad_input]))
+
+    def tensor_hook(grad):
+        log.append(("tensor", tuple(grad.shape)))
+        return grad * 0.5
+
+    post_acc = []
+    h1 = model[0].register_forward_pre_hook(pre_hook)
+    h2 = model[2].register_forward_hook(fwd_hook)
+    h3 = model[2].register_full_backward_hook(bwd_hook)
+    w = model[0].weight
+    h4 = w.register_hook(tensor_hook)
+    h5 = w.register_post_accumulate_grad_hook(lambda p: post_acc.append(p.grad.clone()))
+
+    x = torch.from_numpy(data((5, 3), 2))
+    out = model(x)
+    out.pow(2).mean().backward()
+    g1 = grads_of(model)
+    for h in (h1, h2, h3, h4, h5):
+        h.remove()
+    model.zero_grad()
+    out2 = model(x)
+    out2.pow(2).mean().backward()
+    return {"log": log, "out": out, "grads": g1, "post_acc": post_acc, "out2": out2,
+            "grads_after_remove": grads_of(model)}
+
+
+# ---------------------------------------------------------------------------------------------
+# training loops
+
+
+@program
+def dataloader_training(torch):
+    nn = torch.nn
+    x = torch.from_numpy(data((20, 3), 3))
+    true_w = torch.tensor([[1.5], [-2.0], [0.5]])
+    y = x @ true_w + 0.3
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=6,
+                                         shuffle=False)
+    model = seed_params(torch, nn.Linear(3, 1), 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    loss_fn = nn.MSELoss()
+    losses, lrs, sizes = [], [], []
+    for epoch in range(4):
+        for xb, yb in loader:
+            sizes.append(len(xb))
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        sched.step()
+        lrs.append(sched.get_last_lr())
+        print(f"epoch {epoch} loss {losses[-1]:.4f}")
+    return {"losses": losses, "lrs": lrs, "sizes": sizes, "params": params_of(model),
+            "batches": len(loader)}
+
+
+@program
+def cnn_classifier(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.conv2 = nn.Conv2d(4, 6, 3)
+            self.pool = nn.MaxPool2d(2)
+            self.drop = nn.Dropout(0.5)
+            self.fc = nn.Linear(6 * 3 * 3, 3)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.bn1(self.conv1(x))))
+            x = F.relu(self.conv2(x))
+            x = torch.flatten(x, 1)
+            return self.fc(self.drop(x))
+
+    model = seed_params(torch, Net(), 5)
+    images = torch.from_numpy(data((6, 1, 10, 10), 6))
+    labels = torch.tensor([0, 1, 2, 1, 0, 2])
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5, weight_decay=1e-3)
+    losses = []
+    model.train()
+    model.drop.eval()  # random masks differ across libraries; everything else trains for real
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        logits = model(images)
+    acc = (logits.argmax(dim=1) == labels).float().mean()
+    return {"losses": losses, "params": params_of(model), "running_mean": model.bn1.running_mean,
+            "running_var": model.bn1.running_var, "tracked": model.bn1.num_batches_tracked,
+            "logits": logits, "acc": acc, "training": [m.training for m in model.modules()]}
+
+
+@program
+def lstm_packed(torch):
+    nn = torch.nn
+    rnn_utils = torch.nn.utils.rnn
+    lstm = seed_params(torch, nn.LSTM(3, 4, num_layers=2, batch_first=True), 7)
+    head = seed_params(torch, nn.Linear(4, 1), 8)
+    lengths = torch.tensor([2, 5, 3])
+    padded = torch.from_numpy(data((3, 5, 3), 9))
+    for i, n in enumerate([2, 5, 3]):
+        padded[i, n:] = 0
+    packed = rnn_utils.pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+    print(packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+    out_packed, (h_n, c_n) = lstm(packed)
+    out, out_lengths = rnn_utils.pad_packed_sequence(out_packed, batch_first=True)
+    pred = head(h_n[-1]).squeeze(1)
+    loss = ((pred - torch.tensor([0.5, -0.5, 1.0])) ** 2).mean() + out.abs().mean()
+    loss.backward()
+
+    gru = seed_params(torch, nn.GRU(3, 2), 10)
+    seqs = [torch.from_numpy(data((n, 3), 20 + n)) for n in (4, 2, 1)]
+    packed_gru = rnn_utils.pack_sequence(seqs)
+    gout, gh = gru(packed_gru)
+    return {"packed_data": packed.data, "out": out, "out_lengths": out_lengths, "h_n": h_n,
+            "c_n": c_n, "loss": loss, "lstm_grads": grads_of(lstm), "head_grads": grads_of(head),
+            "gru_data": gout.data, "gru_h": gh}
+
+
+class _GPTParts:
+    """Builds a tiny GPT from a library; attention is chosen per program."""
+
+    @staticmethod
+    def build(torch, vocab, d, heads, block, layers, use_mha):
+        nn = torch.nn
+        F = torch.nn.functional
+
+        class SelfAttention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                # no qkv bias: the key bias has an exactly zero gradient, and Adam would turn
+                # its rounding noise into visible steps
+                self.qkv = nn.Linear(d, 3 * d, bias=False)
+                self.proj = nn.Linear(d, d)
+
+            def forward(self, x):
+                b, t, c = x.shape
+                q, k, v = self.qkv(x).split(d, dim=2)
+                q = q.view(b, t, heads, c // heads).transpose(1, 2)
+                k = k.view(b, t, heads, c // heads).transpose(1, 2)
+                v = v.view(b, t, heads, c // heads).transpose(1, 2)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+        class MHA(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(d, heads, bias=False, batch_first=True)
+
+            def forward(self, x):
+                t = x.shape[1]
+                mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+                y, _ = self.attn(x, x, x, attn_mask=mask, need_weights=False)
+                return y
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1 = nn.LayerNorm(d)
+                self.attn = MHA() if use_mha else SelfAttention()
+                self.ln2 = nn.LayerNorm(d)
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                x = x + self.attn(self.ln1(x))
+                return x + self.mlp(self.ln2(x))
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok = nn.Embedding(vocab, d)
+                self.pos = nn.Embedding(block, d)
+                self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+                self.ln_f = nn.LayerNorm(d)
+                self.head = nn.Linear(d, vocab, bias=False)
+
+            def forward(self, idx, targets=None):
+                t = idx.shape[1]
+                x = self.tok(idx) + self.pos(torch.arange(t))
+                for blk in self.blocks:
+                    x = blk(x)
+                logits = self.head(self.ln_f(x))
+                loss = None
+                if targets is not None:
+                    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+                return logits, loss
+
+        return GPT()
+
+
+def _train_gpt(torch, use_mha):
+    vocab, block = 11, 6
+    model = _GPTParts.build(torch, vocab, d=8, heads=2, block=block, layers=2, use_mha=use_mha)
+    seed_params(torch, model, 11)
+    tokens = np.random.default_rng(12).integers(0, vocab, size=(4, block + 1))
+    idx = torch.from_numpy(tokens[:, :-1].copy())
+    targets = torch.from_numpy(tokens[:, 1:].copy())
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95))
+    losses, norms = [], []
+    for _ in range(4):
+        _, loss = model(idx, targets)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5).item())
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(idx[:1, :3])
+        nxt = torch.argmax(logits[:, -1, :], dim=-1)
+    return {"losses": losses, "norms": norms, "params": params_of(model), "next": nxt}
+
+
+@program
+def gpt_sdpa(torch):
+    return _train_gpt(torch, use_mha=False)
+
+
+@program
+def gpt_multihead_attention(torch):
+    return _train_gpt(torch, use_mha=True)
+
+
+@program
+def transformer_encoder_classifier(torch):
+    nn = torch.nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(9, 8, padding_idx=0)
+            layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                               batch_first=True, bias=False)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+            self.out = nn.Linear(8, 2)
+
+        def forward(self, tokens):
+            pad = tokens == 0
+            h = self.encoder(self.embed(tokens), src_key_padding_mask=pad)
+            keep = (~pad).unsqueeze(-1).float()
+            pooled = (h * keep).sum(1) / keep.sum(1)
+            return self.out(pooled)
+
+    model = seed_params(torch, Classifier(), 13)
+    tokens = torch.tensor([[3, 4, 5, 0], [1, 2, 0, 0], [6, 7, 8, 2]])
+    labels = torch.tensor([1, 0, 1])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(tokens), labels)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        probs = model(tokens).softmax(-1)
+    return {"losses": losses, "params": params_of(model), "probs": probs,
+            "n_params": sum(p.numel() for p in model.parameters())}
+
+
+@program
+def gan_step(torch):
+    nn = torch.nn
+    gen = seed_params(torch, nn.Sequential(nn.Linear(2, 8), nn.LeakyReLU(0.2), nn.Linear(8, 3)), 14)
+    disc = seed_params(torch, nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1)), 15)
+    opt_g = torch.optim.Adam(gen.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(disc.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+    real = torch.from_numpy(data((6, 3), 16) + 1.0)
+    ones, zeros = torch.ones(6, 1), torch.zeros(6, 1)
+    d_losses, g_losses = [], []
+    for step in range(3):
+        z = torch.from_numpy(data((6, 2), 100 + step))
+        fake = gen(z)
+        opt_d.zero_grad()
+        d_loss = bce(disc(real), ones) + bce(disc(fake.detach()), zeros)
+        d_loss.backward()
+        opt_d.step()
+        gen_grad_after_d = [p.grad for p in gen.parameters()]
+        opt_g.zero_grad()
+        g_loss = bce(disc(fake), ones)
+        g_loss.backward()
+        opt_g.step()
+        d_losses.append(d_loss.item())
+        g_losses.append(g_loss.item())
+    return {"d": d_losses, "g": g_losses, "gen": params_of(gen), "disc": params_of(disc),
+            "gen_grad_after_d": gen_grad_after_d}
+
+
+@program
+def dqn_target_update(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    def make():
+        return nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+
+    policy = seed_params(torch, make(), 17)
+    target = make()
+    target.load_state_dict(policy.state_dict())
+    target.eval()
+    opt = torch.optim.RMSprop(policy.parameters(), lr=1e-3)
+    gamma, tau = 0.9, 0.1
+    rng = np.random.default_rng(18)
+    losses = []
+    for step in range(4):
+        states = torch.from_numpy(rng.standard_normal((8, 4)).astype(np.float32))
+        actions = torch.from_numpy(rng.integers(0, 2, 8))
+        rewards = torch.from_numpy(rng.standard_normal(8).astype(np.float32))
+        next_states = torch.from_numpy(rng.standard_normal((8, 4)).astype(np.float32))
+        done = torch.from_numpy((rng.random(8) < 0.25).astype(np.float32))
+        q = policy(states).gather(1, actions.unsqueeze(1)).squeeze(1)
+        with torch.no_grad():
+            best = target(next_states).max(1).values
+            expected = rewards + gamma * best * (1 - done)
+        loss = F.smooth_l1_loss(q, expected)
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_value_(policy.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        with torch.no_grad():
+            if step % 2 == 0:
+                for tp, p in zip(target.parameters(), policy.parameters()):
+                    tp.mul_(1 - tau).add_(p, alpha=tau)
+            else:
+                for tp, p in zip(target.parameters(), policy.parameters()):
+                    tp.copy_(torch.lerp(tp, p, tau))
+    with torch.no_grad():
+        for tp, p in zip(target.parameters(), policy.parameters()):
+            tp.copy_(p)
+    same = all(torch.equal(a, b) for a, b in zip(target.parameters(), policy.parameters()))
+    return {"losses": losses, "policy": params_of(policy), "target_req": [
+        p.requires_grad for p in target.parameters()], "same": same, "expected": expected}
+
+
+@program
+def gradient_accumulation(torch):
+    nn = torch.nn
+    x = torch.from_numpy(data((12, 5), 19))
+    y = torch.from_numpy(data((12, 2), 20))
+
+    def build():
+        return seed_params(torch, nn.Sequential(nn.Linear(5, 6), nn.SiLU(), nn.Linear(6, 2)), 21)
+
+    full = build()
+    nn.functional.mse_loss(full(x), y).backward()
+    full_grads = grads_of(full)
+
+    model = build()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    accum = 4
+    losses = []
+    for i, (xb, yb) in enumerate(zip(x.chunk(accum), y.chunk(accum))):
+        loss = nn.functional.mse_loss(model(xb), yb) / accum
+        loss.backward()
+        losses.append(loss.item())
+        if (i + 1) % accum == 0:
+            micro_grads = grads_of(model)
+            opt.step()
+            opt.zero_grad()
+    match = all(torch.allclose(full_grads[k], micro_grads[k], atol=1e-6) for k in full_grads)
+    return {"full": full_grads, "micro": micro_grads, "match": match, "losses": losses,
+            "params": params_of(model), "grad_after_zero": [p.grad for p in model.parameters()]}
+
+
+@program
+def checkpoint_resume(torch):
+    nn = torch.nn
+    x = torch.from_numpy(data((10, 4), 22))
+    y = torch.from_numpy(data((10, 1), 23))
+
+    def make():
+        model = seed_params(torch, nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 1)), 24)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+        return model, opt, sched
+
+    def train(model, opt, sched, steps):
+        out = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            out.append(loss.item())
+        return out
+
+    model, opt, sched = make()
+    straight = train(model, opt, sched, 6)
+
+    model, opt, sched = make()
+    first = train(model, opt, sched, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ckpt.pt")
+        torch.save({"model": model.state_dict(), "optim": opt.state_dict(),
+                    "sched": sched.state_dict(), "epoch": 3}, path)
+        ckpt = torch.load(path)
+    model2, opt2, sched2 = make()
+    model2.load_state_dict(ckpt["model"])
+    opt2.load_state_dict(ckpt["optim"])
+    sched2.load_state_dict(ckpt["sched"])
+    resumed = first + train(model2, opt2, sched2, 3)
+    matches = bool(np.allclose(straight, resumed, rtol=1e-6, atol=1e-7))
+    return {"straight": straight, "resumed": resumed, "matches": matches, "epoch": ckpt["epoch"],
+            "step": ckpt["optim"]["state"][0]["step"], "lr": sched2.get_last_lr(),
+            "final": params_of(model2), "after_three": params_of(model)}
+
+
+@program
+def conv_autoencoder(torch):
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(4, 8, 3, stride=2, padding=1), nn.ReLU(),
+        nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+        nn.Upsample(scale_factor=2, mode="nearest"),
+        nn.Conv2d(4, 1, 3, padding=1), nn.Sigmoid())
+    seed_params(torch, model, 25)
+    up_bilinear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+    images = torch.from_numpy(np.abs(data((3, 1, 8, 8), 26)).clip(0, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        recon = model(images)
+        loss = nn.functional.binary_cross_entropy(recon, images)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    small = torch.from_numpy(data((1, 2, 3, 3), 27)).requires_grad_()
+    big = up_bilinear(small)
+    big.sum().backward()
+    return {"losses": losses, "shape": tuple(recon.shape), "params": params_of(model),
+            "big": big, "small_grad": small.grad}
+
+
+@program
+def lbfgs_closure(torch):
+    results = {}
+    for search in (None, "strong_wolfe"):
+        xy = torch.tensor([-1.5, 2.0], requires_grad=True)
+        opt = torch.optim.LBFGS([xy], lr=1, max_iter=20, history_size=5, line_search_fn=search)
+        calls = []
+
+        def closure():
+            opt.zero_grad()
+            a, b = xy[0], xy[1]
+            loss = (1 - a) ** 2 + 10 * (b - a ** 2) ** 2
+            loss.backward()
+            calls.append(loss.item())
+            return loss
+
+        first = [opt.step(closure).item() for _ in range(3)]
+        results[str(search)] = {"xy": xy.detach().clone(), "first": first, "calls": len(calls),
+                                "n_iter": opt.state[xy]["n_iter"]}
+
+    # least squares fit of a linear layer
+    layer = seed_params(torch, torch.nn.Linear(3, 1), 28)
+    x = torch.from_numpy(data((16, 3), 29))
+    y = x @ torch.tensor([[1.0], [2.0], [-1.0]]) + 0.5
+    opt = torch.optim.LBFGS(layer.parameters(), lr=0.5, max_iter=10)
+
+    def fit():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(layer(x), y)
+        loss.backward()
+        return loss
+
+    opt.step(fit)
+    results["fit"] = params_of(layer)
+    return results
+
+
+@program
+def mixed_optimizers(torch):
+    nn = torch.nn
+    body = seed_params(torch, nn.Sequential(nn.Linear(4, 6), nn.Tanh()), 30)
+    head = seed_params(torch, nn.Linear(6, 2), 31)
+    opt_body = torch.optim.NAdam(body.parameters(), lr=1e-2, momentum_decay=4e-3)
+    opt_head = torch.optim.RAdam([{"params": [head.weight], "weight_decay": 1e-2},
+                                  {"params": [head.bias], "lr": 5e-3}], lr=1e-2)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt_head, lr_lambda=lambda epoch: 0.9 ** epoch)
+    x = torch.from_numpy(data((8, 4), 32))
+    y = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])
+    losses, lrs = [], []
+    for _ in range(8):  # RAdam switches to its rectified update after step 5
+        opt_body.zero_grad()
+        opt_head.zero_grad()
+        loss = nn.functional.cross_entropy(head(body(x)), y)
+        loss.backward()
+        opt_body.step()
+        opt_head.step()
+        sched.step()
+        losses.append(loss.item())
+        lrs.append([g["lr"] for g in opt_head.param_groups])
+    return {"losses": losses, "lrs": lrs, "body": params_of(body), "head": params_of(head),
+            "mu_product": float(opt_body.state[body[0].weight]["mu_product"])}
+
+
+@program
+def gradient_penalty(torch):
+    nn = torch.nn
+    critic = seed_params(torch, nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)), 33)
+    real = torch.from_numpy(data((5, 3), 34))
+    fake = torch.from_numpy(data((5, 3), 35))
+    alpha = torch.from_numpy(np.random.default_rng(36).random((5, 1)).astype(np.float32))
+    interp = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    scores = critic(interp)
+    (grads,) = torch.autograd.grad(outputs=scores, inputs=interp,
+                                   grad_outputs=torch.ones_like(scores), create_graph=True)
+    print(grads.requires_grad, grads.grad_fn is not None)
+    penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+    loss = critic(fake).mean() - critic(real).mean() + 10 * penalty
+    loss.backward()
+
+    # second derivative of a scalar function, twice through autograd.grad
+    t = torch.tensor([0.5, -1.0], requires_grad=True)
+    f = (t.sin() * t ** 2).sum()
+    (d1,) = torch.autograd.grad(f, t, create_graph=True)
+    (d2,) = torch.autograd.grad(d1.sum(), t)
+    return {"grads": grads.detach(), "penalty": penalty, "loss": loss,
+            "critic_grads": grads_of(critic), "d1": d1.detach(), "d2": d2}
+
+
+@program
+def jacobian_hessian(torch):
+    F = torch.autograd.functional
+
+    def f(x):
+        return torch.stack([x[0] * x[1], x[1].exp(), (x ** 2).sum()])
+
+    def g(a, b):
+        return a @ b
+
+    def scalar(x):
+        return (x ** 3).sum() + x[0] * x[1]
+
+    x = torch.tensor([1.0, 2.0])
+    a = torch.from_numpy(data((2, 3), 37))
+    b = torch.from_numpy(data((3,), 38))
+    jac = F.jacobian(f, x)
+    jac_ab = F.jacobian(g, (a, b))
+    hess = F.hessian(scalar, x)
+    jac_graph = F.jacobian(f, x.clone().requires_grad_(), create_graph=True)
+    out, vjp = F.vjp(f, x, torch.tensor([1.0, 0.0, 1.0]))
+    _, jvp = F.jvp(f, x, torch.tensor([0.0, 1.0]))
+    _, hvp = F.hvp(scalar, x, torch.tensor([1.0, 1.0]))
+    return {"jac": jac, "jac_ab": list(jac_ab), "hess": hess, "jac_graph_req": jac_graph.requires_grad,
+            "vjp": vjp, "out": out, "jvp": jvp, "hvp": hvp}
+
+
+# ---------------------------------------------------------------------------------------------
+# modules: init, modes, state dicts
+
+
+@program
+def nn_init(torch):
+    nn = torch.nn
+    init = nn.init
+    w = torch.empty(6, 4)
+    gains = [init.calculate_gain(n) for n in ("linear", "relu", "tanh", "sigmoid")]
+    gains.append(init.calculate_gain("leaky_relu", 0.2))
+    init.constant_(w, 0.3)
+    const = w.clone()
+    init.eye_(w)
+    eye = w.clone()
+    conv_w = torch.empty(3, 3, 3, 3)
+    init.dirac_(conv_w)
+    x = torch.from_numpy(data((1, 3, 5, 5), 39))
+    dirac_identity = torch.allclose(nn.functional.conv2d(x, conv_w, padding=1), x)
+
+    torch.manual_seed(0)
+    fan_in, fan_out = 4, 6
+    bound = gains[1] * (3.0 / fan_in) ** 0.5
+    init.kaiming_uniform_(w, nonlinearity="relu")
+    kaiming_ok = bool(w.abs().max() <= bound + 1e-6)
+    init.xavier_uniform_(w, gain=2.0)
+    xavier_ok = bool(w.abs().max() <= 2.0 * (6.0 / (fan_in + fan_out)) ** 0.5 + 1e-6)
+    init.trunc_normal_(w, std=1.0, a=-0.5, b=0.5)
+    trunc_ok = bool(w.abs().max() <= 0.5)
+    init.orthogonal_(w)
+    gram = w.t() @ w
+    init.zeros_(w)
+    layer = nn.Linear(4, 3)
+    with torch.no_grad():
+        init.normal_(layer.weight, mean=0.0, std=0.02)
+        init.zeros_(layer.bias)
+
+    def reinit(m):
+        if isinstance(m, nn.Linear):
+            init.ones_(m.weight)
+            init.constant_(m.bias, -1.0)
+
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)).apply(reinit)
+    return {"gains": gains, "const": const, "eye": eye, "dirac": conv_w, "dirac_identity":
+            dirac_identity, "kaiming_ok": kaiming_ok, "xavier_ok": xavier_ok, "trunc_ok": trunc_ok,
+            "gram": gram, "zeros": w, "bias": layer.bias, "bias_leaf": layer.weight.is_leaf,
+            "net": params_of(net), "net_out": net(torch.ones(1, 2))}
+
+
+@program
+def eval_train_modes(torch):
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Dropout(0.5), nn.Linear(4, 2))
+    seed_params(torch, model, 40)
+    x = torch.from_numpy(data((6, 4), 41))
+    print(model.training, [m.training for m in model])
+    model.eval()
+    print(model.training, [m.training for m in model])
+    with torch.no_grad():
+        e1 = model(x)
+        e2 = model(x)
+    model.train()
+    _ = model(x)  # updates BatchNorm's running statistics
+    stats = (model[1].running_mean.clone(), model[1].running_var.clone())
+    model.train(False)
+    e3 = model(x)
+
+    drop = nn.Dropout(0.25)
+    ones = torch.ones(400)
+    dropped = drop(ones)
+    kept_values = sorted(set(round(v, 4) for v in dropped.tolist()))
+    drop.eval()
+    identity = torch.equal(drop(ones), ones)
+
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    model.train()
+    model[2].p = 0.0
+    model(x).sum().backward()
+    with torch.inference_mode():
+        inf = model(x)
+    return {"e1": e1, "e2": e2, "same": torch.equal(e1, e2), "stats": list(stats), "e3": e3,
+            "e3_req": e3.requires_grad, "kept_values": kept_values, "identity": identity,
+            "frozen": [p.grad for p in model[0].parameters()], "head_grad": model[3].weight.grad,
+            "inf_req": inf.requires_grad, "tracked": model[1].num_batches_tracked}
+
+
+@program
+def state_dict_round_trip(torch):
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+            self.fc = nn.Linear(2, 2)
+            self.register_buffer("scale", torch.tensor(2.0))
+            self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+        def forward(self, x):
+            return self.fc(self.features(x).mean((2, 3))) * self.scale
+
+    src = seed_params(torch, Net(), 42)
+    sd = src.state_dict()
+    keys = list(sd.keys())
+    shapes = {k: tuple(v.shape) for k, v in sd.items()}
+
+    dst = Net()
+    dst.load_state_dict(sd)
+    x = torch.from_numpy(data((2, 1, 5, 5), 43))
+    same_out = torch.allclose(src(x), dst(x))
+
+    partial = {k: v for k, v in sd.items() if not k.startswith("fc.")}
+    partial["extra.weight"] = torch.zeros(1)
+    res = dst.load_state_dict(partial, strict=False)
+    strict_err = err_head(lambda: dst.load_state_dict(partial), 6)
+    shape_err = err_head(
+        lambda: dst.load_state_dict({**sd, "fc.bias": torch.zeros(3)}), 5)
+
+    buf = io.BytesIO()
+    torch.save(src.state_dict(), buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    fresh = Net()
+    fresh.load_state_dict(loaded)
+
+    opt = torch.optim.SGD(src.parameters(), lr=0.1, momentum=0.9)
+    src(x).sum().backward()
+    opt.step()
+    osd = opt.state_dict()
+    return {"keys": keys, "shapes": shapes, "same_out": same_out, "missing": list(res.missing_keys),
+            "unexpected": list(res.unexpected_keys), "strict_err": strict_err,
+            "shape_err": shape_err, "loaded": dict(loaded), "fresh_out": fresh(x),
+            "detached": [v.requires_grad for v in sd.values()],
+            "opt_keys": list(osd.keys()), "opt_group_keys": sorted(osd["param_groups"][0].keys()),
+            "opt_params": osd["param_groups"][0]["params"], "opt_state_keys": list(osd["state"]),
+            "momentum": [osd["state"][i]["momentum_buffer"] for i in sorted(osd["state"])]}
+
+
+@program
+def mlp_classifier_with_metrics(torch):
+    nn = torch.nn
+    rng = np.random.default_rng(44)
+    x = torch.from_numpy(rng.standard_normal((30, 2)).astype(np.float32))
+    y = ((x[:, 0] * x[:, 1]) > 0).long()
+    dataset = torch.utils.data.TensorDataset(x, y)
+    train_set = torch.utils.data.Subset(dataset, list(range(24)))
+    loader = torch.utils.data.DataLoader(train_set, batch_size=8, shuffle=False, drop_last=True)
+    model = seed_params(torch, nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 2)), 45,
+                        scale=0.7)
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=9)
+    history = []
+    for epoch in range(3):
+        model.train()
+        total, correct, running = 0, 0, 0.0
+        for xb, yb in loader:
+            opt.zero_grad()
+            logits = model(xb)
+            loss = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, yb)
+            loss.backward()
+            opt.step()
+            sched.step()
+            running += loss.item() * xb.size(0)
+            correct += (logits.argmax(1) == yb).sum().item()
+            total += yb.numel()
+        model.eval()
+        with torch.no_grad():
+            val = model(x[24:]).argmax(1).eq(y[24:]).float().mean().item()
+        history.append([running / total, correct, val, sched.get_last_lr()[0]])
+    return {"history": history, "params": params_of(model)}
+
+
+# ---------------------------------------------------------------------------------------------
+# runner
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=[f.__name__ for f in PROGRAMS])
+def test_program_matches_torch(fn: Callable[[ModuleType], dict]) -> None:
+    expected, expected_out = run_program(fn, real_torch)
+    got, got_out = run_program(fn, rustgrad)
+    assert got_out == expected_out
+    assert_same(expected, got, fn.__name__, rtol=2e-4, atol=2e-5)
+
+
+def test_suite_is_large_enough() -> None:
+    assert len(PROGRAMS) >= 20
