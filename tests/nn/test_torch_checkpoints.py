@@ -407,3 +407,28 @@ def test_legacy_storage_declaring_more_than_the_file_holds_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="huge.pt: malformed torch checkpoint: storage '0' is"
                                            " truncated"):
         rustgrad.load(path)
+
+
+def test_training_checkpoint_with_optimizer_state_resumes_in_rustgrad(tmp_path):
+    tm, rm = twin(lambda lib: lib.nn.Linear(3, 2))
+    opt = torch.optim.Adam(tm.parameters(), lr=0.1)
+    tm(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": tm.state_dict(), "optim": opt.state_dict(), "epoch": 1}, path)
+
+    ckpt = rustgrad.load(path, weights_only=False)  # still only the allow-list
+    rm.load_state_dict(ckpt["model"])
+    ropt = rustgrad.optim.Adam(rm.parameters(), lr=0.1)
+    ropt.load_state_dict(ckpt["optim"])
+
+    assert ckpt["epoch"] == 1
+    assert ckpt["optim"]["param_groups"] == torch.load(path)["optim"]["param_groups"]
+    x = np.ones((1, 3), dtype=np.float32)
+    opt.zero_grad()
+    tm(torch.tensor(x)).sum().backward()
+    rm(rustgrad.tensor(x)).sum().backward()
+    opt.step()
+    ropt.step()
+    for k, v in state_arrays(tm).items():
+        np.testing.assert_allclose(state_arrays(rm)[k], v, rtol=1e-6, atol=1e-7, err_msg=k)

@@ -134,9 +134,9 @@ def load(data: bytes) -> Dict[str, Any]:
     return _from_bytes(bytes(data))
 
 
-def load_file(filename: Union[str, os.PathLike[str]], device: Union[str, int, Any] = "cpu"
-              ) -> Dict[str, Any]:
-    """Reads the tensors of a safetensors file onto `device`."""
+def load_file(filename: Union[str, os.PathLike[str]], device: Union[str, int, Any] = "cpu", *,
+              backend: str = "mmap") -> Dict[str, Any]:
+    """Reads the tensors of a safetensors file onto `device` (`backend` is accepted, unused)."""
     if isinstance(device, int):
         device = f"cuda:{device}"
     with open(filename, "rb") as f:
