@@ -346,8 +346,8 @@ class _Resolver:
             pairs = [(self.resolve(k), self.resolve(v)) for k, v in obj.items()]
             obj.clear()
             obj.update(pairs)
-            extra = getattr(obj, "__dict__", None)  # a state_dict's _metadata
-            for k, v in list((extra or {}).items()):
+            extra: Dict[str, Any] = getattr(obj, "__dict__", None) or {}  # e.g. _metadata
+            for k, v in list(extra.items()):
                 extra[k] = self.resolve(v)
             out = obj
         elif isinstance(obj, list):

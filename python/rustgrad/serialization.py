@@ -257,9 +257,9 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
             fh.close()
 
 
-def _placer(map_location: Any) -> Callable[[Tensor, str], Tensor]:
+def _placer(map_location: Any) -> Callable[[Tensor, Any], Tensor]:
     """How a loaded cpu tensor saved on `saved` is moved, as map_location asks."""
-    def place(t: Tensor, saved: str) -> Tensor:
+    def place(t: Tensor, saved: Any) -> Tensor:
         target: Any = map_location
         if isinstance(target, dict):
             target = target.get(saved, saved)
