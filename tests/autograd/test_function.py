@@ -286,7 +286,7 @@ def test_function_saved_input_modified_inplace_raises_version_error():
 
     same_error(run, "one of the variables needed for gradient computation has been modified by "
                     "an inplace operation: [torch.DoubleTensor [1]], which is output 0 of "
-                    "AddBackward0, is at version 1; expected version 0 instead.")
+                    "Add, is at version 1; expected version 0 instead.")
 
 
 def test_function_saved_tensors_released_after_backward():

@@ -200,7 +200,7 @@ def test_saved_input_modified_inplace_raises_with_node_and_versions(lib):
     msg = _inplace_error(lib, build)
 
     assert msg.startswith(
-        MODIFIED + " operation: [torch.FloatTensor [3]], which is output 0 of MulBackward0, "
+        MODIFIED + " operation: [torch.FloatTensor [3]], which is output 0 of Mul, "
         "is at version 1; expected version 0 instead."
     ), msg
 
@@ -217,7 +217,7 @@ def test_saved_input_modified_twice_reports_current_grad_fn_and_version(lib):
     msg = _inplace_error(lib, build)
 
     assert re.search(
-        r"\[torch\.DoubleTensor \[2, 3\]\], which is output 0 of AddBackward0, "
+        r"\[torch\.DoubleTensor \[2, 3\]\], which is output 0 of Add, "
         r"is at version 2; expected version 0 instead\.", msg
     ), msg
 
@@ -231,7 +231,7 @@ def test_saved_output_modified_inplace_names_the_saving_node(lib):
 
     msg = _inplace_error(lib, build)
 
-    assert "which is output 0 of SigmoidBackward0, is at version 1; expected version 0" in msg
+    assert "which is output 0 of Sigmoid, is at version 1; expected version 0" in msg
 
 
 def test_saved_leaf_modified_inplace_names_no_node(lib):
