@@ -35,7 +35,7 @@ import atheris
 with atheris.instrument_imports(include=["rustgrad.serialization", "zipfile", "json",
                                          "numpy.lib.format", "numpy.lib._format_impl"]):
     import json  # noqa: F401 - imported here so that atheris instruments it
-    import zipfile  # noqa: F401
+    import zipfile
 
     import rustgrad
 
