@@ -143,6 +143,24 @@ def test_scheduler_resume_without_initial_lr_raises_key_error(lib):
         lib.optim.lr_scheduler.StepLR(_opt(lib), 2, last_epoch=3)
 
 
+def test_scheduler_resume_without_initial_lr_message_equals_torch():
+    messages = []
+    for lib in (torch, rustgrad):
+        with pytest.raises(KeyError) as info:
+            lib.optim.lr_scheduler.StepLR(_opt(lib), 2, last_epoch=3)
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]
+
+
+def test_optimizer_over_a_set_of_parameters_warns_as_torch(lib):
+    x = lib.zeros(2, requires_grad=True)
+    with pytest.warns(FutureWarning, match="the ordering of tensors in sets will change between "
+                                           "runs. Please use a list instead. This will be an "
+                                           "error in a future release."):
+        opt = lib.optim.SGD({x}, lr=0.1)
+    assert opt.param_groups[0]["params"][0] is x
+
+
 def test_scheduler_step_before_optimizer_step_warns(lib):
     opt = _opt(lib)
     sched = lib.optim.lr_scheduler.StepLR(opt, 2)
