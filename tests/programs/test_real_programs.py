@@ -719,25 +719,27 @@ def conv_autoencoder(torch):
             "big": big, "small_grad": small.grad}
 
 
+def _rosenbrock_lbfgs(torch, search):
+    xy = torch.tensor([-1.5, 2.0], requires_grad=True)
+    opt = torch.optim.LBFGS([xy], lr=1, max_iter=20, history_size=5, line_search_fn=search)
+    calls = []
+
+    def closure():
+        opt.zero_grad()
+        a, b = xy[0], xy[1]
+        loss = (1 - a) ** 2 + 10 * (b - a ** 2) ** 2
+        loss.backward()
+        calls.append(loss.item())
+        return loss
+
+    first = [opt.step(closure).item() for _ in range(3)]
+    return {"xy": xy.detach().clone(), "first": first, "calls": len(calls),
+            "n_iter": opt.state[xy]["n_iter"]}
+
+
 @program
 def lbfgs_closure(torch):
-    results = {}
-    for search in (None, "strong_wolfe"):
-        xy = torch.tensor([-1.5, 2.0], requires_grad=True)
-        opt = torch.optim.LBFGS([xy], lr=1, max_iter=20, history_size=5, line_search_fn=search)
-        calls = []
-
-        def closure():
-            opt.zero_grad()
-            a, b = xy[0], xy[1]
-            loss = (1 - a) ** 2 + 10 * (b - a ** 2) ** 2
-            loss.backward()
-            calls.append(loss.item())
-            return loss
-
-        first = [opt.step(closure).item() for _ in range(3)]
-        results[str(search)] = {"xy": xy.detach().clone(), "first": first, "calls": len(calls),
-                                "n_iter": opt.state[xy]["n_iter"]}
+    results = {str(search): _rosenbrock_lbfgs(torch, search) for search in (None, "strong_wolfe")}
 
     # least squares fit of a linear layer
     layer = seed_params(torch, torch.nn.Linear(3, 1), 28)
@@ -987,7 +989,7 @@ def mlp_classifier_with_metrics(torch):
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=9)
     history = []
-    for epoch in range(3):
+    for _ in range(3):
         model.train()
         total, correct, running = 0, 0, 0.0
         for xb, yb in loader:
@@ -1005,6 +1007,308 @@ def mlp_classifier_with_metrics(torch):
             val = model(x[24:]).argmax(1).eq(y[24:]).float().mean().item()
         history.append([running / total, correct, val, sched.get_last_lr()[0]])
     return {"history": history, "params": params_of(model)}
+
+
+# ---------------------------------------------------------------------------------------------
+# more programs: manual updates, fine-tuning, schedulers, sequence models, VAE, ResNet block
+
+
+@program
+def polynomial_fit_manual_sgd(torch):
+    # the classic tutorial: fit sin(x) with a cubic, updating tensors by hand under no_grad
+    x = torch.linspace(-3.14159, 3.14159, 200)
+    y = torch.sin(x)
+    rng = np.random.default_rng(46)
+    a, b, c, d = (torch.tensor(float(v), requires_grad=True) for v in rng.standard_normal(4))
+    lr = 1e-6
+    losses = []
+    for t in range(60):
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        loss = (y_pred - y).pow(2).sum()
+        if t % 20 == 19:
+            print(t, round(loss.item(), 2))
+        losses.append(loss.item())
+        loss.backward()
+        with torch.no_grad():
+            for p in (a, b, c, d):
+                p -= lr * p.grad
+                p.grad = None
+    return {"losses": losses, "coeffs": [a, b, c, d]}
+
+
+@program
+def autograd_grad_tour(torch):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    unused = torch.tensor([1.0], requires_grad=True)
+    y = x ** 2
+    gx, gu = torch.autograd.grad(y.sum(), (x, unused), allow_unused=True, retain_graph=True)
+    # the wording differs between torch releases (2.15 names the index); the cause is what counts
+    e = err(lambda: torch.autograd.grad(y.sum(), (x, unused), retain_graph=True))
+    missing = (e[0], "appears to not have been used in the graph" in e[1])
+    gm = torch.autograd.grad(y.sum(), (x, unused), retain_graph=True, materialize_grads=True)
+    y.backward(torch.tensor([1.0, 0.1, 0.01]))
+    nonscalar = err(lambda: (x * 2).backward())
+
+    # writing into a view of a non-leaf records CopySlices on the base
+    base = x * 1
+    base[1] = base[1] * 10
+    view_fn = base.grad_fn.name()
+    x.grad = None
+    base.sum().backward()
+
+    @torch.no_grad()
+    def evaluate(t):
+        return t * 3
+
+    frozen = evaluate(x)
+    x.requires_grad_(False)
+    off = (x * 2).requires_grad
+    x.requires_grad_(True)
+    with torch.inference_mode():
+        inf = x * 2
+    inf_err = err_head(lambda: (inf * x).sum().backward(), 6)
+    nonleaf_err = err(lambda: (x * 2).requires_grad_(False))
+    return {"gx": gx, "gu": gu, "missing": missing, "gm": list(gm), "x_grad": x.grad,
+            "nonscalar": nonscalar, "view_fn": view_fn, "frozen": frozen, "off": off,
+            "inf_is_inference": inf.is_inference(), "inf_err": inf_err, "nonleaf_err": nonleaf_err}
+
+
+@program
+def finetune_frozen_backbone(torch):
+    nn = torch.nn
+    backbone = seed_params(torch, nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU()), 47)
+    for p in backbone.parameters():
+        p.requires_grad = False
+    model = nn.Sequential(backbone, nn.Linear(8, 3))
+    seed_params(torch, model[1], 48)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(trainable, lr=0.1, momentum=0.9, nesterov=True)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=0)
+    x = torch.from_numpy(data((9, 4), 49))
+    y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2])
+    losses, lrs = [], []
+    for epoch in range(6):
+        if epoch == 3:  # unfreeze the backbone with a smaller learning rate
+            for p in backbone.parameters():
+                p.requires_grad_(True)
+            opt.add_param_group({"params": list(backbone.parameters()), "lr": 0.01})
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step(loss.item() if epoch % 2 else 10.0)
+        losses.append(loss.item())
+        lrs.append([g["lr"] for g in opt.param_groups])
+    counts = [sum(p.numel() for p in m.parameters() if p.requires_grad) for m in (backbone, model)]
+    return {"losses": losses, "lrs": lrs, "counts": counts, "params": params_of(model),
+            "names": [n for n, _ in model.named_modules()]}
+
+
+@program
+def lr_scheduler_tour(torch):
+    def lrs_of(make_sched, steps=8, lr=0.1):
+        p = torch.nn.Parameter(torch.zeros(1))
+        opt = torch.optim.SGD([p], lr=lr)
+        sched = make_sched(opt)
+        out = []
+        for _ in range(steps):
+            opt.step()
+            sched.step()
+            out.append(sched.get_last_lr()[0])
+        return out
+
+    S = torch.optim.lr_scheduler
+    return {
+        "cosine": lrs_of(lambda o: S.CosineAnnealingLR(o, T_max=6, eta_min=0.01)),
+        "multistep": lrs_of(lambda o: S.MultiStepLR(o, milestones=[2, 5], gamma=0.3)),
+        "warm_restarts": lrs_of(lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2)),
+        "warmup_then_cosine": lrs_of(lambda o: S.SequentialLR(
+            o, [S.LinearLR(o, start_factor=0.1, total_iters=3), S.CosineAnnealingLR(o, T_max=5)],
+            milestones=[3])),
+        "onecycle": lrs_of(lambda o: S.OneCycleLR(o, max_lr=1.0, total_steps=10), steps=9),
+        "exp": lrs_of(lambda o: S.ExponentialLR(o, gamma=0.8)),
+    }
+
+
+@program
+def seq2seq_teacher_forcing(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    vocab, hidden, pad = 7, 6, 0
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, 5, padding_idx=pad)
+            self.encoder = nn.GRU(5, hidden, batch_first=True)
+            self.cell = nn.LSTMCell(5, hidden)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, src, tgt_in):
+            _, h = self.encoder(self.embed(src))
+            h = h[0]
+            c = torch.zeros_like(h)
+            logits = []
+            for t in range(tgt_in.shape[1]):
+                h, c = self.cell(self.embed(tgt_in[:, t]), (h, c))
+                logits.append(self.out(h))
+            return torch.stack(logits, dim=1)
+
+    model = seed_params(torch, Seq2Seq(), 50)
+    src = torch.tensor([[1, 2, 3, 4], [5, 6, 2, 0]])
+    tgt = torch.tensor([[1, 4, 3, 2, 0], [2, 6, 5, 0, 0]])
+    opt = torch.optim.Adagrad(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        logits = model(src, tgt[:, :-1])
+        loss = F.nll_loss(F.log_softmax(logits, -1).reshape(-1, vocab), tgt[:, 1:].reshape(-1),
+                          ignore_index=pad)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0, norm_type=2.0)
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "params": params_of(model), "pad_row_grad": model.embed.weight.grad[pad]}
+
+
+@program
+def vae(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Linear(6, 8)
+            self.mu = nn.Linear(8, 2)
+            self.logvar = nn.Linear(8, 2)
+            self.dec = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 6))
+
+        def forward(self, x, eps):
+            h = F.relu(self.enc(x))
+            mu, logvar = self.mu(h), self.logvar(h)
+            z = mu + eps * torch.exp(0.5 * logvar)
+            return torch.sigmoid(self.dec(z)), mu, logvar
+
+    model = seed_params(torch, VAE(), 51)
+    x = torch.from_numpy((np.random.default_rng(52).random((5, 6)) > 0.5).astype(np.float32))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(4):
+        eps = torch.from_numpy(data((5, 2), 60 + step))
+        recon, mu, logvar = model(x, eps)
+        bce = F.binary_cross_entropy(recon, x, reduction="sum")
+        kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = (bce + kld) / x.shape[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append([bce.item(), kld.item()])
+    kl_div = F.kl_div(F.log_softmax(mu, -1), F.softmax(logvar, -1), reduction="batchmean")
+    return {"losses": losses, "params": params_of(model), "kl_div": kl_div}
+
+
+@program
+def resnet_block(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+            self.norm1 = nn.GroupNorm(2, cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+            self.norm2 = nn.BatchNorm2d(cout, momentum=0.2)
+            self.shortcut = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = F.relu(self.norm1(self.conv1(x)))
+            out = self.norm2(self.conv2(out))
+            return F.relu(out + self.shortcut(x))
+
+    net = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), BasicBlock(4, 4, 1), BasicBlock(4, 6, 2),
+                        nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(6, 2))
+    seed_params(torch, net, 53)
+    for m in net.modules():  # the usual ResNet init, then the NumPy weights for the convolutions
+        if isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.constant_(m.weight, 1)
+            nn.init.constant_(m.bias, 0)
+    x = torch.from_numpy(data((4, 2, 8, 8), 54))
+    y = torch.tensor([0, 1, 1, 0])
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    net.eval()
+    with torch.no_grad():
+        logits = net(x)
+    buffers = {n: b for n, b in net.named_buffers()}
+    return {"losses": losses, "params": params_of(net), "buffers": buffers, "logits": logits}
+
+
+@program
+def activation_checkpointing(torch):
+    nn = torch.nn
+    cp = torch.utils.checkpoint
+    blocks = nn.ModuleList([nn.Sequential(nn.Linear(5, 5), nn.Tanh()) for _ in range(3)])
+    seed_params(torch, blocks, 55)
+    x = torch.from_numpy(data((4, 5), 56)).requires_grad_()
+
+    def forward(use_cp):
+        h = x
+        for blk in blocks:
+            h = cp.checkpoint(blk, h, use_reentrant=False) if use_cp else blk(h)
+        return h.pow(2).sum()
+
+    plain_loss = forward(False)
+    plain_loss.backward()
+    plain = (grads_of(blocks), x.grad.clone())
+    blocks.zero_grad()
+    x.grad = None
+    ck_loss = forward(True)
+    ck_loss.backward()
+    return {"plain_loss": plain_loss, "ck_loss": ck_loss, "plain": list(plain),
+            "ck": [grads_of(blocks), x.grad]}
+
+
+@program
+def shared_and_tied_weights(torch):
+    nn = torch.nn
+
+    class TiedLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(6, 4)
+            self.mix = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 6, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, idx):
+            h = self.embed(idx)
+            h = torch.tanh(self.mix(torch.tanh(self.mix(h))))  # one module used twice
+            return self.head(h)
+
+    model = seed_params(torch, TiedLM(), 57)
+    names = [n for n, _ in model.named_parameters()]
+    idx = torch.tensor([[1, 2, 3], [4, 5, 0]])
+    target = torch.tensor([[2, 3, 4], [5, 0, 1]])
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(idx).flatten(0, 1), target.flatten())
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"names": names, "tied": model.head.weight is model.embed.weight,
+            "n_state": len(model.state_dict()), "losses": losses, "params": params_of(model),
+            "grads": grads_of(model)}
 
 
 # ---------------------------------------------------------------------------------------------
