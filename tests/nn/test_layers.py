@@ -265,3 +265,22 @@ def test_groupnorm_channels_not_divisible_raises_torch_message(lib):
     with pytest.raises(ValueError,
                        match=r"^num_channels \(5\) must be divisible by num_groups \(2\)$"):
         lib.nn.GroupNorm(2, 5)
+
+
+@pytest.mark.parametrize("build", [
+    lambda L: L.nn.Softmax(dim=1.0),
+    lambda L: L.nn.LogSoftmax(dim=True),
+    lambda L: L.nn.HuberLoss(delta="1"),
+])
+def test_constructor_argument_types_checked_as_torch(build):
+    messages = []
+    for lib in (torch, rustgrad):
+        with pytest.raises(TypeError) as info:
+            build(lib)
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]
+
+
+def test_softmin_takes_any_dim_as_torch():
+    for lib in (torch, rustgrad):
+        assert lib.nn.Softmin(dim=1.0).dim == 1.0

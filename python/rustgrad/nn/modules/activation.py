@@ -164,7 +164,12 @@ class Softplus(Module):
 
 
 class _SoftmaxBase(Module):
+    _check_dim = True  # torch >= 2.15 refuses a dim that is not an int (Softmin does not check)
+
     def __init__(self, dim: Optional[int] = None) -> None:
+        if self._check_dim and dim is not None and (not isinstance(dim, int)
+                                                    or isinstance(dim, bool)):
+            raise TypeError(f"dim must be an int or None, got {type(dim)}")
         super().__init__()
         self.dim = dim
 
@@ -178,6 +183,8 @@ class Softmax(_SoftmaxBase):
 
 
 class Softmin(_SoftmaxBase):
+    _check_dim = False
+
     def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim, _stacklevel=5)
 
