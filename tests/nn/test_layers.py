@@ -284,3 +284,8 @@ def test_constructor_argument_types_checked_as_torch(build):
 def test_softmin_takes_any_dim_as_torch():
     for lib in (torch, rustgrad):
         assert lib.nn.Softmin(dim=1.0).dim == 1.0
+
+
+def test_bilinear_without_in1_features_raises_torch_error(lib):
+    with pytest.raises(ValueError, match=r"^in1_features must be > 0, but got \(in1_features=0\)$"):
+        lib.nn.Bilinear(0, 2, 3)
