@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
+import rustgrad
+import torch
 
 from ..parity import f64, parity, same_error
 
@@ -190,3 +192,40 @@ def test_checkpoint_sequential_saves_activation_memory_on_deep_mlp(rg, use_reent
     assert ckpt == (3 + 4) * activation + loss
     for w, g in zip(ws, plain_grads):
         assert np.array_equal(w.grad.numpy(), g)
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_as_a_decorator_matches_torch(use_reentrant):
+    def run(lib):
+        @_ckpt(lib).checkpoint(use_reentrant=use_reentrant)
+        def block(a, b):
+            return (a.exp() * b).sin()
+
+        class Net:
+            scale = 3.0
+
+            @_ckpt(lib).checkpoint(use_reentrant=use_reentrant)
+            def forward(self, a):
+                return (a * self.scale).tanh()
+
+        x = f64(lib, [0.3, -0.2], True)
+        w = f64(lib, [1.5, 0.5], True)
+        y = block(x, w).sum() + Net().forward(x).sum()
+        y.backward()
+        return y, x.grad, w.grad, block.__name__
+
+    parity(run)
+
+
+def test_checkpoint_warning_and_refusal_texts_equal_torch():
+    texts = []
+    for lib in (torch, rustgrad):
+        x = f64(lib, [0.3], True)
+        with pytest.warns(UserWarning) as record:
+            _ckpt(lib).checkpoint(lambda a: a * 2, x)
+        with pytest.raises(ValueError) as info:
+            _ckpt(lib).checkpoint(lambda a: a * 2, x, use_reentrant=True, debug=True)
+        with pytest.raises(ValueError) as unexpected:
+            _ckpt(lib).checkpoint(use_reentrant=False, foo=1)
+        texts.append((str(record[0].message), str(info.value), str(unexpected.value)))
+    assert texts[1] == texts[0]

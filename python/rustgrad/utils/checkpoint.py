@@ -17,6 +17,7 @@ Two variants, as torch's:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -201,29 +202,68 @@ def _noop_context_fn() -> Tuple[Any, Any]:
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
-def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: Optional[bool] = None,
+class _CheckpointedFunction:
+    """checkpoint(**options) used as a decorator: each call is checkpointed with the options
+    (and, as a method decorator, binds to its instance)."""
+
+    def __init__(self, function: Callable[..., Any], **options: Any) -> None:
+        self.function = function
+        self.options = dict(options)
+        functools.update_wrapper(self, function, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _checkpoint_impl(self.function, args, kwargs, **self.options)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        get = getattr(self.function, "__get__", None)
+        if instance is None or get is None:
+            return self
+        return type(self)(get(instance, owner), **self.options)
+
+
+def checkpoint(function: Optional[Callable[..., Any]] = None, *args: Any,
+               use_reentrant: Optional[bool] = None,
                context_fn: Callable[[], Tuple[Any, Any]] = _noop_context_fn,
                determinism_check: str = "default", debug: bool = False,
                early_stop: bool = True, **kwargs: Any) -> Any:
     """`function(*args, **kwargs)`, keeping none of its activations for backward: backward
-    recomputes them. Gradients are those of the plain call."""
+    recomputes them. Gradients are those of the plain call. Without a function, a decorator
+    that checkpoints every call of the function it wraps."""
+    options = dict(use_reentrant=use_reentrant, context_fn=context_fn,
+                   determinism_check=determinism_check, debug=debug, early_stop=early_stop)
+    if function is None and not args:
+        if "preserve_rng_state" in kwargs:
+            options["preserve_rng_state"] = kwargs.pop("preserve_rng_state")
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+        return functools.partial(_CheckpointedFunction, **options)
+    assert function is not None
+    return _checkpoint_impl(function, args, kwargs, stacklevel=3, **options)
+
+
+def _checkpoint_impl(function: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                     *, use_reentrant: Optional[bool], context_fn: Callable[[], Tuple[Any, Any]],
+                     determinism_check: str, debug: bool, early_stop: bool,
+                     preserve_rng_state: bool = True, stacklevel: int = 3) -> Any:
+    kwargs = dict(kwargs)
     if use_reentrant is None:
         warnings.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
-            "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+            "In a future release, calling checkpoint without use_reentrant will raise an "
             "exception. use_reentrant=False is recommended, but if you need to preserve the "
             "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
             "details on the differences between the two variants.",
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
         use_reentrant = True
-    preserve = kwargs.pop("preserve_rng_state", True)
+    preserve = kwargs.pop("preserve_rng_state", preserve_rng_state)
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if use_reentrant:
         if context_fn is not _noop_context_fn or debug is not False:
             raise ValueError(
-                "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
+                "Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only "
+                "supported when use_reentrant=False."
             )
         return CheckpointFunction.apply(function, preserve, *args)
     frame = _Frame(function, args, kwargs, preserve, determinism_check)
@@ -239,8 +279,8 @@ def checkpoint_sequential(functions: Any, segments: int, input: Any,
     if use_reentrant is None:
         warnings.warn(
             "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
-            "passed explicitly. In version 2.9 we will raise an exception if use_reentrant is "
-            "not passed. use_reentrant=False is recommended, but if you need to preserve the "
+            "passed explicitly. In a future release, we will raise an exception if use_reentrant "
+            "is not passed. use_reentrant=False is recommended, but if you need to preserve the "
             "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
             "details on the differences between the two variants.",
             stacklevel=2,
