@@ -1312,6 +1312,270 @@ def shared_and_tied_weights(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# idioms of older tutorials and course code: .data, printed models, hand-written losses
+
+
+@program
+def mnist_from_scratch(torch):
+    # "What is torch.nn really?": raw tensors first, then the same model refactored onto nn
+    import math
+
+    F = torch.nn.functional
+    x = torch.from_numpy(np.abs(data((16, 12), 61)))
+    y = torch.from_numpy(np.random.default_rng(62).integers(0, 4, 16))
+    weights = torch.from_numpy(data((12, 4), 63)) / math.sqrt(12)
+    weights.requires_grad_()
+    bias = torch.zeros(4, requires_grad=True)
+
+    def log_softmax(t):
+        return t - t.exp().sum(-1).log().unsqueeze(-1)
+
+    def nll(inp, target):
+        return -inp[range(target.shape[0]), target].mean()
+
+    def accuracy(out, yb):
+        return (torch.argmax(out, dim=1) == yb).float().mean()
+
+    lr, bs = 0.5, 4
+    losses = []
+    for i in range((16 - 1) // bs + 1):
+        xb, yb = x[i * bs:(i + 1) * bs], y[i * bs:(i + 1) * bs]
+        loss = nll(log_softmax(xb @ weights + bias), yb)
+        loss.backward()
+        with torch.no_grad():
+            weights -= weights.grad * lr
+            bias -= bias.grad * lr
+            weights.grad.zero_()
+            bias.grad.zero_()
+        losses.append(loss.item())
+    by_hand = F.cross_entropy(x @ weights + bias, y)
+
+    class MnistLogistic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights = torch.nn.Parameter(torch.from_numpy(data((12, 4), 63)) / math.sqrt(12))
+            self.bias = torch.nn.Parameter(torch.zeros(4))
+
+        def forward(self, xb):
+            return xb @ self.weights + self.bias
+
+    model = MnistLogistic()
+    for i in range(4):
+        xb, yb = x[i * bs:(i + 1) * bs], y[i * bs:(i + 1) * bs]
+        F.cross_entropy(model(xb), yb).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= p.grad * lr
+            model.zero_grad()
+    print(model)
+    return {"losses": losses, "w": weights, "b": bias, "by_hand": by_hand,
+            "acc": accuracy(x @ weights + bias, y), "module_w": model.weights,
+            "module_b": model.bias, "module_grad": model.weights.grad}
+
+
+@program
+def cifar_tutorial_idioms(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv2 = nn.Conv2d(4, 6, 2)
+            self.fc1 = nn.Linear(6 * 1 * 1, 10)
+            self.fc2 = nn.Linear(10, 3)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
+            x = x.view(-1, 6 * 1 * 1)
+            return self.fc2(F.relu(self.fc1(x)))
+
+    net = seed_params(torch, Net(), 64)
+    print(net)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    inputs = torch.from_numpy(data((8, 3, 8, 8), 65))
+    labels = torch.from_numpy(np.random.default_rng(66).integers(0, 3, 8))
+    running_loss = 0.0
+    for i in range(4):
+        optimizer.zero_grad()
+        outputs = net(inputs[2 * i:2 * i + 2])
+        loss = criterion(outputs, labels[2 * i:2 * i + 2])
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.item()
+        if i % 2 == 1:
+            print(f"[{i + 1:5d}] loss: {running_loss / 2:.3f}")
+            running_loss = 0.0
+    correct, total = 0, 0
+    with torch.no_grad():
+        outputs = net(inputs)
+        _, predicted = torch.max(outputs.data, 1)
+        total += labels.size(0)
+        correct += (predicted == labels).sum().item()
+    # old-style parameter surgery through .data
+    net.fc2.bias.data.fill_(0.25)
+    net.fc2.weight.data *= 0.5
+    data_is_leaf = net.fc2.weight.data.requires_grad
+    print(f"Accuracy: {100 * correct // total} %")
+    return {"predicted": predicted, "params": params_of(net), "data_req": data_is_leaf,
+            "n_params": sum(p.numel() for p in net.parameters())}
+
+
+@program
+def printed_models(torch):
+    nn = torch.nn
+    models = [
+        nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Dropout(0.1), nn.Linear(4, 1, bias=False)),
+        # (norm layers left out: rustgrad prints torch 2.15's `bias=True`, torch 2.9 does not)
+        nn.Sequential(nn.Conv2d(1, 2, 3, stride=2, padding=1), nn.MaxPool2d(2),
+                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.GELU()),
+        nn.LSTM(3, 4, num_layers=2, batch_first=True, dropout=0.0),
+        nn.ModuleDict({"enc": nn.Embedding(5, 2, padding_idx=0), "act": nn.LeakyReLU(0.1)}),
+        nn.ConvTranspose2d(2, 1, 3, stride=2, output_padding=1),
+        nn.Upsample(scale_factor=2, mode="bilinear"),
+        nn.MultiheadAttention(4, 2),
+    ]
+    for m in models:
+        print(m)
+    return {"counts": [sum(p.numel() for p in m.parameters()) for m in models]}
+
+
+@program
+def dataset_subclass_and_collate(torch):
+    class Pairs(torch.utils.data.Dataset):
+        def __init__(self, n):
+            self.x = data((n, 3), 67)
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return {"x": torch.from_numpy(self.x[i]), "y": i % 2, "w": float(i) / 10,
+                    "np": self.x[i, :2]}
+
+    ds = Pairs(7)
+    loader = torch.utils.data.DataLoader(ds, batch_size=3)
+    batches = [{k: v for k, v in b.items()} for b in loader]
+
+    def pad_collate(items):
+        xs = [torch.ones(n) * n for n in items]
+        return torch.nn.utils.rnn.pad_sequence(xs, batch_first=True, padding_value=-1.0)
+
+    padded = list(torch.utils.data.DataLoader([1, 3, 2, 4], batch_size=2, collate_fn=pad_collate))
+    sampler = torch.utils.data.SequentialSampler(ds)
+    batch_sampler = torch.utils.data.BatchSampler(sampler, batch_size=3, drop_last=False)
+    concat = torch.utils.data.ConcatDataset([torch.utils.data.TensorDataset(torch.arange(3)),
+                                             torch.utils.data.TensorDataset(torch.arange(10, 12))])
+    concat_items = [concat[i][0] for i in range(len(concat))]
+    return {"batches": batches, "len": len(loader), "padded": padded,
+            "batch_sampler": list(batch_sampler), "concat": concat_items,
+            "types": [type(v).__name__ for v in batches[0].values()]}
+
+
+@program
+def gradient_reversal_and_new_style_function(torch):
+    class GradReverse(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, alpha):
+            ctx.alpha = alpha
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.neg() * ctx.alpha, None
+
+    class Clamp(torch.autograd.Function):
+        # the functorch-compatible style: forward without ctx, then setup_context
+        @staticmethod
+        def forward(x, lo, hi):
+            return x.clamp(lo, hi)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, lo, hi = inputs
+            ctx.save_for_backward((x >= lo) & (x <= hi))
+
+        @staticmethod
+        def backward(ctx, grad):
+            (mask,) = ctx.saved_tensors
+            return grad * mask, None, None
+
+    nn = torch.nn
+    feat = seed_params(torch, nn.Linear(3, 4), 68)
+    label_head = seed_params(torch, nn.Linear(4, 2), 69)
+    domain_head = seed_params(torch, nn.Linear(4, 1), 70)
+    x = torch.from_numpy(data((5, 3), 71))
+    h = feat(x)
+    loss = label_head(h).pow(2).mean() + domain_head(GradReverse.apply(h, 0.5)).mean()
+    loss.backward()
+
+    v = torch.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    Clamp.apply(v, -1.0, 1.0).sum().backward()
+
+    # backward(inputs=...) accumulates only into the listed leaves
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    (a * b).sum().backward(inputs=[a])
+    return {"feat": grads_of(feat), "domain": grads_of(domain_head), "v_grad": v.grad,
+            "a_grad": a.grad, "b_grad": b.grad}
+
+
+@program
+def double_precision_and_vectors(torch):
+    nn = torch.nn
+    model = seed_params(torch, nn.Sequential(nn.Linear(3, 3), nn.Softplus(), nn.Linear(3, 1)), 72)
+    model = model.double()
+    x = torch.from_numpy(data((4, 3), 73).astype(np.float64))
+    out = model(x)
+    out.sum().backward()
+    vec = nn.utils.parameters_to_vector(model.parameters())
+    grad_vec = nn.utils.parameters_to_vector(p.grad for p in model.parameters())
+    nn.utils.vector_to_parameters(vec * 2, model.parameters())
+    emb = nn.Embedding.from_pretrained(torch.from_numpy(data((4, 2), 74)), freeze=True)
+    looked = emb(torch.tensor([[0, 3], [2, 2]]))
+    norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.1, norm_type="inf")
+    padded = nn.functional.pad(x[:1].reshape(1, 1, 3), (1, 2), mode="reflect")
+    interp = nn.functional.interpolate(x.reshape(1, 1, 12), size=5, mode="linear",
+                                       align_corners=True)
+    return {"out": out, "vec": vec, "grad_vec": grad_vec, "params": params_of(model),
+            "emb_req": emb.weight.requires_grad, "looked": looked, "norm": norm,
+            "padded": padded, "interp": interp, "dtype": str(model[0].weight.dtype)}
+
+
+@program
+def ema_of_weights(torch):
+    nn = torch.nn
+    def make():
+        # no bias before BatchNorm: its gradient is exactly zero, and Adamax would amplify the
+        # rounding noise into steps
+        return seed_params(torch, nn.Sequential(nn.Linear(3, 3, bias=False), nn.BatchNorm1d(3),
+                                                nn.Linear(3, 1)), 75)
+
+    model, ema = make(), make()
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.Adamax(model.parameters(), lr=0.05)
+    decay = 0.8
+    x = torch.from_numpy(data((6, 3), 76))
+    for _ in range(4):
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+        with torch.no_grad():
+            for e, p in zip(ema.state_dict().values(), model.state_dict().values()):
+                if e.dtype.is_floating_point:
+                    e.mul_(decay).add_((1 - decay) * p)
+                else:
+                    e.copy_(p)
+    return {"ema": dict(ema.state_dict()), "model": dict(model.state_dict())}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
