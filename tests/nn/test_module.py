@@ -395,6 +395,18 @@ def test_module_custom_extra_repr_and_nesting_equal_torch():
     assert repr(build(rustgrad)) == repr(build(torch))
 
 
+def test_module_repr_with_blank_lines_in_a_child_equals_torch():
+    # torch >= 2.15 does not indent the blank lines of a child's repr
+    def build(lib):
+        class Spaced(lib.nn.Module):
+            def extra_repr(self):
+                return "a=1\n\n  \nb=2"
+
+        return lib.nn.Sequential(lib.nn.Sequential(Spaced(), lib.nn.ReLU()))
+
+    assert repr(build(rustgrad)) == repr(build(torch))
+
+
 def test_parameter_list_and_dict_register_parameters(lib):
     nn = lib.nn
     pl = nn.ParameterList([nn.Parameter(lib.zeros(2)), lib.ones(3)])

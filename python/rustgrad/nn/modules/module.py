@@ -54,7 +54,8 @@ def _addindent(s_: str, num_spaces: int) -> str:
     if len(s) == 1:
         return s_
     first = s.pop(0)
-    rest = "\n".join((num_spaces * " ") + line for line in s)
+    # torch >= 2.15 leaves blank lines unindented (no trailing spaces)
+    rest = "\n".join((num_spaces * " ") + line if line.strip() else "" for line in s)
     return first + "\n" + rest
 
 
