@@ -1576,6 +1576,165 @@ def ema_of_weights(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# research-code staples: a hand-written optimizer, contrastive loss, 1-d convolutions, nn.Transformer
+
+
+@program
+def custom_optimizer(torch):
+    class SignMomentum(torch.optim.Optimizer):
+        """Momentum on the gradient's sign (signSGD with momentum), written as users write one."""
+
+        def __init__(self, params, lr=1e-2, beta=0.9, weight_decay=0.0):
+            if lr < 0.0:
+                raise ValueError(f"Invalid learning rate: {lr}")
+            super().__init__(params, dict(lr=lr, beta=beta, weight_decay=weight_decay))
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad
+                    if group["weight_decay"]:
+                        grad = grad.add(p, alpha=group["weight_decay"])
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = 0
+                        state["buf"] = torch.zeros_like(p)
+                    state["step"] += 1
+                    buf = state["buf"]
+                    buf.mul_(group["beta"]).add_(grad, alpha=1 - group["beta"])
+                    p.add_(buf.sign(), alpha=-group["lr"])
+            return loss
+
+    nn = torch.nn
+    model = seed_params(torch, nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), 77)
+    opt = SignMomentum([{"params": model[0].parameters(), "weight_decay": 0.1},
+                        {"params": model[2].parameters()}], lr=0.01)
+    bad_lr = err(lambda: SignMomentum(model.parameters(), lr=-1.0))
+    x = torch.from_numpy(data((6, 3), 78))
+    y = torch.from_numpy(data((6, 1), 79))
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.l1_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    losses = [opt.step(closure).item() for _ in range(5)]
+    sd = opt.state_dict()
+    fresh = SignMomentum(model.parameters(), lr=0.5)
+    fresh_groups = len(fresh.param_groups)
+    opt2 = SignMomentum([{"params": model[0].parameters(), "weight_decay": 0.1},
+                         {"params": model[2].parameters()}], lr=0.01)
+    opt2.load_state_dict(sd)
+    return {"losses": losses, "params": params_of(model), "bad_lr": bad_lr,
+            "groups": [{k: v for k, v in g.items() if k != "params"} for g in sd["param_groups"]],
+            "steps": [st["step"] for st in sd["state"].values()], "fresh_groups": fresh_groups,
+            "loaded_buf": opt2.state[model[2].bias]["buf"], "repr": repr(opt).splitlines()[0]}
+
+
+@program
+def contrastive_info_nce(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    encoder = seed_params(torch, nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 4)), 80)
+    opt = torch.optim.SGD(encoder.parameters(), lr=0.1)
+    x = torch.from_numpy(data((6, 5), 81))
+    losses = []
+    for step in range(3):
+        view1 = x + torch.from_numpy(data((6, 5), 90 + step, 0.1))
+        view2 = x + torch.from_numpy(data((6, 5), 95 + step, 0.1))
+        z = F.normalize(torch.cat([encoder(view1), encoder(view2)]), dim=1)
+        sim = z @ z.T / 0.5
+        sim = sim.masked_fill(torch.eye(12, dtype=torch.bool), float("-inf"))
+        targets = torch.cat([torch.arange(6, 12), torch.arange(0, 6)])
+        loss = F.cross_entropy(sim, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "params": params_of(encoder), "topk": sim.topk(2, dim=1).indices}
+
+
+@program
+def text_cnn_conv1d(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class TextCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(12, 6)
+            self.convs = nn.ModuleList([nn.Conv1d(6, 4, k, padding=k // 2) for k in (2, 3)])
+            self.pool = nn.AvgPool1d(2)
+            self.dropout = nn.Dropout(0.3)
+            self.fc = nn.Linear(8, 2)
+
+        def forward(self, tokens):
+            e = self.embed(tokens).transpose(1, 2)  # (batch, channels, time)
+            feats = [F.max_pool1d(self.pool(F.relu(conv(e))), kernel_size=2).amax(dim=2)
+                     for conv in self.convs]
+            return self.fc(self.dropout(torch.cat(feats, dim=1)))
+
+    model = seed_params(torch, TextCNN(), 82)
+    tokens = torch.from_numpy(np.random.default_rng(83).integers(0, 12, (5, 9)))
+    labels = torch.tensor([0, 1, 1, 0, 1])
+    opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    model.eval()  # dropout off, the rest trains normally
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(tokens), labels, weight=torch.tensor([1.0, 2.0]))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "params": params_of(model)}
+
+
+@program
+def transformer_seq2seq(torch):
+    nn = torch.nn
+    d, vocab = 8, 7
+
+    class Translator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embed = nn.Embedding(vocab, d)
+            self.tgt_embed = nn.Embedding(vocab, d)
+            self.core = nn.Transformer(d_model=d, nhead=2, num_encoder_layers=1,
+                                       num_decoder_layers=1, dim_feedforward=16, dropout=0.0,
+                                       batch_first=True, norm_first=True, bias=False)
+            self.generator = nn.Linear(d, vocab)
+
+        def forward(self, src, tgt):
+            mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+            h = self.core(self.src_embed(src), self.tgt_embed(tgt), tgt_mask=mask,
+                          src_key_padding_mask=src == 0, memory_key_padding_mask=src == 0)
+            return self.generator(h)
+
+    model = seed_params(torch, Translator(), 84)
+    src = torch.tensor([[1, 2, 3, 0], [4, 5, 6, 2]])
+    tgt = torch.tensor([[1, 3, 2, 4], [2, 6, 5, 1]])
+    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+    losses = []
+    for _ in range(3):
+        logits = model(src, tgt[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), tgt[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    return {"losses": losses, "params": params_of(model), "mask": mask}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
