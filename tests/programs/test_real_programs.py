@@ -1735,6 +1735,157 @@ def transformer_seq2seq(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# corners real programs reach: hook variants, loss options, RNN variants, attention weights
+
+
+@program
+def hooks_advanced(torch):
+    nn = torch.nn
+    model = seed_params(torch, nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2)), 85)
+    log = []
+    features = {}
+
+    def save_output(name):
+        def hook(module, args, output):
+            features[name] = output.detach()
+        return hook
+
+    def kw_hook(module, args, kwargs, output):
+        log.append(("kw", sorted(kwargs)))
+
+    def bwd_pre(module, grad_output):
+        log.append(("bwd_pre", tuple(grad_output[0].shape)))
+        return (grad_output[0] * 2,)
+
+    def scale_grad_input(module, grad_input, grad_output):
+        return tuple(None if g is None else g * 0 + 1 for g in grad_input)
+
+    handles = [model[0].register_forward_hook(save_output("fc1")),
+               model[1].register_forward_hook(save_output("relu")),
+               model[2].register_forward_hook(kw_hook, with_kwargs=True),
+               model[2].register_full_backward_pre_hook(bwd_pre),
+               model[1].register_full_backward_hook(scale_grad_input),
+               model[0].register_forward_pre_hook(lambda m, a: log.append("first"), prepend=True)]
+    x = torch.from_numpy(data((4, 3), 86))
+    out = model(x)
+    out.sum().backward()
+    grads = grads_of(model)
+
+    packed = []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t * 1
+
+    def unpack(t):
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = (a * a).sin().sum()
+    b.backward()
+    for h in handles:
+        h.remove()
+    return {"features": features, "log": log, "grads": grads, "out": out, "a_grad": a.grad,
+            "packed": len(packed) > 0}
+
+
+@program
+def losses_tour(torch):
+    F = torch.nn.functional
+    logits = torch.from_numpy(data((4, 3), 87)).requires_grad_()
+    target = torch.tensor([0, 2, 1, 2])
+    soft = torch.softmax(torch.from_numpy(data((4, 3), 88)), dim=1)
+    probs_target = (torch.from_numpy(np.random.default_rng(89).random((4, 3))) > 0.5).float()
+    reg = torch.from_numpy(data((4, 3), 90))
+    losses = {
+        "ce_none": F.cross_entropy(logits, target, reduction="none"),
+        "ce_smooth": F.cross_entropy(logits, target, label_smoothing=0.2),
+        "ce_probs": F.cross_entropy(logits, soft),
+        "ce_weight_ignore": F.cross_entropy(logits, torch.tensor([0, -100, 1, 2]),
+                                            weight=torch.tensor([1.0, 0.5, 2.0])),
+        "bce_logits_pos": F.binary_cross_entropy_with_logits(logits, probs_target,
+                                                             pos_weight=torch.tensor([1.0, 2.0, 3.0])),
+        "mse_sum": F.mse_loss(logits, reg, reduction="sum"),
+        "l1": F.l1_loss(logits, reg),
+        "huber": F.huber_loss(logits, reg, delta=0.5),
+        "smooth_l1": F.smooth_l1_loss(logits, reg, beta=0.3),
+        "kl": F.kl_div(F.log_softmax(logits, 1), soft, reduction="batchmean"),
+        "nll": F.nll_loss(F.log_softmax(logits, 1), target),
+        "margin": F.margin_ranking_loss(logits[:, 0], logits[:, 1], torch.tensor([1.0, -1.0, 1.0, -1.0])),
+        "cos_embed": F.cosine_embedding_loss(logits, reg, torch.tensor([1.0, -1.0, 1.0, -1.0])),
+        "gauss": F.gaussian_nll_loss(logits, reg, torch.ones(4, 3) * 0.5),
+        "poisson": F.poisson_nll_loss(logits, reg.abs()),
+    }
+    total = sum(v.sum() for v in losses.values())
+    total.backward()
+    return {"losses": losses, "grad": logits.grad}
+
+
+@program
+def rnn_variants(torch):
+    nn = torch.nn
+    rnn_utils = nn.utils.rnn
+    bi = seed_params(torch, nn.LSTM(3, 4, batch_first=True, bidirectional=True, proj_size=2), 91)
+    x = torch.from_numpy(data((3, 4, 3), 92))
+    lengths = torch.tensor([4, 2, 3])
+    packed = rnn_utils.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, (h, c) = bi(packed)
+    padded, lens = rnn_utils.pad_packed_sequence(out, batch_first=True, total_length=5,
+                                                padding_value=-1.0)
+    gru = seed_params(torch, nn.GRU(3, 4, num_layers=2), 93)
+    h0 = torch.from_numpy(data((2, 4, 4), 94))
+    gout, gh = gru(x, h0)  # seq-first: x read as (seq=3, batch=4, feature=3)
+    plain = seed_params(torch, nn.RNN(3, 2, nonlinearity="relu", batch_first=True), 95)
+    rout, rh = plain(x)
+    loss = padded.clamp(min=0).sum() + gout.mean() + rout.pow(2).mean()
+    loss.backward()
+    return {"padded": padded, "lens": lens, "h": h, "c": c, "gout": gout, "gh": gh, "rout": rout,
+            "grads": [grads_of(bi), grads_of(gru), grads_of(plain)]}
+
+
+@program
+def attention_weights(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    mha = seed_params(torch, nn.MultiheadAttention(6, 2, batch_first=True, kdim=4, vdim=5), 96)
+    q = torch.from_numpy(data((2, 3, 6), 97))
+    k = torch.from_numpy(data((2, 4, 4), 98))
+    v = torch.from_numpy(data((2, 4, 5), 99))
+    pad = torch.tensor([[False, False, False, True], [False, False, False, False]])
+    out, avg = mha(q, k, v, key_padding_mask=pad)
+    _, per_head = mha(q, k, v, key_padding_mask=pad, average_attn_weights=False)
+    out.sum().backward()
+    qs = torch.from_numpy(data((1, 2, 3, 4), 100)).requires_grad_()
+    additive = torch.from_numpy(data((3, 3), 101))
+    sdpa = F.scaled_dot_product_attention(qs, qs, qs, attn_mask=additive, scale=0.3)
+    sdpa.sum().backward()
+    return {"out": out, "avg": avg, "per_head": per_head, "grads": grads_of(mha),
+            "sdpa": sdpa, "qs_grad": qs.grad}
+
+
+@program
+def batchnorm_options(torch):
+    nn = torch.nn
+    x = torch.from_numpy(data((5, 3), 102))
+    cumulative = nn.BatchNorm1d(3, momentum=None)
+    for i in range(3):
+        cumulative(x * (i + 1))
+    no_stats = nn.BatchNorm1d(3, track_running_stats=False, affine=False)
+    no_stats.eval()
+    y = no_stats(x)  # still normalizes with batch statistics
+    bn2 = seed_params(torch, nn.BatchNorm2d(2), 103)
+    img = torch.from_numpy(data((2, 2, 3, 3), 104)).requires_grad_()
+    bn2(img).pow(2).sum().backward()
+    gn = seed_params(torch, nn.GroupNorm(2, 4), 105)
+    ln = seed_params(torch, nn.LayerNorm([3, 3]), 106)
+    feats = torch.from_numpy(data((2, 4, 3, 3), 107))
+    return {"cum_mean": cumulative.running_mean, "cum_var": cumulative.running_var,
+            "tracked": cumulative.num_batches_tracked, "y": y, "buffers": dict(no_stats.named_buffers()),
+            "img_grad": img.grad, "bn_grads": grads_of(bn2), "gn": gn(feats), "ln": ln(feats)}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
