@@ -53,6 +53,7 @@ NOTE_NON_FINITE = "a value or gradient that is not finite"
 NOTE_ALIASED_OPERAND = "an in-place write torch ran with an operand that shares its memory"
 NOTE_SAVED_OUTPUT = "an in-place op that saves its output"
 NOTE_SAVED_OUTPUT_ON_VIEW = "an in-place op that saves its output, on a view"
+NOTE_RETAIN_GRAD_REFUSED_VIEW = "retain_grad on a view whose grad_fn torch refuses to read"
 NOTE_SELF_COPY_EXPANDED = "copy_ of an expanded tensor onto itself"
 _NOTES: List[str] = []  # what the last run noted, and the messages of the exceptions it raised
 OPEN_BUGS = {
@@ -79,6 +80,9 @@ OPEN_BUGS = {
     # x[1:].add_(x[:2]), x.unsqueeze(0).add_(x)): torch refuses, rustgrad computes it
     "inplace_operand_overlap": lambda program, notes: any(
         "some elements of the input tensor and the written-to tensor" in m for m in notes),
+    # retain_grad() on a view made under no_grad whose base was then written: torch accepts it
+    # (only reading grad_fn raises), rustgrad raises the no_grad-view error
+    "retain_grad_on_refused_view": lambda program, notes: NOTE_RETAIN_GRAD_REFUSED_VIEW in notes,
     # x.copy_(x) on an expanded x: torch returns at once (same tensor), rustgrad refuses the
     # write into overlapping memory
     "self_copy_of_expanded": lambda program, notes: NOTE_SELF_COPY_EXPANDED in notes,
@@ -275,6 +279,8 @@ def _apply(lib: Any, pool: list, step: Step) -> Any:
     if kind == "retain_grad":
         x = pick(step[1])
         if x.requires_grad:
+            if lib is torch and isinstance(_read(lambda: x.grad_fn), tuple):
+                _NOTES.append(NOTE_RETAIN_GRAD_REFUSED_VIEW)
             x.retain_grad()
         return None
     if kind == "hook":
