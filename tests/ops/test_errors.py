@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rustgrad
 
-from ..parity import check_error
+from ..parity import check_error, same_error
 
 INTS = np.arange(6, dtype=np.int64).reshape(2, 3)
 
@@ -178,3 +179,23 @@ def test_error_indexing_message_matches_torch_exactly(case, device):
     fn, shape = INDEX_ERRORS[case]
     et, er = check_error(fn, shape, requires_grad=True, device=device)
     assert str(er) == str(et)
+
+
+# torch >= 2.15 raises its dtype refusals as NotImplementedError
+BOOL_REFUSALS = {
+    "relu": (lambda b: b.relu(), "Boolean inputs not supported for relu"),
+    "relu_": (lambda b: b.clone().relu_(), "Boolean inputs not supported for relu"),
+    "topk": (lambda b: b.topk(1), "topk does not support bool dtypes on CPU"),
+    "trace": (lambda b: b.reshape(2, 2).trace(), "\"trace\" not implemented for 'Bool'"),
+    "argmax": (lambda b: b.argmax(), "argmax(): does not support bool input"),
+    "mean": (lambda b: b.mean(), "mean(): could not infer output dtype"),
+    "neg": (lambda b: -b, "Negation, the `-` operator, on a bool tensor is not supported"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOOL_REFUSALS))
+def test_bool_input_refusals_are_not_implemented_errors(case):
+    fn, phrase = BOOL_REFUSALS[case]
+    same_error(lambda lib: fn(lib.tensor([True, False, True, True])), phrase)
+    with pytest.raises(NotImplementedError):
+        fn(rustgrad.tensor([True, False, True, True]))

@@ -98,6 +98,8 @@ def relu(input: Tensor) -> Tensor:
     """max(input, 0)."""
     xp = input._backend
     d = input._data
+    if d.dtype.kind == "b":
+        raise NotImplementedError("Boolean inputs not supported for relu")
     return record(xp.maximum(d, d.dtype.type(0)), (input,), "ReluBackward0", _relu_bw, (), None,
                   True)
 

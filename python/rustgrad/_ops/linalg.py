@@ -540,6 +540,8 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-D tensor."""
     d = input._data
+    if d.dtype.kind == "b":
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if d.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
     xp = input._backend

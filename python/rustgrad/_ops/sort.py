@@ -172,6 +172,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     n = src.shape[dim]
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
+    if d.dtype.kind == "b":
+        raise NotImplementedError("topk does not support bool dtypes on CPU")
     idx = _order(xp, src, dim, largest)
     lead = (slice(None),) * dim
     idx = idx[lead + (slice(0, k),)]
