@@ -190,6 +190,9 @@ BOOL_REFUSALS = {
     "argmax": (lambda b: b.argmax(), "argmax(): does not support bool input"),
     "mean": (lambda b: b.mean(), "mean(): could not infer output dtype"),
     "neg": (lambda b: -b, "Negation, the `-` operator, on a bool tensor is not supported"),
+    "mean_int_dtype": (lambda b: b.float().mean(dtype=b.long().dtype),
+                       "mean(): could not infer output dtype. Optional dtype must be either a "
+                       "floating point or complex dtype. Got: Long"),
 }
 
 

@@ -95,6 +95,11 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {_type_name(_dtype.from_np(d.dtype))}"
         )
+    if dtype is not None and _dtype.to_np(dtype).kind not in "fc":
+        raise NotImplementedError(
+            "mean(): could not infer output dtype. Optional dtype must be either a floating "
+            f"point or complex dtype. Got: {_type_name(dtype)}"
+        )
     dims = _dims(dim, d.ndim)
     if dtype is not None:
         d = d.astype(_dtype.to_np(dtype))
