@@ -424,3 +424,18 @@ def test_functional_module_classes_use_same_math(lib):
         lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1).item()
     assert nn.MSELoss(reduction="sum")(x, x * 2).item() == \
         lib.nn.functional.mse_loss(x, x * 2, reduction="sum").item()
+
+
+@pytest.mark.parametrize("shape,with_bias", [((4,), True), ((3, 4), False), ((3, 4), True),
+                                             ((2, 3, 4), False), ((2, 3, 4), True),
+                                             ((1, 2, 3, 4), True)])
+def test_linear_graph_names_match_torch(shape, with_bias):
+    # torch >= 2.15 ends a folded linear with a bias on _unsafe_view too
+    def names(lib):
+        x = lib.ones(shape, requires_grad=True)
+        w = lib.ones(5, 4, requires_grad=True)
+        b = lib.ones(5, requires_grad=True) if with_bias else None
+        fn = lib.nn.functional.linear(x, w, b).grad_fn
+        return fn.name(), [n[0].name() if n[0] is not None else None for n in fn.next_functions]
+
+    assert names(rustgrad) == names(torch)

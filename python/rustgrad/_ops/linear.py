@@ -4,7 +4,7 @@ input, the batch dims folded in and out by views otherwise."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
@@ -24,13 +24,14 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
         return mm(input, weight.t()) if bias is None else addmm(bias, input, weight.t())
     if xd.ndim == 1:
         if bias is not None:
-            return linear(input.view(1, -1), weight, bias).view(-1)
+            return _unsafe_view(linear(input.view(1, -1), weight, bias), (-1,))
         return linear(input.unsqueeze(0), weight, bias).squeeze(0)
     lead = xd.shape[:-1]
     out = linear(input.reshape(-1, xd.shape[-1]), weight, bias)
-    shape = lead + (out._data.shape[-1],)
-    if bias is not None:
-        return out.view(shape)
-    # torch's matmul folds the batch dims and ends on _unsafe_view
+    # torch folds the batch dims into an mm (addmm with a bias: _unsafe_view since 2.15)
+    return _unsafe_view(out, lead + (out._data.shape[-1],))
+
+
+def _unsafe_view(out: Tensor, shape: Tuple[int, ...]) -> Tensor:
     return record(out._data.reshape(shape), (out,), "UnsafeViewBackward0", _unsafe_view_bw,
                   None, out._data.shape)
