@@ -1886,6 +1886,143 @@ def batchnorm_options(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# logs, introspection and the mistakes users make on the way
+
+
+@program
+def training_log_prints(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    x = torch.tensor([[0.5, -1.0], [2.0, 0.25]])
+    w = torch.tensor([[1.0, 0.5], [-0.5, 1.0]], requires_grad=True)
+    h = x @ w
+    print(h)
+    print(F.mse_loss(h, torch.zeros(2, 2)))
+    print(F.cross_entropy(h, torch.tensor([0, 1])))
+    print(F.binary_cross_entropy_with_logits(h, torch.ones(2, 2)))
+    print(F.nll_loss(F.log_softmax(h, 1), torch.tensor([1, 0])))
+    print(F.l1_loss(h, torch.ones(2, 2)), F.smooth_l1_loss(h, torch.ones(2, 2)))
+    print(h.relu().mean(), h.sigmoid().sum(1), h.tanh().max(), h.softmax(-1).std())
+    print(F.gelu(h), F.silu(h).t(), F.dropout(h, 0.5, training=False))
+    print(nn.Linear(2, 1)(x).shape, h.norm(), h.abs().amax(dim=0).values if False else h.abs().amax(0))
+    print(h.view(-1)[1:], h.reshape(4).unsqueeze(0), h.permute(1, 0).contiguous(), h[:, None].squeeze())
+    print(torch.cat([h, h]).sum(0), torch.stack([h, h]).mean(), torch.where(h > 0, h, 0 * h))
+    print(f"loss={F.mse_loss(h, x).item():.6f} lr={1e-3:.0e}")
+    return {}
+
+
+@program
+def module_introspection(torch):
+    nn = torch.nn
+
+    class Expert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(2))
+            self.table = nn.ParameterDict({"a": nn.Parameter(torch.zeros(2)),
+                                           "b": nn.Parameter(torch.ones(2))})
+            self.layers = nn.ParameterList([nn.Parameter(torch.full((2,), float(i))) for i in range(2)])
+            self.register_parameter("unused", None)
+
+        def forward(self, x):
+            return x * self.scale + self.table["a"] + sum(self.layers)
+
+    model = nn.Sequential()
+    model.add_module("expert", Expert())
+    model.append(nn.Linear(2, 2))
+    model.extend([nn.ReLU()])
+    model.insert(1, nn.Identity())
+    info = {
+        "named": [n for n, _ in model.named_parameters()],
+        "norecurse": [n for n, _ in model.expert.named_parameters(recurse=False)],
+        "prefixed": [n for n, _ in model.named_parameters(prefix="net")],
+        "children": [type(m).__name__ for m in model.children()],
+        "modules": [n for n, _ in model.named_modules()],
+        "sub": type(model.get_submodule("expert")).__name__,
+        "param": tuple(model.get_parameter("expert.table.b").shape),
+        "len": len(model), "slice": [type(m).__name__ for m in model[1:]],
+        "missing_attr": err(lambda: model.expert.nope),
+        "unused": model.expert.unused,
+        "state": list(model.state_dict()),
+    }
+    del model[1]
+    info["after_del"] = [type(m).__name__ for m in model]
+    out = model(torch.tensor([[1.0, 2.0]]))
+    out.sum().backward()
+    model.zero_grad(set_to_none=False)
+    info["zeroed"] = [p.grad for p in model.parameters()]
+    model.requires_grad_(False)
+    info["frozen"] = [p.requires_grad for p in model.parameters()]
+    info["double_dtype"] = [str(p.dtype) for p in model.double().parameters()]
+    return info
+
+
+@program
+def common_user_errors(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    lin = nn.Linear(4, 2)
+    def has(fn, phrase):
+        # torch's kernels prefix some messages with their name on some builds; the phrase counts
+        e = err(fn)
+        return None if e is None else (e[0], phrase in e[1])
+
+    errors = {
+        "linear_shape": has(lambda: lin(torch.ones(3, 3)),
+                            "mat1 and mat2 shapes cannot be multiplied (3x3 and 4x2)"),
+        "ce_batch": err(lambda: F.cross_entropy(torch.ones(4, 3), torch.tensor([0, 1, 2]))),
+        "ce_float_target_shape": err_head(lambda: F.cross_entropy(torch.ones(4, 3), torch.ones(4)), 0),
+        "item_many": err(lambda: torch.ones(2).item()),
+        "numpy_requires_grad": err(lambda: torch.ones(2, requires_grad=True).numpy()),
+        "view_noncontig": err(lambda: torch.ones(2, 3).t().view(6)),
+        "matmul": has(lambda: torch.ones(2, 3) @ torch.ones(2, 3),
+                      "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
+        "cat_dims": err(lambda: torch.cat([torch.ones(2, 3), torch.ones(2, 4)])),
+        "mse_broadcast_warns": F.mse_loss(torch.ones(3, 1), torch.ones(3)).item(),
+        "bce_range": err_head(lambda: F.binary_cross_entropy(torch.tensor([1.5]), torch.tensor([1.0])), 8),
+        "conv_channels": err(lambda: nn.Conv2d(3, 4, 3)(torch.ones(1, 1, 5, 5))),
+        "embedding_index": err_head(lambda: nn.Embedding(3, 2)(torch.tensor([3])), 4),
+        "long_grad": err(lambda: torch.tensor([1, 2], requires_grad=True)),
+        "optimizer_empty": err(lambda: torch.optim.SGD([], lr=0.1)),
+        "load_missing": err_head(lambda: lin.load_state_dict({"weight": torch.ones(2, 4)}), 9),
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        F.mse_loss(torch.ones(3, 1), torch.ones(3))
+    errors["warning"] = [str(w.message).split(".")[0] for w in caught]
+    return errors
+
+
+@program
+def anomaly_detection(torch):
+    x = torch.tensor([0.0, 4.0], requires_grad=True)
+    with torch.autograd.detect_anomaly():
+        y = x.sqrt() * 0
+        e = err(lambda: y.sum().backward())
+    ok = torch.tensor([1.0, 4.0], requires_grad=True)
+    with torch.autograd.set_detect_anomaly(True):
+        ok.sqrt().sum().backward()
+    return {"e": e, "ok": ok.grad, "enabled": torch.is_anomaly_enabled()}
+
+
+@program
+def save_load_mixed_objects(torch):
+    nn = torch.nn
+    # (whole modules are left out: rustgrad.save never pickles, so torch.save(model) has no twin)
+    model = seed_params(torch, nn.Sequential(nn.Linear(3, 2), nn.Tanh()), 108)
+    x = torch.from_numpy(data((2, 3), 109))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "run.pt")
+        torch.save({"w": model[0].weight, "step": 3, "name": "run1", "lst": [1.5, torch.ones(2)],
+                    "nested": {"sd": model.state_dict(), "shape": (2, 3)}}, path)
+        blob = torch.load(path)
+    fresh = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    fresh.load_state_dict(blob["nested"]["sd"])
+    return {"blob": blob, "blob_req": blob["w"].requires_grad, "out": fresh(x),
+            "same": torch.equal(fresh(x), model(x))}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
