@@ -2023,6 +2023,130 @@ def save_load_mixed_objects(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# second-order research code: MAML, physics-informed nets; policy gradients, distillation
+
+
+@program
+def maml_fast_weights(torch):
+    F = torch.nn.functional
+    rng = np.random.default_rng(110)
+    w1 = torch.from_numpy(rng.uniform(-0.5, 0.5, (8, 1)).astype(np.float32)).requires_grad_()
+    b1 = torch.zeros(8, requires_grad=True)
+    w2 = torch.from_numpy(rng.uniform(-0.5, 0.5, (1, 8)).astype(np.float32)).requires_grad_()
+    b2 = torch.zeros(1, requires_grad=True)
+    meta = [w1, b1, w2, b2]
+    meta_opt = torch.optim.Adam(meta, lr=0.01)
+
+    def net(x, params):
+        a, b, c, d = params
+        return F.linear(torch.tanh(F.linear(x, a, b)), c, d)
+
+    meta_losses = []
+    for it in range(3):
+        meta_opt.zero_grad()
+        total = 0.0
+        for task in range(2):
+            amp, phase = 1.0 + task, 0.5 * it
+            xs = torch.from_numpy(rng.uniform(-2, 2, (5, 1)).astype(np.float32))
+            xq = torch.from_numpy(rng.uniform(-2, 2, (5, 1)).astype(np.float32))
+            ys, yq = amp * torch.sin(xs + phase), amp * torch.sin(xq + phase)
+            grads = torch.autograd.grad(F.mse_loss(net(xs, meta), ys), meta, create_graph=True)
+            fast = [p - 0.1 * g for p, g in zip(meta, grads)]
+            query = F.mse_loss(net(xq, fast), yq)
+            query.backward()
+            total += query.item()
+        meta_opt.step()
+        meta_losses.append(total)
+    return {"losses": meta_losses, "meta": [p.detach() for p in meta]}
+
+
+@program
+def physics_informed_net(torch):
+    nn = torch.nn
+    model = seed_params(torch, nn.Sequential(nn.Linear(1, 10), nn.Tanh(), nn.Linear(10, 10),
+                                             nn.Tanh(), nn.Linear(10, 1)), 111, scale=0.8)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    t = torch.linspace(0, 1, 12).reshape(-1, 1).requires_grad_(True)
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        u = model(t)
+        du = torch.autograd.grad(u, t, torch.ones_like(u), create_graph=True)[0]
+        d2u = torch.autograd.grad(du, t, torch.ones_like(du), create_graph=True)[0]
+        residual = d2u + (2 * 3.14159) ** 2 * u  # harmonic oscillator u'' = -w^2 u
+        t0 = torch.zeros(1, 1, requires_grad=True)
+        u0 = model(t0)
+        du0 = torch.autograd.grad(u0, t0, torch.ones_like(u0), create_graph=True)[0]
+        loss = residual.pow(2).mean() * 1e-3 + (u0 - 1).pow(2).sum() + du0.pow(2).sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "params": params_of(model), "d2u": d2u.detach()}
+
+
+@program
+def reinforce_policy_gradient(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    policy = seed_params(torch, nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)), 112)
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    rng = np.random.default_rng(113)
+    gamma = 0.9
+    returns_log = []
+    for _ in range(3):
+        states = torch.from_numpy(rng.standard_normal((5, 4)).astype(np.float32))
+        logits = policy(states)
+        log_probs = F.log_softmax(logits, dim=-1)
+        actions = torch.from_numpy(rng.integers(0, 3, 5))  # sampled outside, as a replay would be
+        rewards = rng.standard_normal(5).tolist()
+        g, returns = 0.0, []
+        for r in reversed(rewards):
+            g = r + gamma * g
+            returns.insert(0, g)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + 1e-8)
+        chosen = log_probs.gather(1, actions.unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_probs.exp() * log_probs).sum(-1).mean()
+        loss = -(chosen * returns).sum() - 0.01 * entropy
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        returns_log.append([loss.item(), entropy.item()])
+    return {"log": returns_log, "params": params_of(policy)}
+
+
+@program
+def knowledge_distillation(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    teacher = seed_params(torch, nn.Sequential(nn.Linear(4, 12), nn.ReLU(), nn.Linear(12, 3)), 114)
+    student = seed_params(torch, nn.Sequential(nn.Linear(4, 3)), 115)
+    teacher.eval()
+    opt = torch.optim.SGD(student.parameters(), lr=0.2, momentum=0.9, dampening=0.1)
+    x = torch.from_numpy(data((8, 4), 116))
+    y = torch.from_numpy(np.random.default_rng(117).integers(0, 3, 8))
+    temp, alpha = 3.0, 0.7
+    losses = []
+    for step in range(4):
+        lam = 0.6 if step % 2 else 1.0  # mixup on every other step
+        perm = torch.arange(7, -1, -1)
+        mixed = lam * x + (1 - lam) * x[perm]
+        with torch.no_grad():
+            soft_targets = F.softmax(teacher(mixed) / temp, dim=-1)
+        logits = student(mixed)
+        distill = F.kl_div(F.log_softmax(logits / temp, -1), soft_targets,
+                           reduction="batchmean") * temp ** 2
+        hard = lam * F.cross_entropy(logits, y) + (1 - lam) * F.cross_entropy(logits, y[perm])
+        loss = alpha * distill + (1 - alpha) * hard
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append([distill.item(), hard.item()])
+    return {"losses": losses, "student": params_of(student),
+            "teacher_grads": [p.grad for p in teacher.parameters()]}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
