@@ -2147,6 +2147,82 @@ def knowledge_distillation(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# optimizer options and mobile-style convolutions
+
+
+@program
+def optimizer_options_tour(torch):
+    nn = torch.nn
+    x = torch.from_numpy(data((6, 3), 118))
+    y = torch.from_numpy(data((6, 2), 119))
+    configs = {
+        "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=0.05, amsgrad=True, weight_decay=0.01),
+        "adamw_amsgrad": lambda p: torch.optim.AdamW(p, lr=0.05, amsgrad=True),
+        "adam_maximize": lambda p: torch.optim.Adam(p, lr=0.01, maximize=True),
+        "sgd_nesterov_wd": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True,
+                                                     weight_decay=0.1),
+        "adagrad_decay": lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.1,
+                                                       initial_accumulator_value=0.1),
+        "rmsprop_centered": lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True),
+        "adadelta": lambda p: torch.optim.Adadelta(p, lr=1.0, rho=0.8, weight_decay=0.01),
+        "adamax": lambda p: torch.optim.Adamax(p, lr=0.05),
+        "nadam_decoupled": lambda p: torch.optim.NAdam(p, lr=0.05, weight_decay=0.1,
+                                                       decoupled_weight_decay=True),
+        "radam_decoupled": lambda p: torch.optim.RAdam(p, lr=0.05, weight_decay=0.1,
+                                                       decoupled_weight_decay=True),
+    }
+    results = {}
+    for name, make in configs.items():
+        model = seed_params(torch, nn.Linear(3, 2), 120)
+        opt = make(model.parameters())
+        losses = []
+        for _ in range(7):
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        results[name] = {"losses": losses, "params": params_of(model)}
+    return results
+
+
+@program
+def mobile_convolutions(torch):
+    nn = torch.nn
+
+    class DepthwiseSeparable(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.depthwise = nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False)
+            self.pointwise = nn.Conv2d(cin, cout, 1)
+            self.act = nn.Hardswish()
+
+        def forward(self, x):
+            return self.act(self.pointwise(self.depthwise(x)))
+
+    net = nn.Sequential(
+        nn.Conv2d(2, 4, 3, stride=2, padding="valid", dilation=1),
+        nn.ReLU6(),
+        DepthwiseSeparable(4, 6),
+        # (padding="same" with padding_mode="reflect" raises NotImplementedError in rustgrad)
+        nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=2, padding_mode="reflect"),
+        nn.Conv2d(6, 6, 3, padding="same", dilation=2),
+        nn.Conv2d(6, 4, 3, padding=1, padding_mode="circular"),
+        nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False),
+        nn.Mish(),
+        nn.ConvTranspose2d(4, 2, 3, stride=2, groups=2, dilation=1),
+        nn.Hardsigmoid(),
+    )
+    seed_params(torch, net, 121)
+    x = torch.from_numpy(data((2, 2, 11, 11), 122)).requires_grad_()
+    out = net(x)
+    out.pow(2).mean().backward()
+    pooled, idx = nn.functional.max_pool2d(x.detach(), 3, stride=2, padding=1, return_indices=True)
+    return {"out": out, "x_grad": x.grad, "grads": grads_of(net), "pooled": pooled, "idx": idx,
+            "avg": nn.functional.avg_pool2d(x.detach(), 3, stride=2, padding=1, ceil_mode=True)}
+
+
+# ---------------------------------------------------------------------------------------------
 # runner
 
 
