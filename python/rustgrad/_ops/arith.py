@@ -648,3 +648,34 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2."""
     return _addc("div", input, tensor1, tensor2, value)
+
+
+# ---- addcmul_ / addcdiv_ -------------------------------------------------------------------
+def _addc_(kind: str, self: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
+    from ._util import write_inplace
+
+    check_inplace(self)
+    check_internal_overlap(self)
+    grad = is_grad_enabled() and any(t.requires_grad for t in (self, tensor1, tensor2))
+    out = _addc(kind, self, tensor1, tensor2, value)
+    if tuple(out._data.shape) != tuple(self._data.shape):
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(out._data.shape)}"
+        )
+    check_inplace_cast(self, _dtype.from_np(out._data.dtype))
+    if out._data.dtype != self._data.dtype:
+        out = out.to(self.dtype)
+    return write_inplace(self, out, grad)
+
+
+@op(method="addcmul_")
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """self += value * tensor1 * tensor2."""
+    return _addc_("mul", self, tensor1, tensor2, value)
+
+
+@op(method="addcdiv_")
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """self += value * tensor1 / tensor2."""
+    return _addc_("div", self, tensor1, tensor2, value)

@@ -486,3 +486,59 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 def argwhere(input: Tensor) -> Tensor:
     """The indices of the non-zero entries, one row each."""
     return nonzero(input)
+
+
+# ---- index_fill ------------------------------------------------------------------------------
+def _index_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .compare import where
+
+    mask, has_value, vdt = ctx
+    m = _const(mask)
+    ga = where(m, 0.0, g)
+    if not has_value:
+        return ga
+    return ga, cast_grad(where(m, g, 0.0).sum(), vdt)
+
+
+@op(method="index_fill", function="index_fill", grad_fn=("IndexFillBackward0", "IndexFillBackward1"))
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """A copy of input with value in the slices of dim that index names."""
+    d = input._data
+    xp = input._backend
+    dim = _wrap_dim(dim, max(d.ndim, 1))
+    idx = index._data
+    if idx.dtype != _INT64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if idx.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    vt = isinstance(value, Tensor)
+    if vt and value._data.ndim != 0:
+        raise RuntimeError(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value._data.ndim} dimension(s)."
+        )
+    same_device(d, idx)
+    size = d.shape[dim] if d.ndim else 1
+    flat = idx.reshape(-1)
+    bad = (flat < -size) | (flat >= size)
+    if bool(bad.any()):
+        first = int(flat[int(xp.argmax(bad))])
+        raise IndexError(f"index {first} is out of bounds for dimension {dim} with size {size}")
+    picked = xp.zeros(size, dtype=bool)
+    picked[flat % size if size else flat] = True
+    shape = [1] * d.ndim
+    if d.ndim:
+        shape[dim] = size
+    mask = xp.broadcast_to(picked.reshape(shape), d.shape)
+    v = value._data.astype(d.dtype) if vt else checked_int(d.dtype, as_scalar(value))
+    out = xp.where(mask, xp.asarray(v).astype(d.dtype), d).astype(d.dtype, copy=False)
+    if vt:
+        return record(out, (input, value), "IndexFillBackward1", _index_fill_bw, None,
+                      (mask, True, value._data.dtype))
+    return record(out, (input,), "IndexFillBackward0", _index_fill_bw, None, (mask, False, None))
+
+
+@op(method="index_fill_")
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """In-place index_fill: writes value into the slices of dim that index names."""
+    return _inplace(self, index_fill, (value,), dim, index, value)

@@ -802,3 +802,151 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
     out = xp.where(xp.isneginf(d), info.min if neginf is None else neginf, out)
     return record(out.astype(d.dtype), (input,), "NanToNumBackward0", _nan_to_num_bw, None,
                   xp.isfinite(d))
+
+
+# ---- more in-place forms, frac, clamp_min/clamp_max, lerp_ ------------------------------------
+def _write_result(self: Tensor, compute: Any, reads_self: bool, *others: Any) -> Tensor:
+    """Runs an in-place op as `compute(src)` out of place and writes the result into self.
+    reads_self: the backward formula reads self as it was, so src is a copy of self that keeps
+    self's history (torch's generated in-place kernels save self.clone() the same way)."""
+    check_inplace(self)
+    check_internal_overlap(self)
+    grad = is_grad_enabled() and (self.requires_grad or any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+    src = _core.shallow_copy(self, self._data.copy()) if grad and reads_self else self
+    out = compute(src)
+    if tuple(out._data.shape) != tuple(self._data.shape):
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(out._data.shape)}"
+        )
+    return write_inplace(self, out, grad)
+
+
+def _unary_inplace_copy(method: str, reads_self: bool) -> Any:
+    def inplace(self: Tensor) -> Tensor:
+        return _write_result(self, lambda src: getattr(src, method)(), reads_self)
+
+    inplace.__name__ = method + "_"
+    inplace.__qualname__ = method + "_"
+    inplace.__doc__ = f"In-place {method}."
+    return inplace
+
+
+def _frac_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g
+
+
+@op(method="frac", function="frac", grad_fn="FracBackward0")
+def frac(input: Tensor) -> Tensor:
+    """The fractional part of input, input - trunc(input) (gradient passes through)."""
+    d = input._data
+    if d.dtype.kind != "f":
+        raise NotImplementedError(f'"frac_cpu" not implemented for '
+                                  f"'{_type_name(_dtype.from_np(d.dtype))}'")
+    xp = input._backend
+    return record(d - xp.trunc(d), (input,), "FracBackward0", _frac_bw)
+
+
+# (method, in-place names, grad_fn, whether the backward reads the input)
+_MORE_INPLACE = (
+    ("log", ("log_",), "LogBackward0", True),
+    ("log2", ("log2_",), "Log2Backward0", True),
+    ("log10", ("log10_",), "Log10Backward0", True),
+    ("log1p", ("log1p_",), "Log1PBackward0", True),
+    ("exp2", ("exp2_",), "Exp2Backward0", False),
+    ("expm1", ("expm1_",), "Expm1Backward0", False),
+    ("sin", ("sin_",), "SinBackward0", True),
+    ("cos", ("cos_",), "CosBackward0", True),
+    ("tan", ("tan_",), "TanBackward0", True),
+    ("asin", ("asin_", "arcsin_"), "AsinBackward0", True),
+    ("acos", ("acos_", "arccos_"), "AcosBackward0", True),
+    ("atan", ("atan_", "arctan_"), "AtanBackward0", True),
+    ("sinh", ("sinh_",), "SinhBackward0", True),
+    ("cosh", ("cosh_",), "CoshBackward0", True),
+    ("rsqrt", ("rsqrt_",), "RsqrtBackward0", False),
+    ("reciprocal", ("reciprocal_",), "ReciprocalBackward0", False),
+    ("floor", ("floor_",), "FloorBackward0", False),
+    ("ceil", ("ceil_",), "CeilBackward0", False),
+    ("trunc", ("trunc_", "fix_"), "TruncBackward0", False),
+    ("frac", ("frac_",), "FracBackward0", False),
+    ("sign", ("sign_",), "SignBackward0", False),
+    ("erf", ("erf_",), "ErfBackward0", True),
+)
+# torch has no rustgrad.<name> for these in-place forms, only the Tensor method
+_METHOD_ONLY = {"sign_", "exp2_", "erf_"}
+for _m, _names_, _node, _reads in _MORE_INPLACE:
+    _fn = _unary_inplace_copy(_m, _reads)
+    _fn.__name__ = _fn.__qualname__ = _names_[0]
+    globals()[_names_[0]] = op(
+        method=_names_, function=tuple(n for n in _names_ if n not in _METHOD_ONLY),
+        grad_fn=_node)(_fn)
+del _m, _names_, _node, _reads, _fn
+
+
+@op(method="round_", function="round_", grad_fn=("RoundBackward0", "RoundBackward1"))
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
+    """In-place round (half to even)."""
+    return _write_result(self, lambda src: round(src, decimals=decimals), False)
+
+
+def _clamp_side_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's clamp_min/clamp_max: a value on the bound keeps its gradient
+    (a,) = saved
+    lo, hi = ctx
+    return g * ((a >= lo) if lo is not None else (a <= hi))
+
+
+def _clamp_side_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved
+    is_min, meta = ctx
+    keep = (a >= b) if is_min else (a <= b)
+    return _binary_grads(g * keep, g * keep.logical_not(), meta)
+
+
+def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:
+    name = ("ClampMinBackward" if is_min else "ClampMaxBackward")
+    if isinstance(bound, Tensor):
+        lo, hi = (bound, None) if is_min else (None, bound)
+        out = _clamp_tensor(a, lo, hi)._data
+        return record(out, (a, bound), name + "1", _clamp_side_tensor_bw, (a, bound),
+                      (is_min, _meta(a, bound)))
+    s = as_scalar(bound)
+    if s is None:
+        raise TypeError(f"clamp_{'min' if is_min else 'max'}(): argument '"
+                        f"{'min' if is_min else 'max'}' must be Number or Tensor, not "
+                        f"{type(bound).__name__}")
+    lo, hi = (s, None) if is_min else (None, s)
+    out = _clamp_array(a, lo, hi)
+    return record(out, (a,), name + "0", _clamp_side_bw, (a,), (lo, hi))
+
+
+@op(method="clamp_min", function="clamp_min", grad_fn=("ClampMinBackward0", "ClampMinBackward1"))
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002  (torch's name)
+    """input limited from below by min (a number or a tensor)."""
+    return _clamp_side(input, min, True)
+
+
+@op(method="clamp_max", function="clamp_max", grad_fn=("ClampMaxBackward0", "ClampMaxBackward1"))
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002  (torch's name)
+    """input limited from above by max (a number or a tensor)."""
+    return _clamp_side(input, max, False)
+
+
+@op(method="clamp_min_", function="clamp_min_")
+def clamp_min_(self: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """clamp_min written into self."""
+    return _write_result(self, lambda src: _clamp_side(src, min, True), True, min)
+
+
+@op(method="clamp_max_", function="clamp_max_")
+def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """clamp_max written into self."""
+    return _write_result(self, lambda src: _clamp_side(src, max, False), True, max)
+
+
+@op(method="lerp_")
+def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """lerp written into self (weight a number or a tensor)."""
+    reads = isinstance(weight, Tensor)  # LerpBackward1 reads start
+    return _write_result(self, lambda src: lerp(src, end, weight), reads, end, weight)

@@ -744,3 +744,84 @@ def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     """The index of the smallest entry, overall (flattened) or over dim."""
     return _arg(input, dim, keepdim, False)
+
+
+# ---- count_nonzero, bincount, diff -------------------------------------------------------------
+@op(method="count_nonzero", function="count_nonzero")
+def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
+    """The number of non-zero elements, over all of input or along dim (int64)."""
+    d = input._data
+    xp = input._backend
+    axes = None
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = tuple(_wrap_dim(k, d.ndim) for k in dims)
+        for k in axes:
+            if axes.count(k) > 1:
+                raise RuntimeError(f"dim {k} appears multiple times in the list of dims")
+        if d.ndim == 0:
+            axes = None
+    out = xp.count_nonzero(d != 0, axis=axes)
+    return _const(xp.asarray(out).astype(_dtype.int64.np))
+
+
+def _bincount_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    raise RuntimeError("derivative for aten::bincount is not implemented")
+
+
+@op(method="bincount", function="bincount", grad_fn="torch::autograd::NotImplemented")
+def bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor:
+    """Counts of each value in a 1-d non-negative int tensor (or sums of weights per value)."""
+    d = input._data
+    xp = input._backend
+    if d.dtype.kind not in "biu":
+        raise NotImplementedError(f'"bincount_cpu" not implemented for '
+                                  f"'{_type_name(_dtype.from_np(d.dtype))}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if d.ndim != 1 or (d.size and int(d.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights._data.ndim != 1 or weights._data.shape[0] != d.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    n = builtins.max(int(d.max()) + 1 if d.size else 0, minlength)
+    idx = d.astype(_dtype.int64.np)
+    if weights is None:
+        return _const(xp.bincount(idx, minlength=n).astype(_dtype.int64.np))
+    w = weights._data
+    # torch sums float32 weights in float32 and any other weights in float64
+    wdt = _F32 if w.dtype == _F32 else _dtype.float64.np
+    out = xp.zeros(n, dtype=wdt)
+    if hasattr(xp, "add_at"):
+        xp.add_at(out, idx, w.astype(wdt))
+    else:
+        xp.add.at(out, idx, w.astype(wdt))
+    return record(out, (weights,), "torch::autograd::NotImplemented", _bincount_bw)
+
+
+@op(method="diff", function="diff")
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None,
+         append: Optional[Tensor] = None) -> Tensor:
+    """The n-th forward difference along dim, after prepend/append are concatenated."""
+    from .views import cat, narrow
+
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = _wrap_dim(dim, nd)
+    parts = []
+    for extra in (prepend, input, append):
+        if extra is None:
+            continue
+        if extra is not input and extra._data.ndim != nd:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        parts.append(extra)
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        hi, lo = narrow(x, dim, 1, length - 1), narrow(x, dim, 0, length - 1)
+        x = hi.logical_xor(lo) if x._data.dtype.kind == "b" else hi - lo
+    return x

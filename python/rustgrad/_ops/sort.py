@@ -186,3 +186,56 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     v = record(vals, (input,), "TopkBackward0", _select_bw, None, (shape, dim, idx))
     i = _const(out_idx.astype(_dtype.int64.np, copy=False))
     return topk_result(v, i)
+
+
+# ---- searchsorted, bucketize -----------------------------------------------------------------
+def _search(seq: Any, values: Any, right: bool, sorter: Any, xp: Any) -> Any:
+    """Insertion points of `values` rows into the matching rows of `seq` (1-d seq: one row)."""
+    side = "right" if right else "left"
+    if seq.ndim == 1:
+        return xp.searchsorted(seq, values, side=side, sorter=sorter)
+    rows_s = seq.reshape(-1, seq.shape[-1])
+    rows_v = values.reshape(-1, values.shape[-1])
+    rows_o = None if sorter is None else sorter.reshape(-1, sorter.shape[-1])
+    out = xp.zeros(rows_v.shape, dtype=_INT64)
+    for r in range(rows_s.shape[0]):
+        out[r] = xp.searchsorted(rows_s[r], rows_v[r], side=side,
+                                 sorter=None if rows_o is None else rows_o[r])
+    return out.reshape(values.shape)
+
+
+@op(function="searchsorted")
+def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
+                 right: bool = False, side: Any = None, sorter: Any = None) -> Tensor:
+    """Indices at which input's values would be inserted into sorted_sequence's last dim."""
+    name = "torch.searchsorted()"
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"{name}: side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError(f"{name}: side and right can't be set to opposites, got side of "
+                               "left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = sorted_sequence._backend
+    scalar = not isinstance(input, Tensor)
+    values = xp.asarray(input) if scalar else input._data
+    if seq.ndim > 1 and (scalar or seq.shape[:-1] != values.shape[:-1] or values.ndim != seq.ndim):
+        raise RuntimeError(
+            f"{name}: boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+            "boundaries tensor and input value tensor must match, but we got boundaries tensor "
+            f"{list(seq.shape)} and input value tensor {list(values.shape)}")
+    order = None if sorter is None else sorter._data
+    out = _search(seq, values, right, order, xp)
+    dt = _dtype.int32.np if out_int32 else _INT64
+    return _const(xp.asarray(out).astype(dt))
+
+
+@op(function="bucketize")
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False) -> Tensor:
+    """The bucket of each value of input among 1-d sorted boundaries."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
