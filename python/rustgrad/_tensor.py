@@ -248,11 +248,15 @@ class Tensor(_core.TensorBase):
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
-            if value.dtype != self.dtype:
+            grad_dtype = self.grad_dtype
+            if grad_dtype is not None and value.dtype != grad_dtype:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{_dtype.cpp_name(value.dtype)}' to a "
-                    f"tensor with dtype '{_dtype.cpp_name(self.dtype)}'. Please ensure that the "
-                    "gradient and the tensor have the same dtype"
+                    f"tensor with grad_dtype '{_dtype.scalar_type_name(grad_dtype)}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
+                    "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                    "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match."
                 )
             gdev, sdev = value.device, self.device
             if gdev.type != sdev.type:
@@ -278,6 +282,16 @@ class Tensor(_core.TensorBase):
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+
+    @property
+    def grad_dtype(self) -> Optional[_dtype.dtype]:
+        """The dtype a gradient assigned to `.grad` must have: the tensor's own unless set (None
+        allows any), as torch's."""
+        return self.__dict__.get("_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: Optional[_dtype.dtype]) -> None:
+        self.__dict__["_grad_dtype"] = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         # torch: a non-leaf may be told requires_grad_(True) (it already does); the dtype

@@ -155,7 +155,7 @@ def test_saved_non_tensor_attributes_survive_backward_and_reductions_expose_dims
     y.sum().backward()
     assert y.grad_fn._saved_exponent == 2  # not a tensor: readable after backward
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        y.grad_fn._saved_self
+        _ = y.grad_fn._saved_self
     s = x.sum(1, keepdim=True)
     assert (s.grad_fn._saved_dim, s.grad_fn._saved_keepdim) == ((1,), True)
     assert tuple(s.grad_fn._saved_self_sym_sizes) == (2, 3)

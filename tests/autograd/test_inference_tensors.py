@@ -37,10 +37,10 @@ def test_tensors_made_inside_are_inference_tensors(lib):
 def test_version_counter_is_refused_inside_and_outside(lib):
     _, i, _, _ = _made_inside(lib)
     with pytest.raises(RuntimeError, match=VERSION):
-        i._version
+        _ = i._version
     with lib.inference_mode():
         with pytest.raises(RuntimeError, match=VERSION):
-            i._version
+            _ = i._version
 
 
 def test_saving_one_for_backward_is_refused(lib):

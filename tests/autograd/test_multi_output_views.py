@@ -51,7 +51,7 @@ def test_a_write_under_no_grad_makes_every_piece_unusable(lib, how):
     with lib.no_grad():
         parts[1].mul_(2)
     for k in (0, 1):
-        assert _message(lambda: parts[k].grad_fn) == (
+        assert _message(lambda k=k: parts[k].grad_fn) == (
             f"Output {k} of {name} is a view and its base or another view of its base has been "
             f"modified inplace. {TAIL}")
     assert "grad_fn=<Invalid>" in repr(parts[1])  # repr does not raise

@@ -158,8 +158,10 @@ ERRORS = [
      ValueError, "align_corners option can only be set with the interpolating modes: linear | "
      "bilinear | bicubic | trilinear"),
     ("antialias", lambda lib, x: F(lib).interpolate(x[0], size=3, mode="linear", antialias=True),
-     ValueError, "Anti-alias option is restricted to bilinear and bicubic modes and requires a "
-     "4-D tensor as input"),
+     ValueError, "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+     "requires a 4-D tensor as input"),
+    ("lanczos_without_antialias", lambda lib, x: F(lib).interpolate(x, size=3, mode="lanczos"),
+     ValueError, "Lanczos mode requires antialias=True"),
     ("bilinear_3d", lambda lib, x: F(lib).interpolate(x[0], size=3, mode="bilinear"),
      NotImplementedError, "Got 3D input, but bilinear mode needs 4D input"),
     ("linear_4d", lambda lib, x: F(lib).interpolate(x, size=3, mode="linear"),
@@ -168,8 +170,8 @@ ERRORS = [
      NotImplementedError, "Got 4D input, but trilinear mode needs 5D input"),
     ("bad_mode", lambda lib, x: F(lib).interpolate(x, size=3, mode="cubic"),
      NotImplementedError, "Input Error: Only 3D, 4D and 5D input Tensors supported (got 4D) for "
-     "the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
-     "(got cubic)"),
+     "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+     "nearest-exact (got cubic)"),
     ("bicubic_3d", lambda lib, x: F(lib).interpolate(x[0], size=3, mode="bicubic"),
      NotImplementedError, "Input Error: Only 3D, 4D and 5D input Tensors supported (got 3D)"),
     ("input_2d", lambda lib, x: F(lib).interpolate(x[0, 0], size=3),

@@ -106,7 +106,7 @@ def test_numpy_scalars_keep_their_dtypes(data):
 
     for make in ("tensor", "as_tensor"):
         assert str(getattr(rustgrad, make)(data).dtype) == str(getattr(torch, make)(data).dtype)
-        parity(lambda lib: getattr(lib, make)(data))
+        parity(lambda lib, make=make: getattr(lib, make)(data))
 
 
 def test_randint_takes_high_and_size_by_keyword():

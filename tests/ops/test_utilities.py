@@ -437,8 +437,6 @@ def test_unique_dim_out_of_range():
                                      [0.0, 0.0]], ids=repr)
 @pytest.mark.parametrize("replacement", [True, False])
 def test_multinomial_refuses_bad_distributions_with_torchs_message(weights, replacement):
-    from ..parity import same_error
-
     messages = []
     for lib in (torch, rustgrad):
         with pytest.raises(RuntimeError) as info:  # (one sample takes the no-replacement path)

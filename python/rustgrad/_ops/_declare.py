@@ -119,8 +119,8 @@ _MISSING: Any = _Missing()
 
 
 def _both(name: str, param: str, alias: str) -> TypeError:
-    return TypeError(f"{name}() received an invalid combination of arguments - got both "
-                     f"'{param}' and its alias '{alias}'")
+    # torch's argument parser, when both are given, reports the alias as unexpected
+    return TypeError(f"{name}() got an unexpected keyword argument '{alias}'")
 
 
 def with_numpy_aliases(fn: F) -> F:

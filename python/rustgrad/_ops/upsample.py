@@ -40,7 +40,7 @@ _NODES = {
     ("bilinear-aa", 2): "UpsampleBilinear2DAaBackward0",
     ("bicubic-aa", 2): "UpsampleBicubic2DAaBackward0",
 }
-_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 _CUBIC_A = -0.75
 # a dim's plan: (input size, output size, indices (taps, out), weights (taps, out) or None)
 Plan = Tuple[int, int, Any, Any]
@@ -331,11 +331,18 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         align_corners = False
     out, scales = _output_size(x, size, scale_factor,
                                recompute_scale_factor or (mode == "area" and size is None))
-    if antialias and not (mode in ("bilinear", "bicubic") and x.ndim == 4):
+    if mode == "lanczos" and not antialias:
+        raise ValueError("Lanczos mode requires antialias=True")
+    if mode == "lanczos" and align_corners:
+        raise ValueError("Lanczos mode does not support align_corners=True")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
         raise ValueError(
-            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
-            "tensor as input"
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
+            "a 4-D tensor as input"
         )
+    if mode == "lanczos":
+        raise NotImplementedError("rustgrad: interpolate(mode='lanczos') is not supported; use "
+                                  "mode='bicubic' with antialias=True")
     dim = x.ndim - 2
     if mode == "area" and 1 <= dim <= 3:
         return _area(x, out)

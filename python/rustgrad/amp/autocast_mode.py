@@ -50,8 +50,8 @@ class autocast:
             from .. import cuda
 
             if not cuda.is_available():
-                warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
-                              "Disabling", stacklevel=2)
+                warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
+                              stacklevel=2)
                 self._enabled = False
         elif device_type == "cpu" and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
             warnings.warn(

@@ -38,6 +38,16 @@ pub enum Error {
     Foreign(Box<dyn Any + Send>),
 }
 
+/// A node's name as torch's error messages print it: without a trailing `Backward` and its
+/// number (`MulBackward0` is `Mul`, `MyFnBackward` is `MyFn`); other names as they are.
+pub fn short_node_name(name: &str) -> &str {
+    let digits = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    match digits.strip_suffix("Backward") {
+        Some(short) if !short.is_empty() => short,
+        _ => name,
+    }
+}
+
 impl Error {
     pub fn runtime(msg: impl Into<String>) -> Self {
         Error::Runtime(msg.into())
@@ -57,6 +67,7 @@ impl fmt::Display for Error {
             } => {
                 write!(f, "{MODIFIED_INPLACE}: [{tensor}]")?;
                 if !node.is_empty() {
+                    let node = short_node_name(node);
                     write!(f, ", which is output {output_nr} of {node},")?;
                 }
                 write!(
@@ -67,7 +78,7 @@ impl fmt::Display for Error {
                 if crate::grad_mode::is_anomaly_enabled() {
                     f.write_str("the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!")
                 } else {
-                    f.write_str("enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+                    f.write_str("enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
                 }
             }
             Error::Runtime(msg) => f.write_str(msg),
@@ -104,8 +115,20 @@ mod tests {
     #[test]
     fn modified_inplace_of_non_leaf_names_its_node() {
         assert!(modified("MulBackward0").starts_with(
-            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]], which is output 0 of MulBackward0, is at version 1; expected version 0 instead."
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]], which is output 0 of Mul, is at version 1; expected version 0 instead."
         ));
+    }
+
+    #[test]
+    fn node_names_in_messages_drop_the_backward_suffix() {
+        assert_eq!(short_node_name("MulBackward0"), "Mul");
+        assert_eq!(short_node_name("MyFnBackward"), "MyFn");
+        assert_eq!(short_node_name("MyFnBackwardBackward"), "MyFnBackward");
+        assert_eq!(
+            short_node_name("torch::autograd::CopySlices"),
+            "torch::autograd::CopySlices"
+        );
+        assert_eq!(short_node_name("Backward0"), "Backward0");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 use pyo3::{PyTraverseError, PyVisit};
+use rustgrad_core::error::short_node_name;
 use rustgrad_core::{
     AccumulateGrad, Edge, HookList, Node, NodeRef, PostAccumulateHook, Storage, TensorHook,
     VersionCounter,
@@ -104,8 +105,11 @@ pub fn view_creation_meta(inherited: u8) -> u8 {
 pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
     if b.creation_meta == CREATION_MULTI_OUTPUT_NODE {
         let (nr, name) = match &b.grad_fn {
-            Some(f) => (b.multi_output_nr as usize + b.output_nr, f.name()),
-            None => (b.output_nr, "".into()),
+            Some(f) => (
+                b.multi_output_nr as usize + b.output_nr,
+                short_node_name(&f.name()).to_string(),
+            ),
+            None => (b.output_nr, String::new()),
         };
         return PyRuntimeError::new_err(format!(
             "Output {nr} of {name} is a view and {modified} modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
@@ -115,7 +119,7 @@ pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
         Some(f) => format!(
             "Output {} of {} is a view of a view which was created in",
             b.output_nr,
-            f.name()
+            short_node_name(&f.name())
         ),
         None => "A view was created in".to_string(),
     };

@@ -21,30 +21,17 @@ from ._fetch import _DatasetKind
 MP_STATUS_CHECK_INTERVAL = 5.0
 
 
+@dataclass(frozen=True)
 class WorkerInfo:
     """What a worker process knows about itself: id, num_workers, seed and its dataset copy
-    (read-only once made)."""
+    (frozen, as torch's)."""
 
     id: int
     num_workers: int
     seed: int
     dataset: Any
-    __initialized = False
-
-    def __init__(self, **kwargs: Any) -> None:
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs.keys())
-        self.__initialized = True
-
-    def __setattr__(self, key: str, val: Any) -> None:
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        super().__setattr__(key, val)
-
-    def __repr__(self) -> str:
-        items = ", ".join(f"{k}={getattr(self, k)}" for k in self.__keys)
-        return f"{self.__class__.__name__}({items})"
+    rng: Any = None
+    worker_method: Optional[str] = "multiprocessing"
 
 
 _worker_info: Optional[WorkerInfo] = None
