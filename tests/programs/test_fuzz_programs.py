@@ -106,6 +106,11 @@ TORCH_QUIRKS = {
     # (not dense, e.g. y = x[..., :1]): torch reads y while writing x, so the result depends on
     # its loop order; rustgrad reads y as it was before the write
     "inplace_operand_aliases_unchecked": lambda program, notes: NOTE_ALIASED_OPERAND in notes,
+    # a write torch allows into an expanded view (zero_, fill): its CopySlices backward then
+    # copies into that overlapping view and refuses ("more than one element of the written-to
+    # tensor"); rustgrad's backward computes the gradient
+    "backward_of_write_into_expanded_view": lambda program, notes: any(
+        m.startswith("backward raised: unsupported operation: more than one element") for m in notes),
 }
 
 Step = Tuple[Any, ...]
@@ -344,6 +349,7 @@ def _run(lib: Any, leaves: list, steps: List[Step], ending: str, seed: int) -> T
         _end(lib, pool, ending, events, grads)
     except Exception as e:  # noqa: BLE001
         events.append(("backward_raised", _raised(e)))
+        _NOTES.append(f"backward raised: {e}")
     return events, pool, grads
 
 
