@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-TORCH_VERSION := 2.9.1
+TORCH_VERSION := 2.15.0
 export VIRTUAL_ENV := $(abspath $(VENV))
 
 .PHONY: demo test bench build lint clean fuzz
@@ -15,9 +15,10 @@ $(VENV)/.base:
 	touch $@
 
 # torch is the parity oracle only (rustgrad never imports it); it is large, so it is
-# installed once and skipped when already there.
+# installed once and skipped when the pinned version is already there.
 $(VENV)/.test: $(VENV)/.base
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
+	$(PY) -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" \
+		2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
 	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400"
 	touch $@
 
