@@ -460,3 +460,39 @@ def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
         dim = _softmax_dim(input.ndim, "softmin")
     x = input.to(dtype) if dtype is not None else input
     return softmax(-x, dim)
+
+
+# ---- prelu ---------------------------------------------------------------------------------
+def _prelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x, w = saved
+    wshape_b, dims = ctx
+    pos = x > 0
+    gx = where(pos, g, w.reshape(wshape_b) * g)
+    gw = where(pos, 0.0, x * g)
+    if dims:
+        gw = gw.sum(dims)
+    return gx, gw.reshape(w.shape)
+
+
+@op(function="prelu", functional="prelu", grad_fn="PreluKernelBackward0")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+    wd, xd = weight._data, input._data
+    if wd.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {wd.ndim}")
+    channels = xd.shape[1] if xd.ndim >= 2 else 1
+    n = wd.size
+    if n != 1 and n != channels:
+        raise RuntimeError("Mismatch of parameter numbers and input channel size. Found parameter "
+                           f"numbers = {n} and channel size = {channels}.")
+    if n == 1:
+        wshape_b: tuple = ()
+        dims = tuple(range(xd.ndim))
+    else:
+        wshape_b = (1, n) + (1,) * (xd.ndim - 2)
+        dims = tuple(k for k in range(xd.ndim) if k != 1)
+    xp = input._backend
+    out = xp.where(xd > 0, xd, wd.reshape(wshape_b) * xd).astype(xd.dtype, copy=False)
+    return record(out, (input, weight), "PreluKernelBackward0", _prelu_bw, (input, weight),
+                  (wshape_b, dims))

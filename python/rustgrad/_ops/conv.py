@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const, record
+from ._util import record
 
 Pads = Tuple[int, int, int, int]  # top, bottom, left, right
 IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
@@ -362,7 +362,10 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op(functional="pad", grad_fn="ConstantPadNdBackward0")
+@op(functional="pad", grad_fn=("ConstantPadNdBackward0", "ReflectionPad1DBackward0",
+                               "ReflectionPad2DBackward0", "ReflectionPad3DBackward0",
+                               "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
+                               "ReplicationPad3DBackward0"))
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: Optional[float] = None) -> Tensor:
     """input padded at both ends of its last dims (negative amounts crop).
@@ -421,11 +424,21 @@ def _pads_from_crop(crop: Tuple[slice, ...], shape: Tuple[int, ...]) -> List[int
     return pads
 
 
+def _pad_index_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .gather import _index_add_zeros
+
+    for dim, idx, shape in reversed(ctx):
+        g = _index_add_zeros(g, shape, dim, idx)
+    return g
+
+
 def _pad_index(x: Tensor, pairs: List[Tuple[int, int]], mode: str) -> Tensor:
-    """reflect / replicate / circular padding as one gather per padded dim."""
+    """reflect / replicate / circular padding as one gather per padded dim, recorded as one
+    node with torch's name; its gradient adds each output element back where it was read."""
     xp = x._backend
     nd = x._data.ndim
-    out = x
+    out = x._data
+    steps = []
     for i, (lo, hi) in enumerate(pairs):
         if lo == 0 and hi == 0:
             continue
@@ -446,5 +459,14 @@ def _pad_index(x: Tensor, pairs: List[Tuple[int, int]], mode: str) -> Tensor:
             idx = xp.clip(pos, 0, n - 1)
         else:  # circular
             idx = xp.mod(pos, n)
-        out = out[(slice(None),) * dim + (const(idx.astype(_dtype.int64.np)),)]
-    return out
+        idx = idx.astype(_dtype.int64.np)
+        steps.append((dim, idx, out.shape))
+        out = xp.take(out, idx, axis=dim)
+    if not steps:
+        out = out.copy()
+    k = len(pairs)
+    if mode == "circular":
+        name = "torch::autograd::CopySlices"
+    else:
+        name = f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"
+    return record(out, (x,), name, _pad_index_bw, None, tuple(steps))

@@ -456,8 +456,8 @@ def _embedding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """The rows of weight at indices; padding_idx >= 0 names a row that gets no gradient."""
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
     idd = indices._data
     if idd.dtype.kind not in "iu":
         raise RuntimeError(
@@ -471,6 +471,12 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
         raise IndexError("index out of range in self")
     out = weight._data[idd]
     keep = None if padding_idx < 0 else (idd != padding_idx)
+    if scale_grad_by_freq and idd.size:
+        # each occurrence's gradient divided by how often its index occurs in the batch
+        xp = weight._backend
+        flat = idd.reshape(-1).astype(_dtype.int64.np)
+        freq = xp.bincount(flat, minlength=n)[flat].reshape(idd.shape)
+        keep = (1.0 / freq) if keep is None else keep / freq
     return record(out, (weight,), "EmbeddingBackward0", _embedding_bw, None,
                   (weight._data.shape, idd, keep))
 

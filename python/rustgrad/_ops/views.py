@@ -847,3 +847,65 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
             t = t.unsqueeze(0)
         ts.append(t)
     return cat(ts, 0)
+
+
+# ---- pixel_shuffle, pixel_unshuffle -----------------------------------------------------------
+def _shuffle_array(d: Any, r: int, up: bool) -> Any:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r) when up, and the inverse when not (a copy)."""
+    lead = d.shape[:-3]
+    c, h, w = d.shape[-3:]
+    k = len(lead)
+    if up:
+        oc = c // (r * r)
+        x = d.reshape(lead + (oc, r, r, h, w))
+        x = x.transpose(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+        return x.reshape(lead + (oc, h * r, w * r)).copy()
+    oh, ow = h // r, w // r
+    x = d.reshape(lead + (c, oh, r, ow, r))
+    x = x.transpose(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+    return x.reshape(lead + (c * r * r, oh, ow)).copy()
+
+
+def _pixel_shuffle_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return pixel_unshuffle(g, ctx)
+
+
+def _pixel_unshuffle_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return pixel_shuffle(g, ctx)
+
+
+@op(function="pixel_shuffle", functional="pixel_shuffle", grad_fn="PixelShuffleBackward0")
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
+    d = input._data
+    r = upscale_factor
+    if d.ndim < 3:
+        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {d.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if d.shape[-3] % (r * r):
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible "
+                           f"by the square of upscale_factor, but input.size(-3)={d.shape[-3]} "
+                           f"is not divisible by {r * r}")
+    return record(_shuffle_array(d, r, True), (input,), "PixelShuffleBackward0",
+                  _pixel_shuffle_bw, None, r)
+
+
+@op(function="pixel_unshuffle", functional="pixel_unshuffle", grad_fn="PixelUnshuffleBackward0")
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+    d = input._data
+    r = downscale_factor
+    if d.ndim < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {d.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    for name, k in (("height", -2), ("width", -1)):
+        if d.shape[k] % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by "
+                               f"downscale_factor, but input.size({k})={d.shape[k]} is not "
+                               f"divisible by {r}")
+    return record(_shuffle_array(d, r, False), (input,), "PixelUnshuffleBackward0",
+                  _pixel_unshuffle_bw, None, r)

@@ -630,12 +630,85 @@ def multi_head_attention_forward(
     return out, None
 
 
+
+# ---- instance_norm, rms_norm, multilabel_soft_margin_loss (composites, as torch's) -------------
+def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
+                  running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+                  bias: Optional[Tensor] = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Each channel of each sample normalized over its own spatial elements."""
+    from .._ops.norm import batch_norm
+    from ..autograd import no_grad
+
+    if use_input_stats:
+        spatial = 1
+        for s in input.shape[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError("Expected more than 1 spatial element when training, got input size "
+                             f"{input.shape}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    # torch's: one batch_norm over (1, N*C, *) with the per-channel tensors repeated N times
+    b, c = input.shape[0], input.shape[1]
+    flat = input.contiguous().view(1, b * c, *input.shape[2:])
+    rep = [None if t is None else t.repeat(b) for t in (weight, bias, running_mean, running_var)]
+    out = batch_norm(flat, rep[2], rep[3], rep[0], rep[1], use_input_stats, momentum, eps)
+    with no_grad():
+        for mine, tmp in ((running_mean, rep[2]), (running_var, rep[3])):
+            if mine is not None and tmp is not None:
+                mine.copy_(tmp.view(b, c).mean(0))
+    return out.view(input.shape)
+
+
+def rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None,
+             eps: Optional[float] = None) -> Tensor:
+    """input divided by the root mean square over its last len(normalized_shape) dims."""
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    k = len(shape)
+    if list(input.shape[input.ndim - k:]) != shape or k > input.ndim:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*, "
+                           f"{', '.join(str(s) for s in shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    if weight is not None and list(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {list(weight.shape)} and normalized_shape = {shape}")
+    if eps is None:
+        eps = _dtype.finfo(input.dtype).eps
+    dims = list(range(input.ndim - k, input.ndim))
+    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                                size_average: Optional[bool] = None,
+                                reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """Binary logistic loss per class, averaged over the classes (last dim)."""
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(size_average, reduce, reduction)
+    ls = _act.logsigmoid
+    loss = -(target * ls(input) + (1 - target) * ls(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(dim=class_dim) / input.shape[class_dim]
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
 __all__ = [
     "bilinear", "relu", "relu_", "softmax", "log_softmax", "dropout", "dropout2d", "embedding",
     "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "cross_entropy", "l1_loss",
     "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "scaled_dot_product_attention", "multi_head_attention_forward",
+    "instance_norm", "rms_norm", "multilabel_soft_margin_loss",
 ]
 # every op declared with an nn.functional name (linear, conv2d, pad, max_pool2d, gelu,
 # layer_norm, nll_loss, ...), bound once; see rustgrad/_bind.py

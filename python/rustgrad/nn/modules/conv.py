@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -95,11 +95,17 @@ class _ConvNd(Module):
     def _mode_pad(self, input: Tensor) -> Optional[Tensor]:
         if self.padding_mode == "zeros":
             return None
-        if isinstance(self.padding, str):
-            raise NotImplementedError("string padding with a non-zeros padding_mode")
-        pads = []
-        for p in reversed(self.padding):
-            pads += [p, p]
+        pads: List[int] = []
+        if self.padding == "same":
+            # torch's split of the total 'same' padding: the extra element goes on the right
+            for k, d in zip(reversed(self.kernel_size), reversed(self.dilation)):
+                total = d * (k - 1)
+                pads += [total // 2, total - total // 2]
+        elif self.padding == "valid":
+            pads = [0, 0] * len(self.kernel_size)
+        else:
+            for p in reversed(self.padding):
+                pads += [p, p]
         return F.pad(input, pads, mode=self.padding_mode)
 
 

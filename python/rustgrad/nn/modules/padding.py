@@ -1,0 +1,117 @@
+"""Padding layers over F.pad: constant (and zero), reflection, replication and circular, 1d/2d."""
+
+from __future__ import annotations
+
+from typing import Sequence, Tuple, Union
+
+from ..._tensor import Tensor
+from .. import functional as F
+from .module import Module
+
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
+           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
+           "CircularPad2d"]
+
+
+def _pads(padding: Union[int, Sequence[int]], n: int) -> Tuple[int, ...]:
+    """An int pads every side; else the (left, right[, top, bottom]) tuple as given."""
+    if isinstance(padding, int):
+        return (padding,) * (2 * n)
+    return tuple(padding)
+
+
+class _PadNd(Module):
+    _n = 1
+    _mode = "constant"
+
+    def __init__(self, padding: Union[int, Sequence[int]]) -> None:
+        super().__init__()
+        self.padding = _pads(padding, self._n)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class _ConstantPadNd(_PadNd):
+    def __init__(self, padding: Union[int, Sequence[int]], value: float) -> None:
+        super().__init__(padding)
+        self.value = value
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(_ConstantPadNd):
+    """Pads the last dim with a constant value."""
+
+    _n = 1
+
+
+class ConstantPad2d(_ConstantPadNd):
+    """Pads the last two dims with a constant value."""
+
+    _n = 2
+
+
+class ZeroPad1d(ConstantPad1d):
+    """Pads the last dim with zeros."""
+
+    def __init__(self, padding: Union[int, Sequence[int]]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad2d(ConstantPad2d):
+    """Pads the last two dims with zeros."""
+
+    def __init__(self, padding: Union[int, Sequence[int]]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_PadNd):
+    """Pads the last dim with its reflection (the edge not repeated)."""
+
+    _n, _mode = 1, "reflect"
+
+
+class ReflectionPad2d(_PadNd):
+    """Pads the last two dims with their reflection."""
+
+    _n, _mode = 2, "reflect"
+
+
+class ReplicationPad1d(_PadNd):
+    """Pads the last dim by repeating its edge values."""
+
+    _n, _mode = 1, "replicate"
+
+
+class ReplicationPad2d(_PadNd):
+    """Pads the last two dims by repeating their edge values."""
+
+    _n, _mode = 2, "replicate"
+
+
+class CircularPad1d(_PadNd):
+    """Pads the last dim by wrapping around."""
+
+    _n, _mode = 1, "circular"
+
+
+class CircularPad2d(_PadNd):
+    """Pads the last two dims by wrapping around."""
+
+    _n, _mode = 2, "circular"
+
+
