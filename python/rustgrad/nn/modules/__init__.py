@@ -29,6 +29,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
@@ -48,7 +49,21 @@ from .loss import (
     SoftMarginLoss,
 )
 from .module import Module
+from .multilabel_loss import MultiLabelSoftMarginLoss
 from .normalization import GroupNorm, LayerNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -57,6 +72,8 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from .prelu import PReLU
+from .rmsnorm import RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .transformer import (
@@ -85,4 +102,8 @@ __all__ = [
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "InstanceNorm1d", "InstanceNorm2d", "MultiLabelSoftMarginLoss", "ConstantPad1d",
+    "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "PixelShuffle",
+    "PixelUnshuffle", "PReLU", "RMSNorm",
 ]
