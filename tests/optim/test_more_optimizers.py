@@ -1,0 +1,212 @@
+"""Rprop, ASGD and lr_scheduler.CyclicLR against torch: every parameter after each of 25 steps
+(float32 and float64, same initial weights and data), state_dict layout, state_dict resumes,
+argument errors, and CyclicLR's lr/momentum sequences in every mode."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, List, Optional
+
+import numpy as np
+import pytest
+import rustgrad
+import torch
+
+from ..models import mlp, twin
+from ..parity import parity, same_error
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((32, 8))
+Y = rng.integers(0, 4, 32)
+TOL = {"float32": dict(rtol=1e-5, atol=2e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+CONFIGS = [
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-4, 0.02))),
+    # (a small lr: maximizing saturates the softmax, and the signs of its vanishing gradients
+    # are rounding noise that a sign-driven method then follows)
+    ("Rprop", dict(lr=0.001, maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.1, lambd=1e-2, alpha=0.5, t0=5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=3, maximize=True)),
+]
+IDS = [f"{n}-{'-'.join(k) or 'defaults'}" for n, k in CONFIGS]
+
+
+def _train(lib: ModuleType, model: Any, opt: Any, steps: int, dtype: str,
+           sched: Any = None) -> List[List[np.ndarray]]:
+    F = lib.nn.functional
+    x, y = lib.tensor(X, dtype=getattr(lib, dtype)), lib.tensor(Y)
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        out.append([p.detach().numpy().copy() for p in model.parameters()])
+    return out
+
+
+def _close(rt: List[List[np.ndarray]], tt: List[List[np.ndarray]], dtype: str,
+           atol: Optional[float] = None) -> None:
+    """(torch fuses a*b+c into one rounding where rustgrad rounds twice: _fma in optimizer.py)"""
+    tol = dict(TOL[dtype], **({} if atol is None else {"atol": atol}))
+    assert len(rt) == len(tt)
+    for step, (rps, tps) in enumerate(zip(rt, tt), 1):
+        for i, (rp, tp) in enumerate(zip(rps, tps)):
+            assert rp.dtype == tp.dtype == np.dtype(dtype)
+            np.testing.assert_allclose(rp, tp, **tol, err_msg=f"step {step} param {i}")
+
+
+def _twins(dtype: str) -> Any:
+    tm, rm = twin(mlp)
+    if dtype == "float64":
+        tm.double()
+        rm.double()
+    return tm, rm
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=IDS)
+def test_optimizer_25_steps_match_torch(name: str, kwargs: dict, dtype: str) -> None:
+    tm, rm = _twins(dtype)
+    to = getattr(torch.optim, name)(tm.parameters(), **kwargs)
+    ro = getattr(rustgrad.optim, name)(rm.parameters(), **kwargs)
+    _close(_train(rustgrad, rm, ro, 25, dtype), _train(torch, tm, to, 25, dtype), dtype)
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=IDS)
+def test_optimizer_state_dict_matches_torch(name: str, kwargs: dict) -> None:
+    tm, rm = _twins("float64")
+    to = getattr(torch.optim, name)(tm.parameters(), **kwargs)
+    ro = getattr(rustgrad.optim, name)(rm.parameters(), **kwargs)
+    _train(torch, tm, to, 4, "float64")
+    _train(rustgrad, rm, ro, 4, "float64")
+    ts, rs = to.state_dict(), ro.state_dict()
+    assert rs["param_groups"] == ts["param_groups"]
+    for i, tstate in ts["state"].items():
+        assert list(rs["state"][i]) == list(tstate)
+        for k, tv in tstate.items():
+            rv = rs["state"][i][k]
+            assert str(rv.dtype) == str(tv.dtype) and tuple(rv.shape) == tuple(tv.shape), k
+            np.testing.assert_allclose(rv.numpy(), tv.numpy(), rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS[1::2], ids=IDS[1::2])
+def test_optimizer_resumes_from_torchs_state_dict(name: str, kwargs: dict) -> None:
+    tm, rm = _twins("float64")
+    to = getattr(torch.optim, name)(tm.parameters(), **kwargs)
+    _train(torch, tm, to, 5, "float64")
+    rm.load_state_dict({k: rustgrad.tensor(v.numpy().copy()) for k, v in tm.state_dict().items()})
+    ro = getattr(rustgrad.optim, name)(rm.parameters())
+
+    def conv(o: Any) -> Any:
+        if isinstance(o, torch.Tensor):
+            return rustgrad.tensor(o.numpy().copy())
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [conv(v) for v in o]
+        return o
+    ro.load_state_dict(conv(to.state_dict()))
+    # torch resumed the same way (loading casts float state to the parameters' dtype)
+    to2 = getattr(torch.optim, name)(tm.parameters())
+    to2.load_state_dict(to.state_dict())
+    _close(_train(rustgrad, rm, ro, 5, "float64"), _train(torch, tm, to2, 5, "float64"), "float64",
+           atol=1e-11)
+
+
+def test_optimizer_argument_errors_match_torch() -> None:
+    p = lambda L: [L.nn.Parameter(L.ones(2))]  # noqa: E731
+    same_error(lambda L: L.optim.Rprop(p(L), lr=-1), "Invalid learning rate: -1")
+    same_error(lambda L: L.optim.Rprop(p(L), etas=(1.5, 1.2)), "Invalid eta values: 1.5, 1.2")
+    same_error(lambda L: L.optim.ASGD(p(L), lr=-0.5), "Invalid learning rate: -0.5")
+    same_error(lambda L: L.optim.ASGD(p(L), weight_decay=-1), "Invalid weight_decay value: -1")
+
+
+def test_rprop_with_a_sign_change_and_zero_grad() -> None:
+    # a quadratic whose gradient flips sign and one parameter whose gradient is always 0
+    def prog(L: Any) -> Any:
+        w = L.nn.Parameter(L.tensor([3.0, -2.0, 0.5], dtype=L.float64))
+        opt = L.optim.Rprop([w], lr=1.0, step_sizes=(1e-3, 2.0))
+        traj = []
+        for _ in range(12):
+            opt.zero_grad()
+            ((w - L.tensor([1.0, 0.0, 0.5], dtype=L.float64)) ** 2 * L.tensor(
+                [1.0, 1.0, 0.0], dtype=L.float64)).sum().backward()
+            opt.step()
+            traj.append(w.detach().clone())
+        return traj, opt.state[w]["step_size"], opt.state[w]["prev"], opt.state[w]["step"]
+    parity(prog)
+
+
+# ---- CyclicLR -----------------------------------------------------------------------------------
+CYCLIC = [
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, step_size_down=5, mode="triangular2"),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range", gamma=0.9),
+    dict(base_lr=[0.01, 0.02], max_lr=[0.1, 0.05], step_size_up=3, base_momentum=0.7,
+         max_momentum=[0.95, 0.9]),
+    dict(base_lr=0.001, max_lr=0.01, step_size_up=2, scale_fn=lambda x: 0.5 ** x,
+         scale_mode="iterations"),
+    dict(base_lr=0.001, max_lr=0.01, step_size_up=2, cycle_momentum=False),
+]
+
+
+@pytest.mark.parametrize("kw", CYCLIC, ids=[str(i) for i in range(len(CYCLIC))])
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_cyclic_lr_matches_torch(kw: dict, opt: str) -> None:
+    def prog(L: Any) -> Any:
+        a, b = L.nn.Parameter(L.ones(2)), L.nn.Parameter(L.ones(3))
+        extra = dict(momentum=0.9) if opt == "SGD" else {}
+        o = getattr(L.optim, opt)([{"params": [a]}, {"params": [b]}], lr=0.5, **extra)
+        s = L.optim.lr_scheduler.CyclicLR(o, **kw)
+        seq = []
+        for _ in range(15):
+            o.step()
+            s.step()
+            groups = [{k: g[k] for k in ("lr", "momentum", "betas") if k in g}
+                      for g in o.param_groups]
+            seq.append((s.get_last_lr(), groups))
+        state = s.state_dict()
+        keys = sorted(k for k in state if k not in ("_scale_fn_ref",))
+        return seq, keys, s.last_epoch
+    parity(prog, rtol=1e-12, atol=1e-15)
+
+
+def test_cyclic_lr_errors_match_torch() -> None:
+    def sgd(L: Any, **kw: Any) -> Any:
+        return L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, **kw)
+    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(sgd(L, momentum=0.9), 0.01, 0.1,
+                                                       mode="bad"),
+               "mode is invalid and scale_fn is None")
+    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(
+        L.optim.Adagrad([L.nn.Parameter(L.ones(2))]), 0.01, 0.1),
+        "optimizer must support momentum or beta1")
+    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(sgd(L, momentum=0.9), [0.01, 0.02], 0.1),
+               "base_lr must have the same length as optimizer.param_groups")
+
+
+def test_cyclic_lr_state_dict_round_trip() -> None:
+    def prog(L: Any) -> Any:
+        o = L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, momentum=0.9)
+        s = L.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="triangular2")
+        for _ in range(4):
+            o.step()
+            s.step()
+        o2 = L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, momentum=0.9)
+        s2 = L.optim.lr_scheduler.CyclicLR(o2, 0.01, 0.1, step_size_up=3, mode="triangular2")
+        s2.load_state_dict(s.state_dict())
+        lrs = []
+        for _ in range(5):
+            o2.step()
+            s2.step()
+            lrs.append((s2.get_last_lr(), o2.param_groups[0]["momentum"]))
+        return lrs, s.state_dict()["_scale_fn_custom"]
+    parity(prog, rtol=1e-12)
+
+
+def test_exports() -> None:
+    assert "Rprop" in rustgrad.optim.__all__ and "ASGD" in rustgrad.optim.__all__
+    assert "CyclicLR" in rustgrad.optim.lr_scheduler.__all__
