@@ -226,7 +226,8 @@ class Tensor(_core.TensorBase):
     # ---- autograd ----------------------------------------------------------------------
     @property
     def grad(self) -> Optional[Tensor]:
-        if not self.is_leaf and not self.retains_grad:
+        # torch reads the history as it stands: a view whose base was written warns, not raises
+        if not self._is_leaf_now and not self.retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
@@ -308,7 +309,7 @@ class Tensor(_core.TensorBase):
     def retain_grad(self) -> None:
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.is_leaf or self.retains_grad:
+        if self._is_leaf_now or self.retains_grad:  # a no_grad view: a leaf as it stands
             return
         ref = weakref.ref(self)
 

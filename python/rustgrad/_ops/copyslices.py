@@ -195,6 +195,7 @@ def commit(view: Tensor, out: Tensor) -> None:
                       None, geometry)
     view._data[...] = out._data
     _core.rebase_history(base, new_base)
+    _core.adopt_saved_output(view, out)  # a node that saved its output saved this view
     # The shared version moved: reading the view's history remakes it over the base's new one
     # now, as torch's rebase_history (is_leaf reads it without making a Python node).
     view.is_leaf  # noqa: B018

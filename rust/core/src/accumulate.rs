@@ -101,6 +101,12 @@ pub trait GradSink<V>: Send + Sync {
     /// Folds `grad` into `.grad` as `how` says.
     fn accumulate(&self, grad: V, how: Accumulation) -> Result<()>;
 
+    /// Whether the leaf still requires grad: one that stopped (`requires_grad_(False)`,
+    /// `detach_()`) after the graph was built receives nothing, as torch's AccumulateGrad.
+    fn requires_grad(&self) -> Result<bool> {
+        Ok(true)
+    }
+
     /// Waits for the leaf's accumulation lock. A sink whose runtime has a global lock (the GIL)
     /// releases it while waiting (Note [Accumulation across threads]).
     fn acquire<'a>(&self, lock: &'a LeafLock) -> LeafGuard<'a> {
@@ -218,6 +224,9 @@ impl<V: GradValue> Node<V> for AccumulateGrad<V> {
 
     fn apply(&self, grads: Vec<Option<V>>) -> Result<Vec<Option<V>>> {
         if let Some(grad) = grads.into_iter().next().flatten() {
+            if !self.sink.requires_grad()? {
+                return Ok(Vec::new());
+            }
             {
                 // Read, decide and write as one step (Note [Accumulation across threads]).
                 let _guard = self.sink.acquire(&self.lock);

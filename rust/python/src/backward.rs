@@ -16,7 +16,7 @@ use crate::callbacks::callbacks;
 use crate::errors::{from_py, to_py};
 use crate::node::{handle_for, PyNodeHandle};
 use crate::py_value::PyGrad;
-use crate::tensor::{gradient_edge, try_gradient_edge, PyTensor};
+use crate::tensor::{gradient_edge, try_gradient_edge, unreachable_edge, PyTensor};
 
 /// The one crossing from Python into the engine. Runs backward from `roots` with `grads` (one
 /// per root); returns the gradients captured at `inputs` (all None with `accumulate_grad`).
@@ -51,7 +51,10 @@ pub fn run_backward<'py>(
         let t = t.downcast::<PyTensor>()?;
         match try_gradient_edge(t)? {
             Some(e) => input_edges.push(e),
-            None => return Err(PyRuntimeError::new_err(INPUT_WITHOUT_GRAD)),
+            None => match unreachable_edge(t)? {
+                Some(e) => input_edges.push(e),
+                None => return Err(PyRuntimeError::new_err(INPUT_WITHOUT_GRAD)),
+            },
         }
     }
     let root_grads: Vec<PyGrad> = grads.iter().map(|g| PyGrad(g.unbind())).collect();
@@ -120,6 +123,14 @@ impl GradSink<PyGrad> for TensorSink {
             } else {
                 LeafGrad::Plain
             })
+        })
+    }
+
+    fn requires_grad(&self) -> Result<bool> {
+        Python::with_gil(|py| {
+            let leaf = self.leaf(py).map_err(from_py)?;
+            let b = leaf.try_borrow().map_err(|e| from_py(e.into()))?;
+            Ok(b.requires_grad)
         })
     }
 

@@ -437,7 +437,7 @@ fn for_each_child(
     }
     if let Some(n) = node.as_any().downcast_ref::<PyNode>() {
         n.saved.for_each(|s| {
-            if let Saved::Input(t) = s {
+            if let Saved::Input(t, _) = s {
                 saved_input(t);
             } else if let Saved::Packed { origin, packed, .. } = s {
                 // What a pack hook returned may be a tensor (an identity hook): it may hold nodes.

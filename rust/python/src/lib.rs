@@ -47,6 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record::detach, m)?)?;
     m.add_function(wrap_pyfunction!(record::detach_, m)?)?;
     m.add_function(wrap_pyfunction!(record::rebase_history, m)?)?;
+    m.add_function(wrap_pyfunction!(record::adopt_saved_output, m)?)?;
     m.add_function(wrap_pyfunction!(record::shallow_copy, m)?)?;
     m.add_function(wrap_pyfunction!(backward::run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(backward::_gradient_edge, m)?)?;

@@ -278,7 +278,9 @@ impl PostAccumulateHook for PyPostAccumulateHook {
 /// output tensor object, which owns this node: see lib.rs of the core), or, under
 /// `saved_tensors_hooks`, what the pack hook returned.
 pub enum Saved {
-    Input(Py<PyAny>),
+    /// An input tensor; `non_leaf`: it had a grad_fn when saved (a later `detach_()` of it is
+    /// refused at unpacking, as torch's).
+    Input(Py<PyAny>, bool),
     Output {
         data: Py<PyAny>,
         meta: TensorMeta,
@@ -313,7 +315,7 @@ pub enum Origin {
 impl Clone for Saved {
     fn clone(&self) -> Self {
         Python::with_gil(|py| match self {
-            Saved::Input(t) => Saved::Input(t.clone_ref(py)),
+            Saved::Input(t, non_leaf) => Saved::Input(t.clone_ref(py), *non_leaf),
             Saved::Output {
                 data,
                 meta,
@@ -381,7 +383,15 @@ impl PyNode {
         let mut out = Vec::with_capacity(values.len());
         for v in values {
             out.push(match v {
-                Saved::Input(t) => t.into_bound(py),
+                Saved::Input(t, non_leaf) => {
+                    let t = t.into_bound(py);
+                    if non_leaf && detached_in_place(&t) {
+                        return Err(Error::runtime(
+                            "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead",
+                        ));
+                    }
+                    t
+                }
                 Saved::NoneValue => py.None().into_bound(py),
                 Saved::Output {
                     data,
@@ -450,7 +460,7 @@ impl PyNode {
     /// The name of the node a saved value is an output of ("" for a leaf).
     fn grad_fn_name(&self, py: Python<'_>, saved: &Saved) -> String {
         match saved {
-            Saved::Input(t) => t
+            Saved::Input(t, _) => t
                 .bind(py)
                 .downcast::<PyTensor>()
                 .ok()
@@ -465,10 +475,18 @@ impl PyNode {
     }
 }
 
+/// A saved non-leaf that has no history any more: `detach_()` took it.
+fn detached_in_place(t: &Bound<'_, PyAny>) -> bool {
+    t.downcast::<PyTensor>()
+        .ok()
+        .and_then(|t| t.try_borrow().ok().map(|b| b.grad_fn.is_none()))
+        .unwrap_or(false)
+}
+
 /// torch's description of a tensor in the inplace error: `torch.FloatTensor [3]`.
 fn describe(py: Python<'_>, saved: &Saved) -> String {
     let data = match saved {
-        Saved::Input(t) => t
+        Saved::Input(t, _) => t
             .bind(py)
             .downcast::<PyTensor>()
             .ok()
@@ -580,7 +598,7 @@ impl PyNode {
             f(stack);
         }
         self.saved.for_each(|s| match s {
-            Saved::Input(t) => f(t),
+            Saved::Input(t, _) => f(t),
             Saved::Output { data, .. } => f(data),
             Saved::Packed { packed, unpack, .. } => {
                 f(packed);

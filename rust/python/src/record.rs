@@ -139,12 +139,12 @@ pub fn record<'py>(
                 saved_values.push(SavedTensor::new(Saved::NoneValue, none_version(), 0));
             } else {
                 let t = s.downcast::<PyTensor>()?;
-                let (v, nr) = {
+                let (v, nr, non_leaf) = {
                     let b = t.try_borrow()?;
                     b.check_savable()?;
-                    (b.version.clone(), b.output_nr)
+                    (b.version.clone(), b.output_nr, b.grad_fn.is_some())
                 };
-                saved_values.push(SavedTensor::new(Saved::Input(s.unbind()), v, nr));
+                saved_values.push(SavedTensor::new(Saved::Input(s.unbind(), non_leaf), v, nr));
             }
         }
     }
@@ -270,7 +270,7 @@ fn pack_saved<'py>(
                     output_nr,
                 ),
                 _ => SavedTensor::new(
-                    Saved::Input(t.clone().into_any().unbind()),
+                    Saved::Input(t.clone().into_any().unbind(), b.grad_fn.is_some()),
                     b.version.clone(),
                     b.output_nr,
                 ),
@@ -522,35 +522,55 @@ pub fn rebase_history(
     out: &Bound<'_, PyTensor>,
     bump_version: bool,
 ) -> PyResult<()> {
-    let (grad_fn, output_nr, requires_grad, out_version) = {
+    let (grad_fn, output_nr, requires_grad) = {
         let o = out.try_borrow()?;
-        (
-            o.grad_fn.clone(),
-            o.output_nr,
-            o.requires_grad,
-            o.version.clone(),
-        )
+        (o.grad_fn.clone(), o.output_nr, o.requires_grad)
     };
-    let mut b = t.try_borrow_mut()?;
+    let b = t.try_borrow()?;
     if bump_version {
         b.version.bump();
     }
-    if let Some(node) = grad_fn
-        .as_ref()
-        .and_then(|f| f.as_any().downcast_ref::<PyNode>())
-    {
-        // A node that saved its output (pow_ with a tensor exponent) saved `out`: from now on
-        // it is `t`, whose later in-place writes must fail its backward.
-        let version = b.version.clone();
-        node.saved.rebase_version(&out_version, &version, |s| {
-            if let Saved::Output { meta, .. } = s {
-                meta.version = version.clone();
-            }
-        });
-    }
+    drop(b);
+    adopt_saved_output(t, out)?;
+    let mut b = t.try_borrow_mut()?;
     let old = grad_fn.map(|f| set_history(&mut b, f, output_nr, requires_grad));
     drop(b);
     drop(old);
+    Ok(())
+}
+
+/// An in-place op on `t` computed `out` out of place and wrote it into `t` (already versioned):
+/// if `out`'s node saved `out` itself (sigmoid_, exp_, pow_ with a tensor exponent), it saved
+/// `t` as torch's does: `t`'s memory, at `t`'s current version, so that a later in-place write
+/// to `t` (or to its base, for a view) fails that node's backward, and a write through `.data`
+/// is seen by it.
+#[pyfunction]
+pub fn adopt_saved_output(t: &Bound<'_, PyTensor>, out: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let py = t.py();
+    let (grad_fn, out_version) = {
+        let o = out.try_borrow()?;
+        (o.grad_fn.clone(), o.version.clone())
+    };
+    let Some(node) = grad_fn
+        .as_ref()
+        .and_then(|f| f.as_any().downcast_ref::<PyNode>())
+    else {
+        return Ok(());
+    };
+    let (version, storage, data) = {
+        let b = t.try_borrow()?;
+        (b.version.clone(), b.storage.clone(), b.data.clone_ref(py))
+    };
+    node.saved.rebase_version(&out_version, &version, |s| {
+        if let Saved::Output {
+            data: d, meta: m, ..
+        } = s
+        {
+            *d = data.clone_ref(py);
+            m.version = version.clone();
+            m.storage = storage.clone();
+        }
+    });
     Ok(())
 }
 

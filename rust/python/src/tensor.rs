@@ -264,6 +264,30 @@ fn edge_of(t: &Bound<'_, PyTensor>) -> Option<Edge<PyGrad>> {
     Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0))
 }
 
+/// The edge of a view made in no_grad mode that requires grad through its base, as an input of
+/// `autograd.grad`: an AccumulateGrad of its own that no graph reaches, as torch gives it one,
+/// so the view is an unused input rather than one that does not require grad.
+pub fn unreachable_edge(t: &Bound<'_, PyTensor>) -> PyResult<Option<Edge<PyGrad>>> {
+    let py = t.py();
+    let mut b = t.try_borrow_mut()?;
+    if !b.is_no_grad_view() || b.grad_fn.is_some() {
+        return Ok(None);
+    }
+    let base_rg = match &b.base {
+        Some(root) => {
+            root.bind(py)
+                .downcast::<PyTensor>()?
+                .try_borrow()?
+                .requires_grad
+        }
+        None => false,
+    };
+    if !(b.requires_grad || base_rg) {
+        return Ok(None);
+    }
+    Ok(Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0)))
+}
+
 /// The leaf's AccumulateGrad (None unless `t` is a leaf that requires grad).
 pub fn leaf_accumulator(t: &Bound<'_, PyTensor>) -> Option<Arc<AccumulateGrad<PyGrad>>> {
     let _ = refresh_view(t);
@@ -515,6 +539,13 @@ impl PyTensor {
     fn get_is_leaf(slf: &Bound<'_, Self>) -> PyResult<bool> {
         refresh_view(slf)?;
         Ok(slf.try_borrow()?.grad_fn.is_none())
+    }
+
+    /// Whether the tensor has no grad_fn as it stands, without remaking a stale view's history
+    /// first (torch's C++ `is_leaf()`, which `.grad` and `retain_grad()` read).
+    #[getter]
+    fn _is_leaf_now(&self) -> bool {
+        self.grad_fn.is_none()
     }
 
     #[getter]
