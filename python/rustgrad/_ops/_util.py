@@ -266,3 +266,27 @@ def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
         self._data[...] = out._data
         self._bump_version()
     return self
+
+
+# ---- gradients that select ---------------------------------------------------------------
+def _select_grad_bw(gg: Tensor, saved: Any, ctx: Any) -> Any:
+    (x,) = saved
+    keep, slope, name = ctx
+    zero = const(gg._backend.zeros_like(gg._data))
+    return select_grad(gg, x, keep, name, slope), zero
+
+
+def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -> Tensor:
+    """g where the bool array `keep` holds, else 0 (or g * slope): the backward of relu,
+    threshold, hardtanh and leaky_relu. A selection, not a product with a 0/1 mask, so that a
+    NaN or inf in g is cut off where the input was, as torch's kernels do. Recorded as torch's
+    `name` node over (g, x): under create_graph the gradient requires grad when either does,
+    with the gradient of g being this selection again and that of x zero (the op is piecewise
+    linear)."""
+    gd = g._data
+    xp = g._backend
+    other = gd.dtype.type(0) if slope is None else gd * gd.dtype.type(slope)
+    out = xp.where(keep, gd, other)
+    if out.dtype != gd.dtype:
+        out = out.astype(gd.dtype)
+    return record(out, (g, x), name, _select_grad_bw, (x,), (keep, slope, name))

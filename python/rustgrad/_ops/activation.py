@@ -25,6 +25,7 @@ from ._util import (
     is_grad_enabled,
     quiet_fp,
     record,
+    select_grad,
 )
 from .compare import where
 from .pointwise import _erf_array, erf
@@ -89,7 +90,7 @@ def stable_softplus(x: Tensor) -> Tensor:
 def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's threshold_backward: zero where result <= 0, so a nan passes its gradient
     (out,) = saved
-    return g * ~(out <= 0)
+    return select_grad(g, out, ~(out._data <= 0), "ThresholdBackwardBackward0")
 
 
 @op(method="relu", function="relu", grad_fn="ReluBackward0",
@@ -232,7 +233,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 # ---- leaky_relu, elu, selu, celu -------------------------------------------------------
 def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
-    return where(x > 0, g, g * ctx)
+    return select_grad(g, x, x._data > 0, "LeakyReluBackwardBackward0", ctx)
 
 
 @op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1"))
@@ -252,6 +253,8 @@ def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
     alpha, scale, input_scale = ctx
     neg = g * (alpha * scale * input_scale) * (x * input_scale).exp()
+    # torch's double backward differentiates the exponential only where x < 0 (not at 0)
+    neg = where(x < 0, neg, g * (alpha * scale * input_scale))
     return where(x > 0, g * scale if scale != 1 else g, neg)
 
 
@@ -295,7 +298,8 @@ def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch: the gradient is zero at and beyond the bounds (exclusive, unlike clamp)
     (x,) = saved
     lo, hi = ctx
-    return where((x > lo) & (x < hi), g, g * 0)
+    xd = x._data
+    return select_grad(g, x, (xd > lo) & (xd < hi), "HardtanhBackwardBackward0")
 
 
 @op(functional="hardtanh", grad_fn="HardtanhBackward0")
@@ -320,7 +324,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
     # torch's kernel multiplies by the float literal 1.0f / 6.0f, in every dtype
-    return where((x > -3) & (x < 3), g * 0.1666666716337204, g * 0)
+    return where((x > -3) & (x < 3), g * 0.1666666716337204, 0.0)
 
 
 @op(functional="hardsigmoid", grad_fn="HardsigmoidBackward0")
@@ -335,9 +339,10 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch >= 2.15: the bounds are exclusive (zero at -3, the gradient itself at 3)
     (x,) = saved
-    mid = where(x <= 3, g * (x / 3 + 0.5), g)
-    return where(x < -3, g * 0, mid)
+    mid = where(x < 3, g * (x / 3 + 0.5), g)
+    return where(x <= -3, 0.0, mid)
 
 
 @op(functional="hardswish", grad_fn="HardswishBackward0")
@@ -474,7 +479,7 @@ def _prelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return gx, gw.reshape(w.shape)
 
 
-@op(function="prelu", functional="prelu", grad_fn="PreluKernelBackward0")
+@op(method="prelu", function="prelu", functional="prelu", grad_fn="PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
     wd, xd = weight._data, input._data

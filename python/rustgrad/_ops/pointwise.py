@@ -129,7 +129,8 @@ def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
 
 
 def _sign_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * 0
+    # torch's zeros_like(grad): a constant, whatever g holds (NaN included)
+    return _const(g._backend.zeros_like(g._data))
 
 
 @op(method="sign", function="sign", grad_fn="SignBackward0")
@@ -173,7 +174,10 @@ def reciprocal(input: Tensor) -> Tensor:
 
 # ---- clamp -----------------------------------------------------------------------------
 def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch >= 2.15: a value sitting on a bound gets no gradient (the bounds are strict)
+    # torch >= 2.15: a value sitting on a bound gets no gradient (the bounds are strict); a
+    # selection, so that a NaN in g does not leak where the input was clamped
+    from .compare import where
+
     (a,) = saved
     lo, hi = ctx
     mask = None
@@ -182,7 +186,7 @@ def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if hi is not None:
         m = a < hi
         mask = m if mask is None else mask & m
-    return g * mask
+    return where(mask, g, 0.0)
 
 
 def _int_bounds(np_dt: Any, lo: Any, hi: Any) -> Any:
@@ -244,7 +248,7 @@ def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     from .compare import where
 
     a, lo, hi = saved
-    zero = g * 0
+    zero = 0.0  # selected, never multiplied: a NaN in g must not leak
     half = g * 0.5
     if lo is not None and hi is not None:
         lt, le = lo < hi, lo <= hi
@@ -891,17 +895,23 @@ def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
 
 
 def _clamp_side_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch's clamp_min/clamp_max: a value on the bound keeps its gradient
+    # torch >= 2.15's clamp_min/clamp_max: strict as clamp's, a value on the bound (or NaN)
+    # gets no gradient
+    from .compare import where
+
     (a,) = saved
     lo, hi = ctx
-    return g * ((a >= lo) if lo is not None else (a <= hi))
+    return where((a > lo) if lo is not None else (a < hi), g, 0.0)
 
 
 def _clamp_side_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch >= 2.15: clamp(min=Tensor)'s formula (ties split, a NaN input passes g to both)
     a, b = saved
-    is_min, meta = ctx
-    keep = (a >= b) if is_min else (a <= b)
-    return _binary_grads(g * keep, g * keep.logical_not(), meta)
+    is_min, (ash, adt, bsh, bdt) = ctx
+    none = (None, None)
+    if is_min:
+        return _clamp_tensor_bw(g, (a, b, None), ((ash, adt), (bsh, bdt), none))
+    return _clamp_tensor_bw(g, (a, None, b), ((ash, adt), none, (bsh, bdt)))
 
 
 def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:
