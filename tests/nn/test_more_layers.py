@@ -51,6 +51,7 @@ def test_prelu_module_matches_torch(shape):
 def test_prelu_functional_gradients():
     check(lambda L, x, w: L.nn.functional.prelu(x, w), (2, 3, 4), (3,))
     check(lambda L, x, w: L.prelu(x, w), (4,), (1,))
+    check(lambda L, x, w: x.prelu(w), (), (1,))
     check_double_backward(lambda L, x, w: L.nn.functional.prelu(x, w) ** 2, (2, 3), (3,))
     assert grad_ok(lambda L, x, w: L.nn.functional.prelu(x, w), (2, 3, 2), (3,))
     same_error(lambda L: L.nn.functional.prelu(L.ones(2, 3, 4), L.ones(2)),

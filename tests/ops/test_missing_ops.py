@@ -242,3 +242,26 @@ def test_bucketize_matches_torch():
 def test_declared_on_rustgrad():
     for name in ("lerp_", "addcmul_", "addcdiv_", "clamp_min", "index_fill_", "bincount", "diff"):
         assert hasattr(rustgrad.Tensor, name), name
+
+
+def test_new_ops_on_every_device(device):
+    check(lambda L, x, e, w: (x * 1).lerp_(e, w), (3, 4), (3, 4), (4,), device=device)
+    check(lambda L, x: (x * 1).log_(), (3, 4), low=0.5, device=device)
+    check(lambda L, x, b: x.clamp_min(b), (3, 4), (4,), device=device)
+    check(lambda L, x, i: x.index_fill(1, i, -1.5), (3, 4), ints([0, 2]), device=device)
+    check(lambda L, x, a, b: (x * 1).addcdiv_(a, b, value=2), (3, 4), (3, 4), (4,), low=0.5,
+          device=device)
+    check(lambda L, x, p: L.diff(x, n=2, prepend=p), (3, 4), (3, 1), device=device)
+    check(lambda L, x, w: L.nn.functional.prelu(x, w), (2, 3, 4), (3,), device=device)
+    check(lambda L, x: L.pixel_shuffle(x, 2), (1, 8, 2, 3), device=device)
+    check(lambda L, x: L.nn.functional.pad(x, (1, 2, 2, 1), mode="reflect"), (1, 2, 4, 5),
+          device=device)
+    check(lambda L, x: L.nn.functional.pad(x, (1, 2), mode="replicate"), (2, 4, 5),
+          device=device)
+    L = rustgrad
+    s = L.tensor([1, 3, 5, 7], device=device)
+    assert L.searchsorted(s, L.tensor([3, 6], device=device)).tolist() == [1, 3]
+    assert L.bincount(L.tensor([1, 1, 3], device=device)).tolist() == [0, 2, 0, 1]
+    w = L.tensor([0.5, 1.0, 2.0], device=device)
+    assert L.bincount(L.tensor([1, 1, 3], device=device), w).device.type == device
+    assert L.count_nonzero(L.tensor([[0, 1], [2, 0]], device=device), dim=0).tolist() == [1, 1]
