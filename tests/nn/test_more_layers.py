@@ -74,6 +74,10 @@ PADS = [
     ("ReplicationPad2d", (0, 1, 3, 2), (2, 3, 4)),
     ("CircularPad1d", 2, (2, 3, 4)),
     ("CircularPad2d", (1, 0, 2, 1), (1, 2, 3, 4)),
+    ("ZeroPad3d", (1, 0, 2, 1, 0, 1), (1, 2, 3, 4, 2)),
+    ("ReflectionPad3d", 1, (1, 2, 3, 4, 2)),
+    ("ReplicationPad3d", (1, 0, 2, 1, 0, 1), (2, 3, 4, 2)),
+    ("CircularPad3d", 1, (1, 1, 3, 4, 2)),
 ]
 
 
@@ -82,7 +86,7 @@ def test_padding_layers_match_torch(name, padding, shape):
     _same(lambda L: getattr(L.nn, name)(padding), _x(shape))
 
 
-@pytest.mark.parametrize("name,n", [("ConstantPad1d", 1), ("ConstantPad2d", 2)])
+@pytest.mark.parametrize("name,n", [("ConstantPad1d", 1), ("ConstantPad2d", 2), ("ConstantPad3d", 3)])
 def test_constant_pad_matches_torch(name, n):
     shape = (2, 3, 4, 5)
     _same(lambda L: getattr(L.nn, name)(2, 3.5), _x(shape))

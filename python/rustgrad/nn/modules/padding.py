@@ -1,4 +1,5 @@
-"""Padding layers over F.pad: constant (and zero), reflection, replication and circular, 1d/2d."""
+"""Padding layers over F.pad: constant (and zero), reflection, replication and circular,
+1d/2d/3d."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",
+           "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+           "CircularPad2d", "CircularPad3d"]
 
 
 def _pads(padding: Union[int, Sequence[int]], n: int) -> Tuple[int, ...]:
@@ -115,3 +117,37 @@ class CircularPad2d(_PadNd):
     _n, _mode = 2, "circular"
 
 
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pads the last three dims with a constant value."""
+
+    _n = 3
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last three dims with zeros."""
+
+    def __init__(self, padding: Union[int, Sequence[int]]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(_PadNd):
+    """Pads the last three dims with their reflection."""
+
+    _n, _mode = 3, "reflect"
+
+
+class ReplicationPad3d(_PadNd):
+    """Pads the last three dims by repeating their edge values."""
+
+    _n, _mode = 3, "replicate"
+
+
+class CircularPad3d(_PadNd):
+    """Pads the last three dims by wrapping around."""
+
+    _n, _mode = 3, "circular"
