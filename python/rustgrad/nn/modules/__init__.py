@@ -54,14 +54,19 @@ from .normalization import GroupNorm, LayerNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
@@ -104,6 +109,7 @@ __all__ = [
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "InstanceNorm1d", "InstanceNorm2d", "MultiLabelSoftMarginLoss", "ConstantPad1d",
     "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d",
-    "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "PixelShuffle",
+    "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ConstantPad3d",
+    "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "PixelShuffle",
     "PixelUnshuffle", "PReLU", "RMSNorm",
 ]
