@@ -126,7 +126,8 @@ def test_pixel_shuffle_errors_match_torch():
 
 # ---- InstanceNorm ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("cls,shape", [("InstanceNorm1d", (2, 3, 5)), ("InstanceNorm2d", (2, 3, 4, 5)),
-                                       ("InstanceNorm1d", (3, 6)), ("InstanceNorm2d", (3, 4, 5))])
+                                       ("InstanceNorm1d", (3, 6)), ("InstanceNorm2d", (3, 4, 5)),
+                                       ("InstanceNorm3d", (2, 3, 2, 3, 2))])
 @pytest.mark.parametrize("affine", [False, True])
 def test_instance_norm_matches_torch(cls, shape, affine):
     _same(lambda L: getattr(L.nn, cls)(3, affine=affine), _x(shape))

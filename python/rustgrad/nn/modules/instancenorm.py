@@ -1,4 +1,4 @@
-"""InstanceNorm1d and InstanceNorm2d: per-sample, per-channel normalization."""
+"""InstanceNorm1d, 2d and 3d: per-sample, per-channel normalization."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .batchnorm import _BatchNorm
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class _InstanceNorm(_BatchNorm):
@@ -55,3 +55,9 @@ class InstanceNorm2d(_InstanceNorm):
     """Normalizes each channel of each (N, C, H, W) sample over H and W."""
 
     _no_batch_dim = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Normalizes each channel of each (N, C, D, H, W) sample over D, H and W."""
+
+    _no_batch_dim = 4
