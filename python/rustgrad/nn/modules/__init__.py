@@ -29,7 +29,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
-from .instancenorm import InstanceNorm1d, InstanceNorm2d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
@@ -107,7 +107,7 @@ __all__ = [
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "InstanceNorm1d", "InstanceNorm2d", "MultiLabelSoftMarginLoss", "ConstantPad1d",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MultiLabelSoftMarginLoss", "ConstantPad1d",
     "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ConstantPad3d",
     "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "PixelShuffle",
