@@ -290,3 +290,69 @@ def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -
     if out.dtype != gd.dtype:
         out = out.astype(gd.dtype)
     return record(out, (g, x), name, _select_grad_bw, (x,), (keep, slope, name))
+
+
+# ---- memory overlap between a written tensor and its operands -----------------------------
+_NO, _FULL, _PARTIAL, _TOO_HARD = range(4)
+
+
+def _non_overlapping_and_dense(a: Any) -> bool:
+    """torch's is_non_overlapping_and_dense: some order of the dims makes `a` contiguous
+    (dims of size 1 skipped; negative strides never qualify)."""
+    item = a.itemsize
+    dims = sorted((st, n) for n, st in zip(a.shape, a.strides) if n != 1)
+    expected = item
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def overlap_status(xp: Any, a: Any, b: Any) -> int:
+    """torch's get_overlap_status of arrays a and b: FULL for the same elements in the same
+    layout, PARTIAL when their memory ranges meet otherwise, TOO_HARD when either is not
+    non-overlapping-and-dense (torch gives up), else NO."""
+    if a is b:
+        return _FULL
+    if a.base is None and b.base is None:
+        return _NO  # two arrays that own their memory: cheap exit for the common case
+    if a.size == 0 or b.size == 0 or type(a) is not type(b):
+        return _NO
+    if not (_non_overlapping_and_dense(a) and _non_overlapping_and_dense(b)):
+        return _TOO_HARD
+    a_begin, b_begin = xp.data_ptr(a), xp.data_ptr(b)
+    a_end, b_end = a_begin + a.nbytes, b_begin + b.nbytes
+    if a_begin == b_begin and a_end == b_end:
+        same = [s // a.itemsize for s in a.strides] == [s // b.itemsize for s in b.strides]
+        return _FULL if same else _PARTIAL
+    return _PARTIAL if a_begin < b_end and b_begin < a_end else _NO
+
+
+def check_no_partial_overlap(out: Tensor, operand: Any) -> None:
+    """torch's assert_no_partial_overlap before an in-place write of `out` that reads the tensor
+    `operand`: the same elements (x.add_(x)) or memory torch cannot judge (an expanded or
+    strided view) pass; memory shared otherwise (x.add_(x.t()), x[1:].add_(x[:2])) is refused,
+    since the result would depend on the order of the writes."""
+    if not isinstance(operand, Tensor):
+        return
+    a, b = out._data, operand._data
+    if a is b or (a.base is None and b.base is None):
+        return
+    if overlap_status(out._backend, a, b) == _PARTIAL:
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to tensor "
+            "refer to a single memory location. Please clone() the tensor before performing the "
+            "operation."
+        )
+
+
+def same_elements(a: Any, b: Any, xp: Any) -> bool:
+    """Whether arrays a and b are the same elements of the same memory in the same layout and
+    dtype (torch's is_same_data in copy_, where there is nothing to copy)."""
+    if a is b:
+        return True
+    if (a.base is None and b.base is None) or type(a) is not type(b):
+        return False
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and xp.data_ptr(a) == xp.data_ptr(b))

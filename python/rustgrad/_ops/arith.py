@@ -15,6 +15,7 @@ from ._util import (
     check_inplace,
     check_inplace_cast,
     check_internal_overlap,
+    check_no_partial_overlap,
     commit_inplace,
     is_grad_enabled,
     promote,
@@ -419,13 +420,16 @@ def rpow(input: Tensor, other: Any) -> Tensor:
 
 
 # ---- in-place --------------------------------------------------------------------------
-def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, **kw: Any) -> Tensor:
+def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, operand: Any = None,
+             **kw: Any) -> Tensor:
     """Runs an in-place op: refuses what torch refuses, writes into self's array, bumps the
-    version, and with grad gives self the out-of-place op's history (rebase)."""
+    version, and with grad gives self the out-of-place op's history (rebase). `operand` is the
+    tensor the caller was given when `other` was computed from it (other * alpha)."""
     if not isinstance(self, Tensor):
         raise TypeError("in-place op on a non-tensor")
     check_inplace(self)
     check_internal_overlap(self)
+    check_no_partial_overlap(self, other if operand is None else operand)
     other_t = isinstance(other, Tensor)
     result = _dtype.result_type(self, other)
     check_inplace_cast(self, result)
@@ -510,10 +514,11 @@ def _broadcast_shape(a: Any, b: Any) -> Any:
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """In-place self += alpha * other."""
     xp = self._backend
+    given = other
     if alpha != 1:
         _check_int_fits(self._data.dtype, alpha)
         other = other * alpha if isinstance(other, Tensor) else _scaled(self._data, other, alpha)
-    return _inplace(self, other, xp.add, add)
+    return _inplace(self, other, xp.add, add, given)
 
 
 @op(method="sub_", dunder="__isub__")
@@ -521,10 +526,11 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """In-place self -= alpha * other."""
     _check_sub_bool(self, other)
     xp = self._backend
+    given = other
     if alpha != 1:
         _check_int_fits(self._data.dtype, alpha)
         other = other * alpha if isinstance(other, Tensor) else _scaled(self._data, other, alpha)
-    return _inplace(self, other, xp.subtract, sub)
+    return _inplace(self, other, xp.subtract, sub, given)
 
 
 @op(method="mul_", dunder="__imul__")
@@ -656,6 +662,8 @@ def _addc_(kind: str, self: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
 
     check_inplace(self)
     check_internal_overlap(self)
+    check_no_partial_overlap(self, tensor1)
+    check_no_partial_overlap(self, tensor2)
     grad = is_grad_enabled() and any(t.requires_grad for t in (self, tensor1, tensor2))
     out = _addc(kind, self, tensor1, tensor2, value)
     if tuple(out._data.shape) != tuple(self._data.shape):

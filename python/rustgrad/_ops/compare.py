@@ -33,11 +33,11 @@ def _operand(x: Any, like: Tensor) -> Any:
 
 
 def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's where(condition, grad, 0): a selection, so a NaN in g stays on its own side
     cond, shapes = ctx
-    zero = g * 0
     c = record(cond, (), "", None)
-    ga = where(c, g, zero)
-    gb = where(c, zero, g)
+    ga = where(c, g, 0.0)
+    gb = where(c, 0.0, g)
     return tuple(
         None if s is None else cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes)
     )
@@ -87,11 +87,13 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
 def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's max/min backward: where(a == b, grad / 2, grad), zeroed where the input lost, so
     # ties split the gradient and a nan (no order) passes it to both inputs
+    from .gather import masked_fill
+
     a, b = saved
     is_max, shapes = ctx
     half = where(a == b, g * 0.5, g)
     a_lost, b_lost = (a < b, a > b) if is_max else (a > b, a < b)
-    ga, gb = where(a_lost, 0.0, half), where(b_lost, 0.0, half)
+    ga, gb = masked_fill(half, a_lost, 0.0), masked_fill(half, b_lost, 0.0)
     return tuple(cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes))
 
 

@@ -14,9 +14,11 @@ from ._util import (
     cast_grad,
     check_inplace,
     check_internal_overlap,
+    check_no_partial_overlap,
     checked_int,
     is_grad_enabled,
     record,
+    same_elements,
     sum_to,
 )
 
@@ -246,9 +248,14 @@ def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
     from .arith import _broadcast_shape
 
     check_inplace(self)
-    check_internal_overlap(self)
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
+    # torch returns at once when src is self's own elements (even in an expanded self): the
+    # version still moves, and with autograd the node is still recorded
+    same = same_elements(self._data, src._data, self._backend)
+    if not same:
+        check_internal_overlap(self)
+        check_no_partial_overlap(self, src)
     if src.device != self.device:
         src = to_device(src, self.device)
     try:
@@ -266,7 +273,8 @@ def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
         data[...] = src._data
         return _overwrite(self, data, (self, src), "torch::autograd::CopyBackwards", _copy_bw,
                           (src._data.shape, src._data.dtype))
-    self._data[...] = src._data
+    if not same:
+        self._data[...] = src._data
     self._bump_version()
     return self
 

@@ -22,6 +22,7 @@ from ._util import (
     check_inplace,
     check_inplace_cast,
     check_internal_overlap,
+    check_no_partial_overlap,
     checked_int,
     commit_inplace,
     floating,
@@ -306,6 +307,8 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     """clamp written into self."""
     check_inplace(self)
     check_internal_overlap(self)
+    check_no_partial_overlap(self, min)
+    check_no_partial_overlap(self, max)
     if self._data.dtype.kind != "f":
         bounds = [x for x in (min, max) if x is not None]
         if any(type(x) is float for x in bounds):
@@ -815,6 +818,8 @@ def _write_result(self: Tensor, compute: Any, reads_self: bool, *others: Any) ->
     self's history (torch's generated in-place kernels save self.clone() the same way)."""
     check_inplace(self)
     check_internal_overlap(self)
+    for o in others:
+        check_no_partial_overlap(self, o)
     grad = is_grad_enabled() and (self.requires_grad or any(
         isinstance(o, Tensor) and o.requires_grad for o in others))
     src = _core.shallow_copy(self, self._data.copy()) if grad and reads_self else self
