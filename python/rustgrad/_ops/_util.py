@@ -329,22 +329,44 @@ def overlap_status(xp: Any, a: Any, b: Any) -> int:
     return _PARTIAL if a_begin < b_end and b_begin < a_end else _NO
 
 
+def _shared_memory_error() -> RuntimeError:
+    return RuntimeError(
+        "unsupported operation: some elements of the input tensor and the written-to tensor "
+        "refer to a single memory location. Please clone() the tensor before performing the "
+        "operation."
+    )
+
+
+def _may_share(a: Any, b: Any) -> bool:
+    """False when a and b surely hold separate memory (both own theirs): the cheap common case."""
+    return a is b or a.base is not None or b.base is not None
+
+
+def check_array_partial_overlap(xp: Any, out: Any, operand: Any) -> None:
+    """check_no_partial_overlap of arrays (the destination of a write and what it reads)."""
+    if out is not operand and _may_share(out, operand) and \
+            overlap_status(xp, out, operand) == _PARTIAL:
+        raise _shared_memory_error()
+
+
 def check_no_partial_overlap(out: Tensor, operand: Any) -> None:
     """torch's assert_no_partial_overlap before an in-place write of `out` that reads the tensor
     `operand`: the same elements (x.add_(x)) or memory torch cannot judge (an expanded or
     strided view) pass; memory shared otherwise (x.add_(x.t()), x[1:].add_(x[:2])) is refused,
     since the result would depend on the order of the writes."""
+    if isinstance(operand, Tensor):
+        check_array_partial_overlap(out._backend, out._data, operand._data)
+
+
+def check_no_overlap(out: Tensor, operand: Any) -> None:
+    """torch's assert_no_overlap, stricter than check_no_partial_overlap, before the indexed
+    writes (index_add_, index_put_): an operand sharing any written memory is refused, the same
+    elements included."""
     if not isinstance(operand, Tensor):
         return
     a, b = out._data, operand._data
-    if a is b or (a.base is None and b.base is None):
-        return
-    if overlap_status(out._backend, a, b) == _PARTIAL:
-        raise RuntimeError(
-            "unsupported operation: some elements of the input tensor and the written-to tensor "
-            "refer to a single memory location. Please clone() the tensor before performing the "
-            "operation."
-        )
+    if _may_share(a, b) and overlap_status(out._backend, a, b) in (_FULL, _PARTIAL):
+        raise _shared_memory_error()
 
 
 def same_elements(a: Any, b: Any, xp: Any) -> bool:
@@ -356,3 +378,4 @@ def same_elements(a: Any, b: Any, xp: Any) -> bool:
         return False
     return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
             and xp.data_ptr(a) == xp.data_ptr(b))
+

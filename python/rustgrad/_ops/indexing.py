@@ -14,8 +14,10 @@ from ._util import (
     _type_name,
     cast_grad,
     check_array_overlap,
+    check_array_partial_overlap,
     check_inplace,
     check_internal_overlap,
+    check_no_overlap,
     checked_int,
     commit_inplace,
     const,
@@ -23,6 +25,7 @@ from ._util import (
     overlaps,
     record,
     same_device,
+    same_elements,
     sum_to,
     write_inplace,
 )
@@ -327,6 +330,16 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
         nidx = _normalize(idx, a._backend)
         if _setitem_name(nidx, a._data.shape, True) != "IndexPutBackward0":
             check_array_overlap(a._data[nidx])
+    if vt and (a._data.base is not None or value._data.base is not None):
+        # a value that reads a's memory: torch's copy_ into the indexed view refuses a partial
+        # overlap, its index_put_ any overlap
+        nidx = _normalize(idx, a._backend)
+        if _setitem_name(nidx, a._data.shape, True) == "IndexPutBackward0":
+            check_no_overlap(a, value)
+        else:
+            dst = a._data[nidx]
+            if not same_elements(dst, value._data, a._backend):
+                check_array_partial_overlap(a._backend, dst, value._data)
     if not vt:
         value = checked_int(a._data.dtype, value)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
@@ -396,6 +409,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
     """In-place index_add."""
     check_inplace(self)
     check_internal_overlap(self)
+    check_no_overlap(self, source)
     out = index_add(self, dim, index, source, alpha=alpha)
     return write_inplace(self, out, self.requires_grad or source.requires_grad)
 
@@ -437,6 +451,7 @@ def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
                accumulate: bool = False) -> Tensor:
     """In-place index_put."""
     check_inplace(self)
+    check_no_overlap(self, values)
     out = index_put(self, indices, values, accumulate)
     return write_inplace(self, out, self.requires_grad or values.requires_grad)
 
