@@ -317,7 +317,11 @@ class _Resolver:
             arr = _np.array(view, dtype=view.dtype.newbyteorder("="), order="C", copy=True)
         if stored != target:
             self.widened.append(stored)
-        t = self.place(from_numpy(arr), p.storage.location)
+        t = from_numpy(arr)
+        if p.requires_grad and not (t.is_floating_point() or t.is_complex()):
+            raise TorchFormatError(f"a tensor of type torch.{stored} is marked as requiring "
+                                   "grad (only floating point and complex tensors can)")
+        t = self.place(t, p.storage.location)
         if p.parameter:
             t = Parameter(t, p.requires_grad)
         elif p.requires_grad:

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import pickle
+import tokenize
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
@@ -126,7 +127,7 @@ class _Reader:
                 raise ValueError(f"rustgrad.load: unknown dtype {name!r}")
             return d
         if kind == "device":
-            return _device(node["v"])
+            return _parsed_device(node["v"])
         if kind == "size":
             return Size(int(s) for s in node["items"])
         items = node.get("items")
@@ -157,10 +158,17 @@ class _Reader:
         ref = int(node["ref"])
         if ref in self.tensors:
             return self.tensors[ref]
-        t = _placer(self.map_location)(from_numpy(self.arrays(ref)), node.get("device"))
-        if node.get("parameter"):
-            t = Parameter(t, bool(node.get("requires_grad", True)))
-        elif node.get("requires_grad"):
+        saved = node.get("device")
+        t = from_numpy(self.arrays(ref))
+        parameter = bool(node.get("parameter"))
+        requires_grad = bool(node.get("requires_grad", parameter))
+        if requires_grad and not (t.is_floating_point() or t.is_complex()):
+            raise _Malformed(f"a tensor of dtype {t.dtype} is marked as requiring grad (only "
+                             "floating point and complex tensors can)")
+        t = _placer(self.map_location)(t, saved)
+        if parameter:
+            t = Parameter(t, requires_grad)
+        elif requires_grad:
             t.requires_grad_(True)
         self.tensors[ref] = t
         return t
@@ -202,6 +210,53 @@ class _Malformed(Exception):
     """What is wrong with a checkpoint, before the file's name is added."""
 
 
+def _parsed_device(spec: Any) -> _device:
+    try:
+        return _device(spec)
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise _Malformed(f"bad device {spec!r} in the file ({e})") from None
+
+
+# NumPy's header parser raises these (tokenize and ast included) for a malformed header
+_NPY_HEADER_ERRORS = (ValueError, TypeError, EOFError, OSError, SyntaxError,
+                      tokenize.TokenError, RecursionError, MemoryError, OverflowError)
+
+
+def _read_npy(name: str, raw: bytes) -> Any:
+    """Reads a `.npy` member, after checking that its header's shape and dtype fit the bytes it
+    holds: a header may declare any shape, and NumPy allocates it before reading."""
+    fmt = _np.lib.format
+    stream = io.BytesIO(raw)
+    try:
+        version = fmt.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, _, dtype = fmt.read_array_header_2_0(stream)
+        elif version == (3, 0) and hasattr(_np.lib, "_format_impl"):
+            # written for dtypes with non-latin1 field names; NumPy has no public reader
+            shape, _, dtype = _np.lib._format_impl._read_array_header(stream, version)
+        else:
+            raise _Malformed(f"member {name!r} has unsupported .npy format version {version}")
+    except _NPY_HEADER_ERRORS as e:
+        raise _Malformed(f"member {name!r} is not a valid .npy array (bad header: "
+                         f"{type(e).__name__}: {e})") from None
+    if dtype.hasobject:
+        raise _Malformed(f"member {name!r} holds Python objects, which are never loaded "
+                         "(it would need unpickling: allow_pickle=False)")
+    need = dtype.itemsize
+    for n in shape:
+        need *= n
+    have = len(raw) - stream.tell()
+    if need != have:
+        raise _Malformed(f"member {name!r} declares shape {tuple(shape)} of {dtype} "
+                         f"({need} bytes) but holds {have} bytes of data")
+    try:
+        return fmt.read_array(io.BytesIO(raw), allow_pickle=False)
+    except _NPY_HEADER_ERRORS as e:
+        raise _Malformed(f"member {name!r} is not a valid .npy array ({e})") from None
+
+
 def _file_name(f: Any) -> str:
     if isinstance(f, (str, os.PathLike)):
         return os.fspath(f)
@@ -225,7 +280,8 @@ def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
             data = member.read(info.file_size + 1)  # never past the size the header declares
     except zipfile.BadZipFile as e:
         raise _Malformed(f"member {name!r} is corrupt ({e})") from None
-    except (zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+    except (zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError) as e:
+        # e.g. a central directory pointing before the archive's start: a negative seek
         raise _Malformed(f"member {name!r} cannot be read ({e})") from None
     if len(data) != info.file_size:
         raise _Malformed(f"member {name!r} holds {len(data)} bytes, its header says "
@@ -265,6 +321,9 @@ def _placer(map_location: Any) -> Callable[[Tensor, Any], Tensor]:
             target = target.get(saved, saved)
         if target is None:
             target = saved
+        if target is saved and saved is not None:
+            # the file's own device string: a bad one is the file's fault, not a failed move
+            target = _parsed_device(saved)
         if callable(target):
             return target(t, saved)
         if target is not None and str(target) != "cpu":
@@ -301,7 +360,7 @@ def _load(fh: Any, map_location: Any) -> Any:
         return {k: place(v, "cpu") for k, v in tensors.items()}
     try:
         z = zipfile.ZipFile(fh, "r")
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as e:
         raise _Malformed(f"not a rustgrad checkpoint (not a zip archive: {e}), nor a torch or "
                          "safetensors file") from None
     with z:
@@ -325,11 +384,7 @@ def _load(fh: Any, map_location: Any) -> Any:
         def array(i: int) -> Any:
             if i not in cache:
                 name = f"data/{i}.npy"
-                try:
-                    cache[i] = _np.lib.format.read_array(
-                        io.BytesIO(_checked_read(z, name)), allow_pickle=False)
-                except (ValueError, EOFError, OSError) as e:
-                    raise _Malformed(f"member {name!r} is not a valid .npy array ({e})") from None
+                cache[i] = _read_npy(name, _checked_read(z, name))
             return cache[i]
 
         try:

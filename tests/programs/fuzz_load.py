@@ -46,20 +46,7 @@ _seen: Set[Tuple[str, str]] = set()
 
 # Findings reported and still open, by exception type and a phrase of its message: they are
 # let through so that a run goes on to new ones. Remove an entry once its bug is fixed.
-OPEN_FINDINGS = [
-    # zipfile's reader raises these for a corrupt central directory; load lets them out
-    ("ValueError", "negative seek value"),
-    ("NotImplementedError", "zip file version"),
-    # NumPy's .npy header parser raises these for a malformed header or dtype string
-    ("TokenError", ""),
-    ("SyntaxError", ""),
-    # a header that declares a huge shape is allocated before its bytes are read
-    ("MemoryError", "Unable to allocate"),
-    # a bad device string in structure.json: torch's device error, without the file's name
-    ("RuntimeError", "device string"),
-    # an integer tensor saved as requiring grad: the tensor's own error, without the file's name
-    ("RuntimeError", "can require gradients"),
-]
+OPEN_FINDINGS: List[Tuple[str, str]] = []
 
 
 class _NamedBytes(io.BytesIO):
