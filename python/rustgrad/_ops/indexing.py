@@ -330,7 +330,8 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
         nidx = _normalize(idx, a._backend)
         if _setitem_name(nidx, a._data.shape, True) != "IndexPutBackward0":
             check_array_overlap(a._data[nidx])
-    if vt and (a._data.base is not None or value._data.base is not None):
+    if vt and (value._data is a._data or a._data.base is not None
+               or value._data.base is not None):
         # a value that reads a's memory: torch's copy_ into the indexed view refuses a partial
         # overlap, its index_put_ any overlap
         nidx = _normalize(idx, a._backend)
