@@ -147,25 +147,29 @@ __all__ = [
     "split_with_sizes", "chunk", "diagonal", "moveaxis", "movedim", "tril", "triu", "flip",
     "roll", "tile", "repeat_interleave", "reshape", "flatten", "transpose", "t", "permute",
     "unsqueeze", "squeeze", "cat", "concat", "stack", "broadcast_to", "hstack", "vstack",
-    "where", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "allclose",
-    "equal", "exp", "log", "sqrt", "abs", "sign", "tanh", "reciprocal", "clamp", "clip", "sin",
-    "cos", "tan", "arcsin", "asin", "acos", "arccos", "arctan", "atan", "sinh", "cosh",
-    "arctan2", "atan2", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "square", "floor",
-    "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf", "isfinite",
-    "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor", "logical_not", "exp_",
-    "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_",
-    "nan_to_num", "sum", "mean", "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var",
-    "std", "var_mean", "std_mean", "norm", "dist", "amax", "amin", "all", "any", "argmax",
-    "argmin", "relu", "sigmoid", "selu", "celu", "softmax", "log_softmax", "neg", "negative",
-    "remainder", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
-    "pow", "addcmul", "addcdiv", "conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d",
-    "clone", "cdist", "index_select", "gather", "take_along_dim", "scatter", "scatter_add",
-    "masked_fill", "masked_select", "nonzero", "argwhere", "index_add", "index_put",
-    "embedding", "embedding_renorm_", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm",
-    "baddbmm", "einsum", "tensordot", "kron", "trace", "diag_embed", "diag", "matmul",
-    "meshgrid", "layer_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d",
-    "adaptive_avg_pool1d", "randperm", "bernoulli", "multinomial", "median", "unique", "sort",
-    "argsort", "topk",
+    "pixel_shuffle", "pixel_unshuffle", "where", "maximum", "minimum", "eq", "ne", "lt", "le",
+    "gt", "ge", "isclose", "allclose", "equal", "exp", "log", "sqrt", "abs", "sign", "tanh",
+    "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin", "asin", "acos", "arccos",
+    "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2", "expm1", "log2", "log10",
+    "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "exp_", "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_",
+    "neg_", "negative_", "square_", "relu_", "nan_to_num", "frac", "log_", "log2_", "log10_",
+    "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_", "acos_", "arccos_", "atan_",
+    "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_", "ceil_", "trunc_", "fix_",
+    "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "sum", "mean",
+    "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var", "std", "var_mean",
+    "std_mean", "norm", "dist", "amax", "amin", "all", "any", "argmax", "argmin",
+    "count_nonzero", "bincount", "diff", "relu", "sigmoid", "selu", "celu", "softmax",
+    "log_softmax", "prelu", "neg", "negative", "remainder", "add", "sub", "subtract", "mul",
+    "multiply", "div", "divide", "true_divide", "pow", "addcmul", "addcdiv", "conv2d", "conv1d",
+    "conv_transpose2d", "conv_transpose1d", "clone", "cdist", "index_select", "gather",
+    "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select", "nonzero",
+    "argwhere", "index_fill", "index_add", "index_put", "embedding", "embedding_renorm_", "dot",
+    "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum", "tensordot", "kron",
+    "trace", "diag_embed", "diag", "matmul", "meshgrid", "layer_norm", "group_norm",
+    "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "randperm", "bernoulli",
+    "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted", "bucketize",
 ]
 
 __version__: builtins.str
@@ -195,6 +199,8 @@ def softmax(input: Tensor, dim: Optional[builtins.int] = None, dtype: Any = None
     """exp(input) / exp(input).sum(dim), shifted by the max along dim."""
 def log_softmax(input: Tensor, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
     """input - logsumexp(input, dim), shifted by the max along dim."""
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
 
 # ---- declared in _ops/arith.py
 def neg(input: Tensor) -> Tensor:
@@ -362,6 +368,8 @@ def nonzero(input: Tensor, *, as_tuple: Literal[False] = False) -> Tensor:
 def nonzero(input: Tensor, *, as_tuple: Literal[True]) -> Tuple[Tensor, ...]: ...
 def argwhere(input: Tensor) -> Tensor:
     """The indices of the non-zero entries, one row each."""
+def index_fill(input: Tensor, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+    """A copy of input with value in the slices of dim that index names."""
 
 # ---- declared in _ops/indexing.py
 def index_add(
@@ -582,6 +590,64 @@ def nan_to_num(
     neginf: Any = None,
 ) -> Tensor:
     """input with NaN, +inf and -inf replaced by finite numbers."""
+def frac(input: Tensor) -> Tensor:
+    """The fractional part of input, input - trunc(input) (gradient passes through)."""
+def log_(self: Tensor) -> Tensor:
+    """In-place log."""
+def log2_(self: Tensor) -> Tensor:
+    """In-place log2."""
+def log10_(self: Tensor) -> Tensor:
+    """In-place log10."""
+def log1p_(self: Tensor) -> Tensor:
+    """In-place log1p."""
+def expm1_(self: Tensor) -> Tensor:
+    """In-place expm1."""
+def sin_(self: Tensor) -> Tensor:
+    """In-place sin."""
+def cos_(self: Tensor) -> Tensor:
+    """In-place cos."""
+def tan_(self: Tensor) -> Tensor:
+    """In-place tan."""
+def asin_(self: Tensor) -> Tensor:
+    """In-place asin."""
+def arcsin_(self: Tensor) -> Tensor:
+    """In-place asin."""
+def acos_(self: Tensor) -> Tensor:
+    """In-place acos."""
+def arccos_(self: Tensor) -> Tensor:
+    """In-place acos."""
+def atan_(self: Tensor) -> Tensor:
+    """In-place atan."""
+def arctan_(self: Tensor) -> Tensor:
+    """In-place atan."""
+def sinh_(self: Tensor) -> Tensor:
+    """In-place sinh."""
+def cosh_(self: Tensor) -> Tensor:
+    """In-place cosh."""
+def rsqrt_(self: Tensor) -> Tensor:
+    """In-place rsqrt."""
+def reciprocal_(self: Tensor) -> Tensor:
+    """In-place reciprocal."""
+def floor_(self: Tensor) -> Tensor:
+    """In-place floor."""
+def ceil_(self: Tensor) -> Tensor:
+    """In-place ceil."""
+def trunc_(self: Tensor) -> Tensor:
+    """In-place trunc."""
+def fix_(self: Tensor) -> Tensor:
+    """In-place trunc."""
+def frac_(self: Tensor) -> Tensor:
+    """In-place frac."""
+def round_(self: Tensor, *, decimals: builtins.int = 0) -> Tensor:
+    """In-place round (half to even)."""
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    """input limited from below by min (a number or a tensor)."""
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    """input limited from above by max (a number or a tensor)."""
+def clamp_min_(self: Tensor, min: Any) -> Tensor:
+    """clamp_min written into self."""
+def clamp_max_(self: Tensor, max: Any) -> Tensor:
+    """clamp_max written into self."""
 
 # ---- declared in _ops/pool.py
 def max_pool2d(
@@ -768,6 +834,25 @@ def argmin(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """The index of the smallest entry, overall (flattened) or over dim."""
+def count_nonzero(
+    input: Tensor,
+    dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+) -> Tensor:
+    """The number of non-zero elements, over all of input or along dim (int64)."""
+def bincount(
+    input: Tensor,
+    weights: Optional[Tensor] = None,
+    minlength: builtins.int = 0,
+) -> Tensor:
+    """Counts of each value in a 1-d non-negative int tensor (or sums of weights per value)."""
+def diff(
+    input: Tensor,
+    n: builtins.int = 1,
+    dim: builtins.int = -1,
+    prepend: Optional[Tensor] = None,
+    append: Optional[Tensor] = None,
+) -> Tensor:
+    """The n-th forward difference along dim, after prepend/append are concatenated."""
 
 # ---- declared in _ops/sort.py
 @overload
@@ -809,6 +894,24 @@ def topk(
     sorted: builtins.bool = True,
 ) -> return_types.topk:
     """The k largest (or smallest) entries along dim and their indices."""
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Any,
+    *,
+    out_int32: builtins.bool = False,
+    right: builtins.bool = False,
+    side: Any = None,
+    sorter: Any = None,
+) -> Tensor:
+    """Indices at which input's values would be inserted into sorted_sequence's last dim."""
+def bucketize(
+    input: Any,
+    boundaries: Tensor,
+    *,
+    out_int32: builtins.bool = False,
+    right: builtins.bool = False,
+) -> Tensor:
+    """The bucket of each value of input among 1-d sorted boundaries."""
 
 # ---- declared in _ops/views.py
 def narrow(input: Tensor, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
@@ -882,3 +985,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """The tensors joined row-wise (1-D tensors become rows)."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""

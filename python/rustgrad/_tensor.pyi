@@ -123,6 +123,11 @@ class Tensor(TensorBase):
     def grad(self, value: Optional[Tensor]) -> None: ...
     @grad.deleter
     def grad(self) -> None: ...
+    @property
+    def grad_dtype(self) -> Optional[_dtype]:
+        """The dtype a gradient assigned to `.grad` must have: the tensor's own unless set (None"""
+    @grad_dtype.setter
+    def grad_dtype(self, value: Optional[_dtype]) -> None: ...
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """Sets requires_grad in place; returns self."""
     def retain_grad(self) -> None:
@@ -161,6 +166,8 @@ class Tensor(TensorBase):
         """exp(input) / exp(input).sum(dim), shifted by the max along dim."""
     def log_softmax(self, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
         """input - logsumexp(input, dim), shifted by the max along dim."""
+    def prelu(self, weight: Tensor) -> Tensor:
+        """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
 
     # ---- declared in _ops/arith.py
     def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -241,6 +248,10 @@ class Tensor(TensorBase):
         """input + value * tensor1 * tensor2."""
     def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
         """input + value * tensor1 / tensor2."""
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """self += value * tensor1 * tensor2."""
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """self += value * tensor1 / tensor2."""
 
     # ---- declared in _ops/compare.py
     def maximum(self, other: Any) -> Tensor:
@@ -437,6 +448,10 @@ class Tensor(TensorBase):
     def nonzero(self, *, as_tuple: Literal[True]) -> Tuple[Tensor, ...]: ...
     def argwhere(self) -> Tensor:
         """The indices of the non-zero entries, one row each."""
+    def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """A copy of input with value in the slices of dim that index names."""
+    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """In-place index_fill: writes value into the slices of dim that index names."""
 
     # ---- declared in _ops/indexing.py
     def __getitem__(self, idx: Any) -> Tensor:
@@ -639,6 +654,72 @@ class Tensor(TensorBase):
         neginf: Any = None,
     ) -> Tensor:
         """input with NaN, +inf and -inf replaced by finite numbers."""
+    def frac(self) -> Tensor:
+        """The fractional part of input, input - trunc(input) (gradient passes through)."""
+    def log_(self) -> Tensor:
+        """In-place log."""
+    def log2_(self) -> Tensor:
+        """In-place log2."""
+    def log10_(self) -> Tensor:
+        """In-place log10."""
+    def log1p_(self) -> Tensor:
+        """In-place log1p."""
+    def exp2_(self) -> Tensor:
+        """In-place exp2."""
+    def expm1_(self) -> Tensor:
+        """In-place expm1."""
+    def sin_(self) -> Tensor:
+        """In-place sin."""
+    def cos_(self) -> Tensor:
+        """In-place cos."""
+    def tan_(self) -> Tensor:
+        """In-place tan."""
+    def asin_(self) -> Tensor:
+        """In-place asin."""
+    def arcsin_(self) -> Tensor:
+        """In-place asin."""
+    def acos_(self) -> Tensor:
+        """In-place acos."""
+    def arccos_(self) -> Tensor:
+        """In-place acos."""
+    def atan_(self) -> Tensor:
+        """In-place atan."""
+    def arctan_(self) -> Tensor:
+        """In-place atan."""
+    def sinh_(self) -> Tensor:
+        """In-place sinh."""
+    def cosh_(self) -> Tensor:
+        """In-place cosh."""
+    def rsqrt_(self) -> Tensor:
+        """In-place rsqrt."""
+    def reciprocal_(self) -> Tensor:
+        """In-place reciprocal."""
+    def floor_(self) -> Tensor:
+        """In-place floor."""
+    def ceil_(self) -> Tensor:
+        """In-place ceil."""
+    def trunc_(self) -> Tensor:
+        """In-place trunc."""
+    def fix_(self) -> Tensor:
+        """In-place trunc."""
+    def frac_(self) -> Tensor:
+        """In-place frac."""
+    def sign_(self) -> Tensor:
+        """In-place sign."""
+    def erf_(self) -> Tensor:
+        """In-place erf."""
+    def round_(self, *, decimals: builtins.int = 0) -> Tensor:
+        """In-place round (half to even)."""
+    def clamp_min(self, min: Any) -> Tensor:
+        """input limited from below by min (a number or a tensor)."""
+    def clamp_max(self, max: Any) -> Tensor:
+        """input limited from above by max (a number or a tensor)."""
+    def clamp_min_(self, min: Any) -> Tensor:
+        """clamp_min written into self."""
+    def clamp_max_(self, max: Any) -> Tensor:
+        """clamp_max written into self."""
+    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
+        """lerp written into self (weight a number or a tensor)."""
 
     # ---- declared in _ops/random.py
     def normal_(
@@ -777,6 +858,21 @@ class Tensor(TensorBase):
         """The index of the largest entry, overall (flattened) or over dim."""
     def argmin(self, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Tensor:
         """The index of the smallest entry, overall (flattened) or over dim."""
+    def count_nonzero(
+        self,
+        dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The number of non-zero elements, over all of input or along dim (int64)."""
+    def bincount(self, weights: Optional[Tensor] = None, minlength: builtins.int = 0) -> Tensor:
+        """Counts of each value in a 1-d non-negative int tensor (or sums of weights per value)."""
+    def diff(
+        self,
+        n: builtins.int = 1,
+        dim: builtins.int = -1,
+        prepend: Optional[Tensor] = None,
+        append: Optional[Tensor] = None,
+    ) -> Tensor:
+        """The n-th forward difference along dim, after prepend/append are concatenated."""
 
     # ---- declared in _ops/sort.py
     @overload
