@@ -55,7 +55,6 @@ NOTE_SAVED_OUTPUT = "an in-place op that saves its output"
 NOTE_SAVED_OUTPUT_ON_VIEW = "an in-place op that saves its output, on a view"
 NOTE_RETAIN_GRAD_REFUSED_VIEW = "retain_grad on a view whose grad_fn torch refuses to read"
 NOTE_GRAD_OF_REFUSED_VIEW = ".grad of a view whose is_leaf torch refuses to read"
-NOTE_SELF_COPY_EXPANDED = "copy_ of an expanded tensor onto itself"
 _NOTES: List[str] = []  # what the last run noted, and the messages of the exceptions it raised
 OPEN_BUGS = {
     # a retain_grad on a view written in place by an op that saves its output (sigmoid_ on
@@ -64,21 +63,6 @@ OPEN_BUGS = {
     "retain_grad_on_view_with_saved_output_second_order": lambda program, notes: (
         NOTE_SAVED_OUTPUT_ON_VIEW in notes and program[2] == "grad"
         and any(s[0] == "retain_grad" for s in program[1])),
-    # an in-place write whose tensor operand partly overlaps the written tensor (x.t().add_(x),
-    # x[1:].add_(x[:2]), x.unsqueeze(0).add_(x)): torch refuses, rustgrad computes it
-    "inplace_operand_overlap": lambda program, notes: any(
-        "some elements of the input tensor and the written-to tensor" in m for m in notes),
-    # x.copy_(x) on an expanded x: torch returns at once (same tensor), rustgrad refuses the
-    # write into overlapping memory
-    "self_copy_of_expanded": lambda program, notes: NOTE_SELF_COPY_EXPANDED in notes,
-    # a NaN upstream gradient where clamp/relu (and where) cut the input off: torch's backward
-    # selects 0 there, rustgrad's multiplies by a 0/1 mask and keeps the NaN
-    "nan_through_clamp_relu_mask": lambda program, notes: NOTE_NON_FINITE in notes and any(
-        s[:2] in (("inplace", "clamp_"), ("unary", "relu")) for s in program[1]),
-    # under create_graph torch's relu gradient requires grad (a zero second derivative through
-    # threshold_backward); rustgrad's does not
-    "relu_grad_create_graph": lambda program, notes: program[2] == "grad" and any(
-        s[:2] == ("unary", "relu") for s in program[1]),
 }
 
 # torch behaviour rustgrad does not copy on purpose, set aside the same way (for good)
@@ -259,8 +243,6 @@ def _apply(lib: Any, pool: list, step: Step) -> Any:
         if kind == "inplace":
             return _inplace(x, step[1])
         other = pick(step[3])
-        if step[1] == "copy_" and other is x and 0 in x.stride():
-            _NOTES.append(NOTE_SELF_COPY_EXPANDED)
         out = getattr(x, step[1])(other)
         if lib is torch and _aliases(x, other):
             _NOTES.append(NOTE_ALIASED_OPERAND)
