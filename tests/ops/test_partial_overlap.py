@@ -52,6 +52,12 @@ REFUSED: Dict[str, Callable[[Any, Any], Any]] = {
     "index_add_self": lambda lib, x: x.index_add_(0, lib.tensor([0, 1, 2, 3]), x),
     "index_add_t": lambda lib, x: x.index_add_(0, lib.tensor([0, 1, 2, 3]), x.t()),
     "index_put_self": lambda lib, x: x.index_put_((lib.tensor([0, 1, 2, 3]),), x),
+    # one element of x is a dense tensor inside x's memory: partial too
+    "add_own_element": lambda lib, x: x.add_(x[0, 0]),
+    "mul_own_block": lambda lib, x: x.mul_(x[1:2, 1:2]),
+    "copy_own_element": lambda lib, x: x.copy_(x[0, 1]),
+    "lerp_own_element_weight": lambda lib, x: x.lerp_(x.clone(), x[0, 1]),
+    "clamp_own_element": lambda lib, x: x.clamp_(x[0, 1]),
 }
 
 # the same elements, disjoint memory, or layouts torch does not judge: allowed
