@@ -315,8 +315,8 @@ def overlap_status(xp: Any, a: Any, b: Any) -> int:
     non-overlapping-and-dense (torch gives up), else NO."""
     if a is b:
         return _FULL
-    if a.base is None and b.base is None:
-        return _NO  # two arrays that own their memory: cheap exit for the common case
+    if not _may_share(a, b):
+        return _NO
     if a.size == 0 or b.size == 0 or type(a) is not type(b):
         return _NO
     if not (_non_overlapping_and_dense(a) and _non_overlapping_and_dense(b)):
@@ -337,9 +337,23 @@ def _shared_memory_error() -> RuntimeError:
     )
 
 
+def _root(a: Any) -> Any:
+    """The object at the end of a's chain of bases: the owner of its memory."""
+    while True:
+        b = getattr(a, "base", None)
+        if b is None:
+            return a
+        a = b
+
+
 def _may_share(a: Any, b: Any) -> bool:
-    """False when a and b surely hold separate memory (both own theirs): the cheap common case."""
-    return a is b or a.base is not None or b.base is not None
+    """False when a and b surely hold separate memory (owned by different arrays): the cheap
+    common case, a few attribute reads."""
+    if a is b:
+        return True
+    if a.base is None and b.base is None:
+        return False
+    return _root(a) is _root(b)
 
 
 def check_array_partial_overlap(xp: Any, out: Any, operand: Any) -> None:
