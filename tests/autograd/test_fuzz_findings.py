@@ -102,3 +102,15 @@ def test_stale_views_answer_grad_and_retain_grad_as_torch(lib):
         assert p.grad is None
     with pytest.raises(RuntimeError, match="its base or another view of its base has been"):
         _ = p.is_leaf
+
+
+@pytest.mark.parametrize("base", ["leaf", "non_leaf"])
+def test_a_no_grad_view_stops_requiring_grad_when_its_base_is_detached_in_place(lib, base):
+    x = _x(lib)
+    b = x if base == "leaf" else x * 2.0
+    with lib.no_grad():
+        v = b.unsqueeze(0)
+    assert v.requires_grad and (v * 2).requires_grad
+    v.register_hook(lambda g: g)  # allowed while it requires grad
+    b.detach_()
+    assert not v.requires_grad and not (v * 2).requires_grad

@@ -17,8 +17,8 @@ use crate::callbacks::{as_array, callbacks};
 use crate::py_value::{Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
-    try_gradient_edge, view_creation_meta, PyTensor, TensorMeta, CREATION_DEFAULT,
-    CREATION_INFERENCE_MODE, CREATION_NO_GRAD_MODE, INFERENCE_ALIAS, INFERENCE_NONE,
+    try_gradient_edge, view_creation_meta, PyTensor, TensorMeta, CREATION_DEFAULT, INFERENCE_ALIAS,
+    INFERENCE_NONE,
 };
 
 /// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
@@ -48,7 +48,8 @@ fn nbytes(data: &Bound<'_, PyAny>) -> PyResult<usize> {
 /// require grad through an in-place op).
 fn requires_grad_now(t: &Bound<'_, PyTensor>) -> PyResult<bool> {
     refresh_view(t)?;
-    Ok(t.try_borrow()?.requires_grad)
+    let b = t.try_borrow()?;
+    b.requires_grad_now(t.py())
 }
 
 /// Records one op: `data` is the forward result computed from `inputs` (the tensor arguments).
@@ -93,11 +94,8 @@ pub fn record<'py>(
             // As torch: a view made in no_grad or inference mode (or of such a view) cannot
             // follow an in-place op; one of a tensor that requires grad still requires grad,
             // as a leaf with no edge.
-            let creation = view_creation_meta(inherited);
-            let no_edge = creation == CREATION_NO_GRAD_MODE || creation == CREATION_INFERENCE_MODE;
             view = Some(ViewOf {
-                creation,
-                no_grad_rg: no_edge && !needs_grad && b.requires_grad,
+                creation: view_creation_meta(inherited),
                 inference: b.inference,
             });
             (b.version.clone(), b.storage.clone(), Some(root))
@@ -186,8 +184,6 @@ pub fn record<'py>(
 /// How a new view relates to what it views.
 struct ViewOf {
     creation: u8,
-    /// Made in no_grad or inference mode of a tensor that requires grad.
-    no_grad_rg: bool,
     /// The viewed tensor's inference state: a view of an inference tensor is one.
     inference: u8,
 }
@@ -199,9 +195,6 @@ fn mark_view(out: &Bound<'_, PyTensor>, base: Option<Py<PyAny>>, view: Option<Vi
     if let Some(v) = view {
         o.creation_meta = v.creation;
         o.view_version = o.version.current();
-        if v.no_grad_rg {
-            o.requires_grad = true;
-        }
         // a view is an inference tensor when what it views is one, whatever the mode
         o.inference = v.inference;
     }

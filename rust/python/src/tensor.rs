@@ -172,6 +172,22 @@ impl PyTensor {
                 || self.creation_meta == CREATION_INFERENCE_MODE)
     }
 
+    /// requires_grad as torch reads it: a view made in no_grad or inference mode requires grad
+    /// while its base does (a later `detach_()` of the base ends it).
+    pub fn requires_grad_now(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.requires_grad || !self.is_no_grad_view() {
+            return Ok(self.requires_grad);
+        }
+        match &self.base {
+            Some(root) => Ok(root
+                .bind(py)
+                .downcast::<PyTensor>()?
+                .try_borrow()?
+                .requires_grad),
+            None => Ok(false),
+        }
+    }
+
     /// torch's refusal to save an inference tensor for backward.
     pub fn check_savable(&self) -> PyResult<()> {
         if self.inference != INFERENCE_NONE {
@@ -273,16 +289,7 @@ pub fn unreachable_edge(t: &Bound<'_, PyTensor>) -> PyResult<Option<Edge<PyGrad>
     if !b.is_no_grad_view() || b.grad_fn.is_some() {
         return Ok(None);
     }
-    let base_rg = match &b.base {
-        Some(root) => {
-            root.bind(py)
-                .downcast::<PyTensor>()?
-                .try_borrow()?
-                .requires_grad
-        }
-        None => false,
-    };
-    if !(b.requires_grad || base_rg) {
+    if !b.requires_grad_now(py)? {
         return Ok(None);
     }
     Ok(Some(Edge::new(grad_accumulator(t.as_any(), &mut b), 0)))
@@ -660,7 +667,7 @@ impl PyTensor {
     fn _register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<Py<PyAny>> {
         refresh_view(slf)?; // the hook goes to the current grad_fn
         let mut b = slf.try_borrow_mut()?;
-        if !b.requires_grad {
+        if !b.requires_grad_now(slf.py())? {
             return Err(PyRuntimeError::new_err(
                 "cannot register a hook on a tensor that doesn't require gradient",
             ));
@@ -688,7 +695,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let weak = PyWeakrefReference::new(slf)?.unbind();
         let mut b = slf.try_borrow_mut()?;
-        if !b.requires_grad {
+        if !b.requires_grad_now(slf.py())? {
             return Err(PyRuntimeError::new_err(
                 "cannot register a hook on a tensor that doesn't require gradient",
             ));
