@@ -176,3 +176,14 @@ def test_select_grad_keeps_float32() -> None:
         return g.dtype == lib.float32, g
 
     parity(program, rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["max", "min", "median", "amax"])
+@pytest.mark.parametrize("upstream", [float("nan"), float("inf"), 1.0])
+def test_full_reductions_pass_an_upstream_only_to_the_chosen_entries(reduce, upstream):
+    def fn(lib):
+        x = lib.tensor([-1.0, 0.0, 1.0, 1.0, 0.0], dtype=lib.float64, requires_grad=True)
+        getattr(x, reduce)().backward(lib.tensor(upstream, dtype=lib.float64))
+        return x.grad
+
+    parity(fn)

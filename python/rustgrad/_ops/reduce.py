@@ -134,7 +134,10 @@ def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     mask = a == out
     if a._data.dtype.kind == "f" and out._data != out._data:  # the result is nan: nans share
         mask = a != a
-    return mask * (g / mask.sum())
+    from .compare import where
+
+    # a selection, not a product: a NaN upstream reaches only the chosen entries, as torch's
+    return where(mask, g / mask.sum(), 0.0)
 
 
 def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

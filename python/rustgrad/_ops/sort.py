@@ -22,8 +22,10 @@ _median_type = return_types._make("median")
 # ---- median ----------------------------------------------------------------------------------
 def _median_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     mask, dt = ctx
-    m = _const(mask.astype(dt))
-    return m * (g / float(mask.sum()))
+    from .compare import where
+
+    # a selection, not a product: a NaN upstream reaches only the chosen entries, as torch's
+    return where(_const(mask), g / float(mask.sum()), 0.0)
 
 
 def _median_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
