@@ -67,6 +67,13 @@ OPEN_BUGS = {
 
 # torch behaviour rustgrad does not copy on purpose, set aside the same way (for good)
 TORCH_QUIRKS = {
+    # detach_() of a tensor that already has (grad-mode) views: torch's views keep requiring
+    # grad, remake their history as AsStridedBackward0 over a base that no longer requires grad
+    # after its next write, and refuse their own writes as "a view of a leaf Variable that
+    # requires grad"; rustgrad's views keep their old history (values are the same)
+    "views_of_a_tensor_detached_in_place": lambda program, notes: (
+        NOTE_DETACH_LEAF in notes or NOTE_DETACH_NON_LEAF in notes) and any(
+        s[0] in ("view", "piece") for s in program[1]),
     # x.add_(y) where y reads memory x writes, in a layout torch's overlap check gives up on
     # (not dense, e.g. y = x[..., :1]): torch reads y while writing x, so the result depends on
     # its loop order; rustgrad reads y as it was before the write
@@ -251,7 +258,10 @@ def _apply(lib: Any, pool: list, step: Step) -> Any:
     if kind == "retain_grad":
         x = pick(step[1])
         if x.requires_grad:
-            if lib is torch and isinstance(_read(lambda: x.grad_fn), tuple):
+            # read in both libraries alike: reading a view's grad_fn remakes its history, which
+            # decides whether retain_grad() sees a leaf
+            refused = isinstance(_read(lambda: x.grad_fn), tuple)
+            if lib is torch and refused:
                 _NOTES.append(NOTE_RETAIN_GRAD_REFUSED_VIEW)
             x.retain_grad()
         return None
