@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _fma, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _step_tensor, _zeros_like, check_args
 
 __all__ = ["Adadelta"]
 
@@ -17,16 +17,10 @@ class Adadelta(Optimizer):
                  eps: float = 1e-6, weight_decay: float = 0, foreach: Optional[bool] = None, *,
                  capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_args(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_args(eps=eps, weight_decay=weight_decay)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)

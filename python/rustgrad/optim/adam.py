@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Tuple
 
-from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like, check_args
 
 __all__ = ["Adam"]
 
@@ -16,16 +16,7 @@ class Adam(Optimizer):
                  foreach: Optional[bool] = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False,
                  fused: Optional[bool] = None, decoupled_weight_decay: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_args(lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Tuple, Union
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like, check_args
 
 __all__ = ["Adamax"]
 
@@ -19,18 +19,7 @@ class Adamax(Optimizer):
                  weight_decay: float = 0, foreach: Optional[bool] = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_args(lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _fma, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _fma, _step_tensor, _zeros_like, check_args
 
 __all__ = ["ASGD"]
 
@@ -18,12 +18,7 @@ class ASGD(Optimizer):
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
                  foreach: Optional[bool] = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_args(lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         capturable=capturable)

@@ -315,6 +315,28 @@ class Optimizer:
             return closure()
 
 
+_UNSET: Any = object()
+
+
+def check_args(lr: Any = _UNSET, *, eps: Any = _UNSET, betas: Any = _UNSET,
+               weight_decay: Any = _UNSET) -> None:
+    """The argument checks torch's optimizers share, in torch's order (an argument left out is
+    not checked)."""
+    if lr is not _UNSET:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+    if eps is not _UNSET and not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if betas is not _UNSET:
+        for i in (0, 1):
+            if not 0.0 <= betas[i] < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    if weight_decay is not _UNSET and not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _zeros_like(p: Tensor) -> Tensor:
     from .._creation import zeros_like
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Tuple, Union
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _step_tensor, _zeros_like
+from .optimizer import Optimizer, ParamsT, _step_tensor, _zeros_like, check_args
 
 __all__ = ["Rprop"]
 
@@ -19,10 +19,7 @@ class Rprop(Optimizer):
                  step_sizes: Tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: Optional[bool] = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_args(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
