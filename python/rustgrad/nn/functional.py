@@ -693,13 +693,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[
         loss = loss * weight
     class_dim = input.ndim - 1
     loss = loss.sum(dim=class_dim) / input.shape[class_dim]
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _apply_reduction(loss, reduction)
 
 
 __all__ = [
