@@ -84,6 +84,9 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
+        output_padding = getattr(self, "output_padding", ())  # transposed convolutions only
+        if any(output_padding):
+            s += f", output_padding={output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -153,21 +156,6 @@ class _ConvTransposeNd(_ConvNd):
         self.weight = Parameter(_creation.empty(
             (in_channels, out_channels // groups) + self.kernel_size, device=device, dtype=dtype))
         self.reset_parameters()
-
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,) * len(self.padding):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * len(self.output_padding):
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
 
     def _output_padding(self, input: Tensor, output_size: Optional[Any]) -> Tuple[int, ...]:
         """The output_padding that makes the output `output_size` (torch's checks)."""
