@@ -1,16 +1,19 @@
 """rustgrad's demo: train an MLP and a small CNN on scikit-learn's digits (torch's numbers
 beside them when torch is installed), then a tour of autograd on the trained model: leaves,
 grad_fn chains, detach sharing memory, retain_grad, hooks watching each layer's gradient,
-frozen layers, version counters and no_grad.
+frozen layers, version counters and no_grad; last, a picture of the model's graph
+(rustgrad.viz), written as SVG when Graphviz's `dot` is installed, else as DOT text.
 
-    make demo        (or: python examples/demo.py [--epochs N] [--no-torch])
+    make demo        (or: python examples/demo.py [--epochs N] [--no-torch] [--graph-svg PATH])
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+from typing import Optional
 
 # small matrices: one BLAS thread per process avoids oversubscribing the cores
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -18,7 +21,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import rustgrad as torch  # noqa: E402
+import rustgrad.viz  # noqa: E402
 import train_digits  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def section(title: str) -> None:
@@ -167,16 +173,38 @@ def trained_model_tour(model: object, x: object, y: object) -> None:
           f"(+ the new .grad tensors)")
 
 
+def graph_picture(model: object, x: object, y: object, path: Optional[str]) -> None:
+    """The trained model's graph, as a terminal tree and as a picture."""
+    section("12. a picture of the graph")
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    print(rustgrad.viz.to_text(loss, params=model), end="")
+    path = path or os.path.join(HERE, "demo_graph.svg")
+    if shutil.which("dot"):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(rustgrad.viz.to_svg(loss, params=model))
+        print(f"  the graph as SVG (Graphviz): {path}")
+    else:
+        dot_path = os.path.splitext(path)[0] + ".dot"
+        with open(dot_path, "w", encoding="utf-8") as f:
+            f.write(rustgrad.viz.to_dot(loss, params=model))
+        print(f"  Graphviz is not installed: the graph is DOT text in {dot_path};")
+        print(f"  render it with `dot -Tsvg {dot_path} -o {path}` (apt-get/brew install graphviz)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
+    parser.add_argument("--graph-svg", metavar="PATH", default=None,
+                        help="where to write the model's graph (default: examples/demo_graph.svg)")
     args = parser.parse_args()
     with_torch = train_digits.torch is not None and not args.no_torch
     section("0. training on scikit-learn's digits")
     model, (xte, yte) = train_digits.main_with(args.epochs, with_torch)
     tour()
-    trained_model_tour(model, torch.tensor(xte[:64]), torch.tensor(yte[:64]))
+    x, y = torch.tensor(xte[:64]), torch.tensor(yte[:64])
+    trained_model_tour(model, x, y)
+    graph_picture(model, x, y, args.graph_svg)
 
 
 if __name__ == "__main__":
