@@ -21,11 +21,16 @@ from typing import (
     TypeVar,
 )
 
+from ... import _core
 from ..._tensor import Tensor
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 T = TypeVar("T", bound="Module")
+
+# nodes recorded in a module's forward carry its scope (memory_report's per-module bytes)
+_push_scope = _core._push_scope
+_pop_scope = _core._pop_scope
 
 __all__ = [
     "Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -219,13 +224,22 @@ class Module:
     forward: Callable[..., Any] = _forward_unimplemented
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        # made once per instance; the id check gives a deep copy or an unpickled module its own
+        scope = self.__dict__.get("_rg_scope")
+        if scope is None or scope[0] != id(self):
+            scope = self.__dict__["_rg_scope"] = (id(self), type(self).__name__)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_backward_pre_hooks
                 or _global_backward_hooks or _global_forward_hooks
                 or _global_forward_pre_hooks):
-            return self.forward(*args, **kwargs)
+            _push_scope(scope)
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                _pop_scope()
         result = None
         called_always: Set[int] = set()
+        _push_scope(scope)
         try:
             full_backward_hooks: List[Callable[..., Any]] = []
             non_full_backward_hooks: List[Callable[..., Any]] = []
@@ -315,6 +329,8 @@ class Module:
                                       f"in forward: {str(e)}", stacklevel=2)
                         continue
             raise
+        finally:
+            _pop_scope()
 
     __call__: Callable[..., Any] = _call_impl
 
