@@ -109,6 +109,8 @@ from .autograd import (
     set_grad_enabled,
 )
 
+# provenance sites are the first frames outside this package (Note [Sites], provenance.rs)
+_core._set_package_dir(__path__[0] + __import__("os").sep)
 _core._register(
     Tensor,
     autograd._accumulate_grad,
@@ -163,7 +165,7 @@ def result_type(tensor1: _Any, tensor2: _Any) -> dtype:
 
 __version__ = "0.1.0"
 
-from . import accelerator, amp, backends, cpu, nn, optim, testing, utils
+from . import accelerator, amp, backends, cpu, nn, optim, testing, utils, viz
 from ._config import (
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004  (torch.compile returns the model: rustgrad has no compiler)
@@ -180,6 +182,7 @@ from ._config import (
     set_num_threads,
     use_deterministic_algorithms,
 )
+from ._explain import explain
 from ._tensor_str import set_printoptions
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
@@ -202,7 +205,7 @@ __all__ = [
     "enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
     "set_grad_enabled", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_tensor", "numel", "load", "save",
-    "accelerator", "amp", "backends", "cpu", "testing",
+    "accelerator", "amp", "backends", "cpu", "testing", "viz", "explain",
     "bfloat16", "cdouble", "cfloat", "chalf", "complex32", "complex64", "complex128", "finfo",
     "iinfo", "default_generator", "get_rng_state", "set_rng_state",
     "are_deterministic_algorithms_enabled", "compile", "get_default_device",

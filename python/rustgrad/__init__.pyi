@@ -20,6 +20,7 @@ from . import optim as optim
 from . import return_types as return_types
 from . import testing as testing
 from . import utils as utils
+from . import viz as viz
 from ._backends import device as device
 from ._config import are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled
 from ._config import compile as compile
@@ -90,6 +91,7 @@ from ._dtype import promote_types as promote_types
 from ._dtype import set_default_dtype as set_default_dtype
 from ._dtype import short as short
 from ._dtype import uint8 as uint8
+from ._explain import explain as explain
 from ._legacy import BoolTensor as BoolTensor
 from ._legacy import ByteTensor as ByteTensor
 from ._legacy import CharTensor as CharTensor
@@ -134,11 +136,12 @@ __all__ = [
     "manual_seed", "seed", "enable_grad", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_tensor", "numel", "load", "save", "accelerator", "amp",
-    "backends", "cpu", "testing", "bfloat16", "cdouble", "cfloat", "chalf", "complex32",
-    "complex64", "complex128", "finfo", "iinfo", "default_generator", "get_rng_state",
-    "set_rng_state", "are_deterministic_algorithms_enabled", "compile", "get_default_device",
-    "get_deterministic_debug_mode", "get_float32_matmul_precision", "get_num_interop_threads",
-    "get_num_threads", "is_deterministic_algorithms_warn_only_enabled", "set_default_device",
+    "backends", "cpu", "testing", "viz", "explain", "bfloat16", "cdouble", "cfloat", "chalf",
+    "complex32", "complex64", "complex128", "finfo", "iinfo", "default_generator",
+    "get_rng_state", "set_rng_state", "are_deterministic_algorithms_enabled", "compile",
+    "get_default_device", "get_deterministic_debug_mode", "get_float32_matmul_precision",
+    "get_num_interop_threads", "get_num_threads",
+    "is_deterministic_algorithms_warn_only_enabled", "set_default_device",
     "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
     "set_num_threads", "use_deterministic_algorithms", "set_printoptions", "autocast",
     "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled", "memory_format",

@@ -389,6 +389,10 @@ def _checked_hook(hook: Callable[[Tensor], Optional[Tensor]]) -> Callable[..., A
             raise RuntimeError(f"hook '{name}' has changed the size of value")
         return new
 
+    # trace_hooks shows the user's hook; only names are copied (a reference to the hook here
+    # would hide it from the cycle collection of Note [GC traversal])
+    checked.__name__ = getattr(hook, "__name__", checked.__name__)
+    checked.__qualname__ = getattr(hook, "__qualname__", checked.__qualname__)
     return checked
 
 

@@ -161,8 +161,6 @@ def test_frozen_feature_extractor() -> None:
     assert list(reach.also_reached) == ["leaf 0", "leaf 1"]
 
 
-@pytest.mark.xfail(strict=True, reason="sites: the code objects with_numpy_aliases compiles (file "
-                   "'<numpy aliases of ...>') are taken for the user's frame, so mean() is placed there")
 def test_frozen_feature_extractor_by_module() -> None:
     rustgrad.manual_seed(0)
     model = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Linear(8, 3))

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 F = TypeVar("F", bound=Callable[..., Any])
 Names = Union[str, Sequence[str], None]
@@ -192,7 +195,9 @@ def with_numpy_aliases(fn: F) -> F:
                  f"        return _fn(**{{k: v for k, v in ({given},) if v is not _M}})"]
     src = (f"def {fn.__name__}({', '.join(sig)}):\n" + "\n".join(body)
            + f"\n    return _fn({', '.join(call)})\n")
-    exec(compile(src, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>", "exec"), ns)
+    # named inside the package, so provenance sites (Note [Sites]) skip this frame
+    where = os.path.join(_PACKAGE_DIR, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>")
+    exec(compile(src, where, "exec"), ns)
     adapter = functools.update_wrapper(ns[fn.__name__], fn)
     # pickled by reference as `<family>.<op>.numpy_aliases`, which names this very object
     fn.numpy_aliases = adapter  # type: ignore[attr-defined]

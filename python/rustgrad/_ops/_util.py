@@ -157,6 +157,16 @@ def check_inplace(t: Tensor) -> None:
     t._check_inplace_mode()
 
 
+def name_function(fn: Any, name: str) -> None:
+    """Names a function made by a factory as the op it is, in its code object too: tracebacks
+    and the version-bump provenance (explain(), the in-place error) show `sigmoid_`, not the
+    factory's closure."""
+    fn.__name__ = fn.__qualname__ = name
+    code = fn.__code__
+    extra = {"co_qualname": name} if hasattr(code, "co_qualname") else {}
+    fn.__code__ = code.replace(co_name=name, **extra)
+
+
 def commit_inplace(t: Tensor, out: Tensor) -> None:
     """Ends an in-place op on `t` whose out-of-place result (with its history) is `out`: writes
     it into t's memory and gives t out's history; on a view, the base's history becomes

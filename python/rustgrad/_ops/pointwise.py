@@ -27,6 +27,7 @@ from ._util import (
     commit_inplace,
     floating,
     is_grad_enabled,
+    name_function,
     promote,
     quiet_fp,
     record,
@@ -773,8 +774,7 @@ def _unary_inplace(method: str, saves_input: bool = False) -> Any:
         src = self.clone() if saves_input and is_grad_enabled() and self.requires_grad else self
         return write_inplace(self, getattr(src, method)(), self.requires_grad)
 
-    inplace.__name__ = method + "_"
-    inplace.__qualname__ = method + "_"
+    name_function(inplace, method + "_")
     inplace.__doc__ = f"In-place {method}."
     return inplace
 
@@ -836,8 +836,7 @@ def _unary_inplace_copy(method: str, reads_self: bool) -> Any:
     def inplace(self: Tensor) -> Tensor:
         return _write_result(self, lambda src: getattr(src, method)(), reads_self)
 
-    inplace.__name__ = method + "_"
-    inplace.__qualname__ = method + "_"
+    name_function(inplace, method + "_")
     inplace.__doc__ = f"In-place {method}."
     return inplace
 

@@ -12,6 +12,7 @@ from .. import _core
 from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
 from .._tensor import Tensor
 from . import functional, graph  # noqa: F401
+from ._reach import who_gets_grad
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, once_differentiable
 from .grad_mode import (
@@ -23,6 +24,13 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import gradcheck, gradgradcheck
+from .provenance import (
+    is_provenance_enabled,
+    is_strict_data,
+    set_provenance,
+    set_strict_data,
+    trace_hooks,
+)
 
 _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
 
@@ -30,6 +38,9 @@ __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "Function",
     "once_differentiable", "detect_anomaly", "set_detect_anomaly", "functional", "graph",
+    # rustgrad's explainability tools (README "Seeing your graph")
+    "set_provenance", "is_provenance_enabled", "set_strict_data", "is_strict_data",
+    "trace_hooks", "who_gets_grad",
 ]
 
 def _as_tuple(x: Any) -> Tuple[Any, ...]:

@@ -6,6 +6,12 @@ While it is on (a thread-local flag in Rust, rust/core/src/grad_mode.rs):
 - with `check_nan` (the default), a node whose backward returns NaN raises RuntimeError
   "Function 'XBackward0' returned nan values in its 0th output.".
 Off, recording pays one thread-local read per op.
+
+`cheap=True` is rustgrad's lighter mode: no traceback per node, only the line of each node's
+forward op (a frame walk, as `set_provenance(True)`), and every gradient a node returns is
+checked for NaN and Inf in Rust (a scan of the NumPy buffer); the first node producing one
+fails backward with "Function 'XBackward0' returned nan values in its 0th output, whose forward
+ran at file:line (in f)."
 """
 
 from __future__ import annotations
@@ -22,23 +28,43 @@ is_anomaly_check_nan_enabled = _core.is_anomaly_check_nan_enabled
 
 
 class detect_anomaly:
-    """Context manager that turns anomaly detection on (and its NaN check, unless told not to)."""
+    """Context manager that turns anomaly detection on (and its NaN check, unless told not to);
+    with `cheap=True`, rustgrad's cheap mode instead (see the module docstring).
 
-    def __init__(self, check_nan: bool = True) -> None:
+    Example::
+
+        >>> import rustgrad as torch
+        >>> x = torch.zeros(1, requires_grad=True)
+        >>> with torch.autograd.detect_anomaly(cheap=True):
+        ...     y = x.log() * 0
+        ...     y.sum().backward()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Function 'LogBackward0' returned nan values in its 0th output, whose forward ran at ...
+    """
+
+    def __init__(self, check_nan: bool = True, cheap: bool = False) -> None:
         self.prev = _core.is_anomaly_enabled()
         self.check_nan = check_nan
+        self.cheap = cheap
         self.prev_check_nan = _core.is_anomaly_check_nan_enabled()
-        warnings.warn(
-            "Anomaly Detection has been enabled. This mode will increase the runtime and "
-            "should only be enabled for debugging.",
-            stacklevel=2,
-        )
+        self.prev_cheap = _core._is_cheap_anomaly_enabled()
+        if not cheap:
+            warnings.warn(
+                "Anomaly Detection has been enabled. This mode will increase the runtime and "
+                "should only be enabled for debugging.",
+                stacklevel=2,
+            )
 
     def __enter__(self) -> None:
-        _core.set_anomaly_enabled(True, self.check_nan)
+        if self.cheap:
+            _core._set_cheap_anomaly(True)
+        else:
+            _core.set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *args: object) -> None:
         _core.set_anomaly_enabled(self.prev, self.prev_check_nan)
+        _core._set_cheap_anomaly(self.prev_cheap)
 
 
 class set_detect_anomaly:

@@ -12,10 +12,12 @@ from typing import Any, Callable, Tuple
 
 from .. import _core
 from .._ops._declare import SAVED  # torch's `_saved_<name>` getters, declared with each op
+from ._memory_report import live_graphs, memory_report, saved_tensors
 
 Node = _core.Node
 
-__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "memory_report", "saved_tensors",
+           "live_graphs"]
 
 
 class saved_tensors_hooks:

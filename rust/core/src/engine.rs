@@ -355,6 +355,21 @@ fn call_function<V: GradValue>(
                 }
             }
         }
+    } else if grad_mode::is_cheap_anomaly_enabled() {
+        for (i, out) in outputs.iter().enumerate() {
+            if let Some(kind) = out
+                .as_ref()
+                .map(GradValue::non_finite)
+                .transpose()?
+                .flatten()
+            {
+                return Err(Error::runtime(format!(
+                    "Function '{}' returned {kind} values in its {i}th output{}.",
+                    node.name(),
+                    node.origin()
+                )));
+            }
+        }
     }
     Ok(outputs)
 }

@@ -31,6 +31,9 @@ pub enum Error {
         node: String,
         version: u32,
         expected: u32,
+        /// Where the tensor was saved and written (Note [Version provenance]), appended to
+        /// torch's message; empty when nothing was recorded.
+        detail: String,
     },
     /// Any other engine error, raised as RuntimeError with this message.
     Runtime(String),
@@ -64,6 +67,7 @@ impl fmt::Display for Error {
                 node,
                 version,
                 expected,
+                detail,
             } => {
                 write!(f, "{MODIFIED_INPLACE}: [{tensor}]")?;
                 if !node.is_empty() {
@@ -76,10 +80,11 @@ impl fmt::Display for Error {
                 )?;
                 // torch's two hints: with anomaly mode the forward traceback was just printed
                 if crate::grad_mode::is_anomaly_enabled() {
-                    f.write_str("the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!")
+                    f.write_str("the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!")?;
                 } else {
-                    f.write_str("enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+                    f.write_str("enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")?;
                 }
+                f.write_str(detail)
             }
             Error::Runtime(msg) => f.write_str(msg),
             Error::Foreign(_) => f.write_str("error raised by a foreign callback"),
@@ -108,6 +113,7 @@ mod tests {
             node: node.to_string(),
             version: 1,
             expected: 0,
+            detail: String::new(),
         }
         .to_string()
     }

@@ -12,6 +12,19 @@ thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
     static INFERENCE: Cell<bool> = const { Cell::new(false) };
     static ANOMALY: Cell<(bool, bool)> = const { Cell::new((false, true)) };
+    static CHEAP_ANOMALY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Cheap anomaly mode (`detect_anomaly(cheap=True)`): no traceback per node, but every gradient
+/// a node returns is checked for NaN and Inf, and the first node producing one fails backward,
+/// naming its forward line (`Node::origin`).
+pub fn is_cheap_anomaly_enabled() -> bool {
+    CHEAP_ANOMALY.with(Cell::get)
+}
+
+/// Sets cheap anomaly mode and returns the previous one.
+pub fn set_cheap_anomaly(enabled: bool) -> bool {
+    CHEAP_ANOMALY.with(|c| c.replace(enabled))
 }
 
 pub fn is_grad_enabled() -> bool {

@@ -121,6 +121,11 @@ pub trait Node<V: GradValue>: Send + Sync + 'static {
     /// node was made (the binding warns with the forward traceback it stored).
     fn report_anomaly(&self) {}
 
+    /// Where the node's forward ran, for error messages (` at file:line`); empty if unknown.
+    fn origin(&self) -> String {
+        String::new()
+    }
+
     fn as_any(&self) -> &dyn Any;
 }
 

@@ -51,6 +51,7 @@ impl<T: Clone> SavedTensor<T> {
                 node: node.to_string(),
                 version,
                 expected: self.saved_version,
+                detail: String::new(),
             });
         }
         Ok(self.value.clone())
@@ -102,6 +103,7 @@ impl<T: Clone + 'static> SavedVariables<T> {
             node: node.to_string(),
             version,
             expected,
+            detail: String::new(),
         })
     }
 

@@ -16,6 +16,12 @@ pub trait GradValue: Clone + Send + Sync + 'static {
         Ok(false)
     }
 
+    /// Which non-finite value the gradient holds first, if any ("nan" or "inf"): the cheap
+    /// anomaly mode's check, run after every node.
+    fn non_finite(&self) -> Result<Option<&'static str>> {
+        Ok(if self.has_nan()? { Some("nan") } else { None })
+    }
+
     /// Whether this handle is the only one on the value and its buffer, so a leaf may keep the
     /// buffer as its `.grad` and later add into it in place without anyone else seeing the
     /// writes. See Note [Stealing a gradient] (accumulate.rs). Values that cannot tell say no,
@@ -31,6 +37,9 @@ impl GradValue for f64 {
     }
     fn has_nan(&self) -> Result<bool> {
         Ok(self.is_nan())
+    }
+    fn non_finite(&self) -> Result<Option<&'static str>> {
+        Ok(non_finite_of(*self))
     }
     fn is_exclusive(&self) -> bool {
         true // a plain value: whoever holds it holds its own copy
@@ -51,7 +60,20 @@ impl GradValue for Vec<f64> {
     fn has_nan(&self) -> Result<bool> {
         Ok(self.iter().any(|v| v.is_nan()))
     }
+    fn non_finite(&self) -> Result<Option<&'static str>> {
+        Ok(self.iter().find_map(|v| non_finite_of(*v)))
+    }
     fn is_exclusive(&self) -> bool {
         true
+    }
+}
+
+fn non_finite_of(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("nan")
+    } else if v.is_infinite() {
+        Some("inf")
+    } else {
+        None
     }
 }

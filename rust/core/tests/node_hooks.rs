@@ -172,6 +172,26 @@ fn anomaly_mode_without_check_nan_or_off_lets_nan_through() {
     assert!(y.grad().unwrap().is_nan());
 }
 
+#[test]
+fn cheap_anomaly_mode_names_the_first_node_returning_nan_or_inf() {
+    let prev = grad_mode::set_cheap_anomaly(true);
+    let x = Leaf::new("x", None);
+    let m = Mul::node("m", f64::INFINITY, &[&x.node], None);
+    let inf = backward(&m, 1.0).unwrap_err().to_string();
+    let y = Leaf::new("y", None);
+    let n = Mul::node("n", f64::NAN, &[&y.node], None);
+    let nan = backward(&n, 1.0).unwrap_err().to_string();
+    let z = Leaf::new("z", None);
+    let ok = Mul::node("ok", 2.0, &[&z.node], None);
+    backward(&ok, 1.0).unwrap();
+    grad_mode::set_cheap_anomaly(prev);
+
+    // the test nodes know no forward line: Node::origin adds nothing
+    assert_eq!(inf, "Function 'm' returned inf values in its 0th output.");
+    assert_eq!(nan, "Function 'n' returned nan values in its 0th output.");
+    assert_eq!((x.grad(), y.grad(), z.grad()), (None, None, Some(2.0)));
+}
+
 /// A failing node that remembers whether the engine asked it to report itself.
 struct Reporting {
     base: rustgrad_core::NodeBase<f64>,

@@ -103,6 +103,7 @@ fn unpack_all_describes_a_modified_value_outside_the_lock() {
             node,
             version,
             expected,
+            ..
         } => {
             assert_eq!(
                 (tensor.as_str(), output_nr, node.as_str(), version, expected),

@@ -49,6 +49,7 @@ fn saved_tensor_bumped_after_save_fails_unpack_with_modified_inplace() {
             node,
             version,
             expected,
+            ..
         } => {
             assert_eq!(tensor, "torch.DoubleTensor [2.5]");
             assert_eq!(*output_nr, 1);
@@ -272,4 +273,20 @@ fn rebased_saved_value_follows_the_new_counter_from_its_current_version() {
         .unpack_all("PowBackward1", |_| "t".into())
         .unwrap_err();
     assert!(err.to_string().contains(MODIFIED_INPLACE));
+}
+
+#[test]
+fn version_counter_logs_the_last_bumps_with_their_sites() {
+    use rustgrad_core::version::LOG_LEN;
+    let v = VersionCounter::new();
+    v.bump(); // unlogged bumps count but leave no entry
+    for i in 0..(LOG_LEN + 2) {
+        v.bump_logged(std::sync::Arc::new(format!("write {i}")));
+    }
+    let log = v.log();
+    assert_eq!(v.current(), LOG_LEN as u32 + 3);
+    assert_eq!(log.len(), LOG_LEN);
+    let first = log[0].1.downcast_ref::<String>().unwrap();
+    assert_eq!((log[0].0, first.as_str()), (4, "write 2"));
+    assert_eq!(log.last().unwrap().0, LOG_LEN as u32 + 3);
 }

@@ -20,6 +20,7 @@ mod gc;
 mod handle;
 mod modes;
 mod node;
+mod provenance;
 mod py_value;
 mod record;
 mod tensor;
@@ -59,5 +60,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(modes::is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::live_storages, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_set_package_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::set_provenance, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::is_provenance_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_set_cheap_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_is_cheap_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::set_strict_data, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::is_strict_data, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_push_scope, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_pop_scope, m)?)?;
+    m.add_function(wrap_pyfunction!(provenance::_set_hook_tracer, m)?)?;
     Ok(())
 }

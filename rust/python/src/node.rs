@@ -217,6 +217,55 @@ impl PyNodeHandle {
         }
     }
 
+    /// The saved values without the version check (for the memory report and pictures).
+    fn _saved_values_unchecked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        match self.node.as_any().downcast_ref::<PyNode>() {
+            Some(n) => PyTuple::new(py, n.saved_unchecked(py)?),
+            None => Ok(PyTuple::empty(py)),
+        }
+    }
+
+    /// `(filename, lineno, function)` of the forward op, when node provenance was on.
+    #[getter]
+    fn _site(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let site = self
+            .node
+            .as_any()
+            .downcast_ref::<PyNode>()
+            .and_then(|n| n.site.as_deref());
+        crate::provenance::site_object(py, site)
+    }
+
+    /// The innermost scope (module) that was active when the node was recorded.
+    #[getter]
+    fn _scope(&self, py: Python<'_>) -> Option<PyObject> {
+        self.node
+            .as_any()
+            .downcast_ref::<PyNode>()
+            .and_then(|n| n.scope.as_ref().map(|s| s.clone_ref(py)))
+    }
+
+    /// `(input_nr, kind, site, sources)` for each input cut from a graph.
+    #[getter]
+    fn _cuts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let mut rows = Vec::new();
+        if let Some(cuts) = self
+            .node
+            .as_any()
+            .downcast_ref::<PyNode>()
+            .and_then(|n| n.cuts.as_deref())
+        {
+            for (i, cut) in cuts {
+                let t = crate::provenance::cut_tuple(py, Some(cut))?;
+                let t = t.bind(py).downcast::<PyTuple>()?;
+                let mut row = vec![i.into_pyobject(py)?.into_any()];
+                row.extend(t.iter());
+                rows.push(PyTuple::new(py, row)?);
+            }
+        }
+        PyTuple::new(py, rows)
+    }
+
     /// Attributes torch's nodes have per kind (`_saved_self`, a custom Function's ctx
     /// attributes): looked up by `rustgrad.autograd.graph._node_getattr`.
     fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
@@ -237,7 +286,7 @@ impl PyNodeHandle {
             .getattr("__dir__")?
             .call1((slf,))?
             .extract()?;
-        names.retain(|n| n != "_saved_values" && n != "_saved_released");
+        names.retain(|n| !n.starts_with("_saved_"));
         let saved = py.import("rustgrad._ops._declare")?.getattr("SAVED")?;
         if let Ok(getters) = saved.get_item(slf.get().node.name()) {
             for key in getters.try_iter()? {

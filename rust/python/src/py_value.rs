@@ -16,6 +16,7 @@ use rustgrad_core::{
 };
 
 use crate::errors::from_py;
+use crate::provenance::{trace_hook, NodeCuts, Site};
 use crate::tensor::{new_tensor, PyTensor, TensorMeta};
 
 #[derive(Debug)]
@@ -47,6 +48,35 @@ impl GradValue for PyGrad {
                 .and_then(|m| m.call_method0(pyo3::intern!(py, "any")))
                 .and_then(|a| a.is_truthy())
                 .map_err(from_py)
+        })
+    }
+
+    /// The cheap anomaly mode's check: scanned in Rust for contiguous float32/float64 NumPy
+    /// arrays, else `isnan().any()` / `isinf().any()` in Python (CuPy, float16, strided).
+    fn non_finite(&self) -> Result<Option<&'static str>> {
+        Python::with_gil(|py| {
+            let obj = self.0.bind(py);
+            if let Ok(t) = obj.downcast::<PyTensor>() {
+                let data = t
+                    .try_borrow()
+                    .map_err(|e| from_py(e.into()))?
+                    .data
+                    .clone_ref(py);
+                if let Ok(found) = crate::provenance::non_finite_in(data.bind(py)) {
+                    return Ok(found);
+                }
+            }
+            for (method, kind) in [("isnan", "nan"), ("isinf", "inf")] {
+                let found = obj
+                    .call_method0(method)
+                    .and_then(|m| m.call_method0(pyo3::intern!(py, "any")))
+                    .and_then(|a| a.is_truthy())
+                    .map_err(from_py)?;
+                if found {
+                    return Ok(Some(kind));
+                }
+            }
+            Ok(None)
         })
     }
 
@@ -195,9 +225,9 @@ impl NodePreHook<PyGrad> for PyNodePreHook {
     fn call(&self, grad_outputs: &[Option<PyGrad>]) -> Result<Option<Vec<Option<PyGrad>>>> {
         Python::with_gil(|py| {
             let hook = self.0.bind(py);
-            let res = hook
-                .call1((grads_tuple(py, grad_outputs)?,))
-                .map_err(from_py)?;
+            let grads = grads_tuple(py, grad_outputs)?;
+            trace_hook(py, "node_pre", hook, &grads).map_err(from_py)?;
+            let res = hook.call1((grads,)).map_err(from_py)?;
             hook_result(hook, res, grad_outputs)
         })
     }
@@ -218,11 +248,10 @@ impl NodePostHook<PyGrad> for PyNodePostHook {
     ) -> Result<Option<Vec<Option<PyGrad>>>> {
         Python::with_gil(|py| {
             let hook = self.0.bind(py);
+            let inputs = grads_tuple(py, grad_inputs)?;
+            trace_hook(py, "node_post", hook, &inputs).map_err(from_py)?;
             let res = hook
-                .call1((
-                    grads_tuple(py, grad_inputs)?,
-                    grads_tuple(py, grad_outputs)?,
-                ))
+                .call1((inputs, grads_tuple(py, grad_outputs)?))
                 .map_err(from_py)?;
             hook_result(hook, res, grad_inputs)
         })
@@ -238,7 +267,9 @@ pub struct PyTensorHook(pub Py<PyAny>);
 impl TensorHook<PyGrad> for PyTensorHook {
     fn call(&self, grad: &PyGrad) -> Result<Option<PyGrad>> {
         Python::with_gil(|py| {
-            let out = self.0.bind(py).call1((grad.0.bind(py),)).map_err(from_py)?;
+            let hook = self.0.bind(py);
+            trace_hook(py, "tensor", hook, grad.0.bind(py)).map_err(from_py)?;
+            let out = hook.call1((grad.0.bind(py),)).map_err(from_py)?;
             Ok(if out.is_none() {
                 None
             } else {
@@ -265,7 +296,9 @@ impl PostAccumulateHook for PyPostAccumulateHook {
                 self.tensor.bind(py).upgrade().ok_or_else(|| {
                     Error::runtime("tensor of a post-accumulate-grad hook is gone")
                 })?;
-            self.func.bind(py).call1((tensor,)).map_err(from_py)?;
+            let hook = self.func.bind(py);
+            trace_hook(py, "post_accumulate", hook, &tensor).map_err(from_py)?;
+            hook.call1((tensor,)).map_err(from_py)?;
             Ok(())
         })
     }
@@ -351,6 +384,12 @@ pub struct PyNode {
     pub weak_self: Weak<PyNode>,
     /// The forward traceback, kept only when anomaly mode was on at record time.
     pub stack: Option<Py<PyAny>>,
+    /// The user's line of the forward op, when node provenance was on (Note [Sites]).
+    pub site: Option<Box<Site>>,
+    /// The innermost module (scope) whose forward recorded this node.
+    pub scope: Option<Py<PyAny>>,
+    /// Inputs without an edge that were cut from a graph: (input slot, cut).
+    pub cuts: NodeCuts,
 }
 
 impl PyNode {
@@ -358,10 +397,12 @@ impl PyNode {
         // torch names the modified tensor's own grad_fn (now, not at save time), or no node
         // at all for a leaf; a saved output names the node that saved it.
         let culprit = std::cell::RefCell::new(None);
+        let counter = std::cell::RefCell::new(None);
         let values = self
             .saved
             .unpack_all(&self.name, |s| {
                 *culprit.borrow_mut() = Some(self.grad_fn_name(py, s));
+                *counter.borrow_mut() = saved_version_counter(py, s);
                 describe(py, s)
             })
             .map_err(|e| match e {
@@ -371,12 +412,14 @@ impl PyNode {
                     node,
                     version,
                     expected,
+                    ..
                 } => Error::ModifiedInplace {
                     tensor,
                     output_nr,
                     node: culprit.take().unwrap_or(node),
                     version,
                     expected,
+                    detail: self.provenance_detail(py, counter.take(), expected),
                 },
                 other => other,
             })?;
@@ -422,7 +465,72 @@ impl PyNode {
     }
 }
 
+/// The version counter of a saved value, for the provenance of a failed unpack.
+fn saved_version_counter(py: Python<'_>, s: &Saved) -> Option<Arc<VersionCounter>> {
+    match s {
+        Saved::Input(t, _) => t
+            .bind(py)
+            .downcast::<PyTensor>()
+            .ok()
+            .and_then(|t| t.try_borrow().ok().map(|b| b.version.clone())),
+        Saved::Output { meta, .. } => Some(meta.version.clone()),
+        _ => None,
+    }
+}
+
 impl PyNode {
+    /// What rustgrad adds to torch's "modified by an inplace operation" message: where the
+    /// node was recorded and which writes moved the version on (Note [Version provenance]).
+    fn provenance_detail(
+        &self,
+        py: Python<'_>,
+        counter: Option<Arc<VersionCounter>>,
+        saved: u32,
+    ) -> String {
+        let made = match &self.site {
+            Some(site) => format!(" at {}", site.describe(py)),
+            None => " (rustgrad.autograd.set_provenance(True) records where)".to_string(),
+        };
+        let writes = counter
+            .map(|c| crate::provenance::writes_since(py, &c, saved))
+            .unwrap_or_default();
+        let writes = if writes.is_empty() {
+            String::new()
+        } else {
+            format!("; then modified by {writes}")
+        };
+        format!(
+            "\nrustgrad: it was saved at version {saved} by {}{made}{writes}.",
+            self.name
+        )
+    }
+
+    /// The saved values without the version check: tensors (outputs rebuilt as unpacking
+    /// does), None, or what a pack hook returned; empty once released.
+    pub fn saved_unchecked(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        let mut held = Vec::new();
+        self.saved.for_each(|s| held.push(s.clone()));
+        let mut out = Vec::with_capacity(held.len());
+        for s in held {
+            out.push(match s {
+                Saved::Input(t, _) => t,
+                Saved::NoneValue => py.None(),
+                Saved::Output {
+                    data,
+                    meta,
+                    output_nr,
+                } => {
+                    let node = self.weak_self.upgrade().map(|n| n as Arc<dyn Node<PyGrad>>);
+                    new_tensor(py, data, meta, node, output_nr)?
+                        .into_any()
+                        .unbind()
+                }
+                Saved::Packed { packed, .. } => packed,
+            });
+        }
+        Ok(out)
+    }
+
     /// A tensor with the unpacked tensor's data (and storage) in the saved tensor's place in
     /// the graph, as torch's SavedVariable::unpack with hooks.
     fn rewrap<'py>(
@@ -505,6 +613,15 @@ fn describe(py: Python<'_>, saved: &Saved) -> String {
 }
 
 impl Node<PyGrad> for PyNode {
+    fn origin(&self) -> String {
+        match &self.site {
+            Some(site) => {
+                Python::with_gil(|py| format!(", whose forward ran at {}", site.describe(py)))
+            }
+            None => String::new(),
+        }
+    }
+
     fn base(&self) -> &NodeBase<PyGrad> {
         &self.base
     }

@@ -14,6 +14,9 @@ use rustgrad_core::{
 };
 
 use crate::callbacks::{as_array, callbacks};
+use crate::provenance::{
+    self, capture, current_scope, node_sites_enabled, Cut, NodeCuts, Site, Source,
+};
 use crate::py_value::{Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
@@ -112,16 +115,26 @@ pub fn record<'py>(
         requires_grad: needs_grad,
     };
     if !needs_grad {
+        let cut = output_cut(py, inputs)?;
         let out = new_tensor(py, data.unbind(), meta, None, 0)?;
         mark_view(&out, base, view);
+        if cut.is_some() {
+            out.try_borrow_mut()?.cut = cut;
+        }
         return Ok(out);
     }
     let mut edges = Vec::with_capacity(inputs.len());
-    for t in inputs.iter() {
+    let mut cuts = None;
+    for (i, t) in inputs.iter().enumerate() {
         edges.push(if t.is_none() {
             None
         } else {
-            try_gradient_edge(t.downcast::<PyTensor>()?)?
+            let t = t.downcast::<PyTensor>()?;
+            let edge = try_gradient_edge(t)?;
+            if edge.is_none() {
+                note_cut(&mut cuts, i, t)?;
+            }
+            edge
         });
     }
     let hooks = if saved.is_some() || save_output {
@@ -165,6 +178,9 @@ pub fn record<'py>(
         ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
         weak_self: weak.clone(),
         stack: anomaly_stack(py),
+        site: node_site(py),
+        scope: current_scope(py),
+        cuts,
     });
     let out = new_tensor(py, data.unbind(), meta, Some(node.clone()), 0)?;
     mark_view(&out, base, view);
@@ -326,6 +342,58 @@ pub fn _pop_saved_tensors_hooks() -> PyResult<()> {
     }
 }
 
+/// The cut an output that needs no grad carries (Note [Sites]): a new one when grad mode is
+/// off and some input requires grad (what a no_grad block cuts), else the first input's.
+fn output_cut(py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Option<Arc<Cut>>> {
+    let grad_off = !grad_mode::is_grad_enabled();
+    let mut sources = Vec::new();
+    let mut inherited: Vec<Arc<Cut>> = Vec::new();
+    for t in inputs.iter() {
+        if t.is_none() {
+            continue;
+        }
+        let t = t.downcast::<PyTensor>()?;
+        let b = t.try_borrow()?;
+        if let Some(c) = &b.cut {
+            if !inherited.iter().any(|x| Arc::ptr_eq(x, c)) {
+                inherited.push(c.clone());
+            }
+        }
+        let requires_grad = b.requires_grad;
+        drop(b);
+        if grad_off && requires_grad {
+            sources.push(Source::of(t)?);
+        }
+    }
+    if !sources.is_empty() {
+        let kind = if grad_mode::is_inference_mode_enabled() {
+            "inference_mode"
+        } else {
+            "no_grad"
+        };
+        return Ok(Some(Cut::now(py, kind, sources, &inherited)));
+    }
+    Ok(inherited.into_iter().next())
+}
+
+/// Notes input `i` of a node being recorded when it has no edge but was cut from a graph.
+fn note_cut(cuts: &mut NodeCuts, i: usize, t: &Bound<'_, PyTensor>) -> PyResult<()> {
+    if let Some(c) = &t.try_borrow()?.cut {
+        cuts.get_or_insert_with(Default::default)
+            .push((i, c.clone()));
+    }
+    Ok(())
+}
+
+/// The forward site of the node being recorded, when node provenance is on.
+fn node_site(py: Python<'_>) -> Option<Box<Site>> {
+    if node_sites_enabled() {
+        capture(py).map(Box::new)
+    } else {
+        None
+    }
+}
+
 /// The forward traceback of the op being recorded, when anomaly mode is on (one thread-local
 /// read otherwise).
 fn anomaly_stack(py: Python<'_>) -> Option<Py<PyAny>> {
@@ -392,12 +460,26 @@ pub fn record_multi<'py>(
         }
     }
     if !needs_grad {
+        if let Some(cut) = output_cut(py, inputs)? {
+            for o in &outs {
+                let mut b = o.try_borrow_mut()?;
+                if b.grad_fn.is_none() && !b.requires_grad {
+                    b.cut = Some(cut.clone());
+                }
+            }
+        }
         return PyTuple::new(py, outs);
     }
     // Edges first: an output may be an input modified in place, whose history changes below.
     let mut edges = Vec::with_capacity(inputs.len());
-    for t in inputs.iter() {
-        edges.push(try_gradient_edge(t.downcast::<PyTensor>()?)?);
+    let mut cuts = None;
+    for (i, t) in inputs.iter().enumerate() {
+        let t = t.downcast::<PyTensor>()?;
+        let edge = try_gradient_edge(t)?;
+        if edge.is_none() {
+            note_cut(&mut cuts, i, t)?;
+        }
+        edges.push(edge);
     }
     let node = Arc::new_cyclic(|weak| PyNode {
         base: NodeBase::new(n, edges),
@@ -407,6 +489,9 @@ pub fn record_multi<'py>(
         ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
         weak_self: weak.clone(),
         stack: anomaly_stack(py),
+        site: node_site(py),
+        scope: current_scope(py),
+        cuts,
     });
     for (i, t) in outs.iter().enumerate() {
         if differentiable[i] {
@@ -463,7 +548,7 @@ pub fn detach<'py>(
     let py = t.py();
     let b = t.try_borrow()?;
     let meta = TensorMeta {
-        version: if share_version {
+        version: if share_version || provenance::strict_data_enabled() {
             b.version.clone()
         } else {
             VersionCounter::new()
@@ -473,9 +558,17 @@ pub fn detach<'py>(
     };
     let data = b.data.clone_ref(py);
     let inference = b.inference;
+    let cut_from = b.requires_grad;
     drop(b);
+    let cut = if cut_from {
+        let kind = if share_version { "detach" } else { "data" };
+        Some(Cut::now(py, kind, vec![Source::of(t)?], &[]))
+    } else {
+        t.try_borrow()?.cut.clone()
+    };
     let cls = callbacks(py).tensor_cls.bind(py);
     let out = new_tensor_of(cls, data, meta, None, 0)?;
+    out.try_borrow_mut()?.cut = cut;
     if inference != INFERENCE_NONE {
         let mut o = out.borrow_mut();
         if o.inference == INFERENCE_NONE {
@@ -519,11 +612,10 @@ pub fn rebase_history(
         let o = out.try_borrow()?;
         (o.grad_fn.clone(), o.output_nr, o.requires_grad)
     };
-    let b = t.try_borrow()?;
+    let version = t.try_borrow()?.version.clone();
     if bump_version {
-        b.version.bump();
+        provenance::bump_logged(t.py(), &version, "in-place write");
     }
-    drop(b);
     adopt_saved_output(t, out)?;
     let mut b = t.try_borrow_mut()?;
     let old = grad_fn.map(|f| set_history(&mut b, f, output_nr, requires_grad));

@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyWeakrefReference;
+use pyo3::types::{PyTuple, PyWeakrefReference};
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::error::short_node_name;
 use rustgrad_core::{
@@ -18,6 +18,7 @@ use rustgrad_core::{
 
 use crate::backward::TensorSink;
 use crate::handle::{new_handle, HandleList};
+use crate::provenance::{bump_logged, cut_tuple, version_history, Cut};
 use crate::py_value::{PyGrad, PyPostAccumulateHook, PyTensorHook};
 
 pub type TensorHooks = HookList<dyn TensorHook<PyGrad>>;
@@ -62,6 +63,8 @@ pub struct PyTensor {
     /// Which output of a function returning several views (unbind, split) this view is, for
     /// torch's error naming it; each is recorded as a view of its own.
     pub multi_output_nr: u32,
+    /// How this tensor was cut from a graph, if it was (Note [Sites] in provenance.rs).
+    pub cut: Option<Arc<Cut>>,
 }
 
 // Note [Inference tensors]
@@ -157,6 +160,7 @@ impl PyTensor {
             view_version: 0,
             creation_meta: CREATION_DEFAULT,
             multi_output_nr: 0,
+            cut: None,
             inference: if rustgrad_core::grad_mode::is_inference_mode_enabled() {
                 INFERENCE_TENSOR
             } else {
@@ -628,8 +632,36 @@ impl PyTensor {
         view_mode_error(self, modified).into_value(py)
     }
 
-    fn _bump_version(&self) -> u32 {
-        self.version.bump()
+    /// Bumps the version, logging the op the user called and where (Note [Version
+    /// provenance]); `op` names it when no rustgrad frame does.
+    #[pyo3(signature = (op="in-place write"))]
+    fn _bump_version(&self, py: Python<'_>, op: &str) -> u32 {
+        bump_logged(py, &self.version, op)
+    }
+
+    /// `(version, op, filename, lineno, function)` of the last logged bumps, oldest first.
+    #[getter]
+    fn _version_history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        version_history(py, &self.version)
+    }
+
+    /// `(kind, site, source grad_fn)` when this tensor was cut from a graph, else None.
+    #[getter]
+    fn _cut(&self, py: Python<'_>) -> PyResult<PyObject> {
+        cut_tuple(py, self.cut.as_deref())
+    }
+
+    /// `(tensor hooks, post-accumulate-grad hooks)` registered on this tensor.
+    #[getter]
+    fn _hook_counts(&self) -> (usize, usize) {
+        (
+            self.hooks.as_ref().map_or(0, |h| h.len()),
+            self.post_hooks.as_ref().map_or(0, |h| h.len()),
+        )
+    }
+
+    fn _storage_nbytes(&self) -> usize {
+        self.storage.as_ref().map_or(0, |s| s.nbytes())
     }
 
     #[getter]

@@ -10,6 +10,7 @@ from typing import Any, List, Optional, Tuple
 from ..._ops.backward_hook import backward_hook_identity
 from ..._tensor import Tensor
 from ...autograd.grad_mode import is_grad_enabled
+from ...autograd.provenance import emit_module
 
 
 def _input_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -75,6 +76,7 @@ class BackwardHook:
             return g
         grads = tuple(self.grad_outputs)
         for hook in self.pre_hooks:
+            emit_module("module_pre", self.module, hook, grads)
             res = hook(self.module, grads)
             if res is not None:
                 grads = _check(res, len(grads), "backward pre hook")
@@ -107,6 +109,7 @@ class BackwardHook:
         grad_outputs = tuple(self.grad_outputs) if self.grad_outputs else \
             (None,) * self.n_outputs
         for hook in self.hooks:
+            emit_module("module", self.module, hook, grads)
             res = hook(self.module, grads, grad_outputs)
             if res is not None:
                 res = _check(res, len(grads), "backward hook")

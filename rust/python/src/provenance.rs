@@ -1,0 +1,481 @@
+//! Where things happened, for the explainability tools (`rustgrad.explain`, `who_gets_grad`,
+//! `memory_report`, `trace_hooks`, the provenance in "modified by an inplace operation").
+//!
+//! Note [Sites]
+//! A site is the user's line: the first Python frame outside the rustgrad package when an op
+//! ran. Capturing one walks frames through the C API and keeps only the code object and the
+//! line number (names and file are read from the code object when a report asks), so a site
+//! costs two references and no string work. Whether a code object belongs to the package is
+//! decided once per code object (a per-thread cache holding it, so its address is not reused).
+//! The outermost package frame passed on the way is kept too: it is the entry point the user
+//! called (`add_`, `SGD.step`), which names the op of a version bump.
+//!
+//! Sites are always taken for version bumps (in-place ops are few) and for cuts (`detach()`,
+//! `.data`, ops under no_grad on tensors that require grad); for every recorded node only when
+//! node provenance is on (`set_provenance`) or cheap anomaly mode is, since a site on every op
+//! would cost the per-op chain more than the 5 %.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple, PyWeakrefReference};
+use rustgrad_core::Node;
+
+use crate::py_value::PyGrad;
+use crate::tensor::PyTensor;
+
+extern "C" {
+    // Stable since CPython 3.9, outside the limited API's headers until 3.10/3.11.
+    fn PyFrame_GetBack(frame: *mut ffi::PyFrameObject) -> *mut ffi::PyFrameObject;
+    fn PyFrame_GetCode(frame: *mut ffi::PyFrameObject) -> *mut ffi::PyObject;
+}
+
+static PACKAGE_DIR: OnceLock<String> = OnceLock::new();
+static NODE_SITES: AtomicBool = AtomicBool::new(false);
+static STRICT_DATA: AtomicBool = AtomicBool::new(false);
+static TRACING: AtomicBool = AtomicBool::new(false);
+static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
+
+thread_local! {
+    static INTERNAL: RefCell<HashMap<usize, (Py<PyAny>, bool)>> = RefCell::new(HashMap::new());
+    static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A user's line (Note [Sites]).
+pub struct Site {
+    code: Py<PyAny>,
+    line: u32,
+    /// The rustgrad frames on the way out, innermost first: the outermost one with a plain
+    /// name (not a closure's `f.<locals>.g`) is what the user called.
+    entries: Vec<Py<PyAny>>,
+}
+
+/// How a tensor was cut from a graph: by `detach()`, `.data`, or an op under no_grad or
+/// inference mode on inputs that required grad. `sources` are what it was cut from (grad_fns
+/// and leaves), held weakly so the cut never keeps a graph or a parameter alive; a cut made
+/// from tensors that were themselves cut carries their sources too (at most `MAX_SOURCES`).
+pub struct Cut {
+    pub kind: &'static str,
+    pub site: Option<Site>,
+    pub sources: Vec<Source>,
+}
+
+/// A node's inputs that were cut from a graph: (input slot, cut); boxed, as most nodes have
+/// none.
+pub type NodeCuts = Option<Box<Vec<(usize, Arc<Cut>)>>>;
+
+pub enum Source {
+    Node(Weak<dyn Node<PyGrad>>),
+    Leaf(Py<PyWeakrefReference>),
+}
+
+const MAX_SOURCES: usize = 256;
+
+fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
+    let key = code.as_ptr() as usize;
+    if let Some(known) = INTERNAL.with(|c| c.borrow().get(&key).map(|(_, k)| *k)) {
+        return known;
+    }
+    let internal = match PACKAGE_DIR.get() {
+        Some(dir) => code
+            .getattr(pyo3::intern!(py, "co_filename"))
+            .and_then(|f| f.extract::<String>())
+            .map(|f| f.starts_with(dir.as_str()))
+            .unwrap_or(false),
+        None => false,
+    };
+    INTERNAL.with(|c| {
+        c.borrow_mut()
+            .insert(key, (code.clone().unbind(), internal))
+    });
+    internal
+}
+
+/// The user's line now, or None when no user frame is on the stack.
+pub fn capture(py: Python<'_>) -> Option<Site> {
+    // SAFETY: the GIL is held; PyEval_GetFrame returns a borrowed frame, PyFrame_GetBack and
+    // PyFrame_GetCode new references, each released (or owned by a Bound) below.
+    unsafe {
+        let mut frame = ffi::PyEval_GetFrame();
+        if frame.is_null() {
+            return None;
+        }
+        ffi::Py_INCREF(frame.cast());
+        let mut entries = Vec::new();
+        loop {
+            let code = Bound::from_owned_ptr(py, PyFrame_GetCode(frame));
+            if !is_internal(py, &code) {
+                let line = ffi::PyFrame_GetLineNumber(frame).max(0) as u32;
+                ffi::Py_DECREF(frame.cast());
+                return Some(Site {
+                    code: code.unbind(),
+                    line,
+                    entries,
+                });
+            }
+            entries.push(code.unbind());
+            let back = PyFrame_GetBack(frame);
+            ffi::Py_DECREF(frame.cast());
+            if back.is_null() {
+                return None;
+            }
+            frame = back;
+        }
+    }
+}
+
+fn code_name(code: &Bound<'_, PyAny>) -> String {
+    let py = code.py();
+    code.getattr(pyo3::intern!(py, "co_qualname"))
+        .or_else(|_| code.getattr(pyo3::intern!(py, "co_name")))
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_default()
+}
+
+impl Site {
+    /// `(filename, lineno, function)`.
+    pub fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let code = self.code.bind(py);
+        let file = code.getattr(pyo3::intern!(py, "co_filename"))?;
+        PyTuple::new(
+            py,
+            [
+                file,
+                self.line.into_pyobject(py)?.into_any(),
+                PyString::new(py, &code_name(code)).into_any(),
+            ],
+        )
+    }
+
+    /// The entry point the user called (`add_`, `SGD.step`), or `fallback`.
+    pub fn op(&self, py: Python<'_>, fallback: &str) -> String {
+        let names: Vec<String> = self.entries.iter().map(|c| code_name(c.bind(py))).collect();
+        names
+            .iter()
+            .rev()
+            .find(|n| !n.contains("<locals>"))
+            .or(names.last())
+            .cloned()
+            .unwrap_or_else(|| fallback.to_string())
+    }
+
+    /// `file:line (in function)` for messages.
+    pub fn describe(&self, py: Python<'_>) -> String {
+        let code = self.code.bind(py);
+        let file = code
+            .getattr(pyo3::intern!(py, "co_filename"))
+            .and_then(|f| f.extract::<String>())
+            .unwrap_or_default();
+        format!("{file}:{} (in {})", self.line, code_name(code))
+    }
+}
+
+/// One logged version bump: the op and the user's line (Note [Version provenance]).
+pub struct Bump {
+    pub op: String,
+    pub site: Option<Site>,
+}
+
+/// Bumps `version`, logging the op (named by the entry frame, else `op`) and the user's line.
+pub fn bump_logged(py: Python<'_>, version: &rustgrad_core::VersionCounter, op: &str) -> u32 {
+    let site = capture(py);
+    let op = match &site {
+        Some(s) => s.op(py, op),
+        None => op.to_string(),
+    };
+    version.bump_logged(Arc::new(Bump { op, site }))
+}
+
+/// `(version, op, filename, lineno, function)` for each logged bump of `version`, oldest first.
+pub fn version_history<'py>(
+    py: Python<'py>,
+    version: &rustgrad_core::VersionCounter,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut rows = Vec::new();
+    for (v, entry) in version.log() {
+        if let Some(bump) = entry.downcast_ref::<Bump>() {
+            let (file, line, func) = match &bump.site {
+                Some(s) => {
+                    let t = s.to_tuple(py)?;
+                    (t.get_item(0)?, t.get_item(1)?, t.get_item(2)?)
+                }
+                None => (
+                    py.None().into_bound(py),
+                    py.None().into_bound(py),
+                    py.None().into_bound(py),
+                ),
+            };
+            rows.push(PyTuple::new(
+                py,
+                [
+                    v.into_pyobject(py)?.into_any(),
+                    PyString::new(py, &bump.op).into_any(),
+                    file,
+                    line,
+                    func,
+                ],
+            )?);
+        }
+    }
+    PyTuple::new(py, rows)
+}
+
+/// The writes that moved `version` past `saved`, for the "modified by an inplace operation"
+/// error: `; changed by add_ at t.py:3 (in f) to version 1`.
+pub fn writes_since(py: Python<'_>, version: &rustgrad_core::VersionCounter, saved: u32) -> String {
+    let mut parts = Vec::new();
+    for (v, entry) in version.log() {
+        if v <= saved {
+            continue;
+        }
+        if let Some(bump) = entry.downcast_ref::<Bump>() {
+            let at = bump
+                .site
+                .as_ref()
+                .map(|s| format!(" at {}", s.describe(py)))
+                .unwrap_or_default();
+            parts.push(format!("{}{at} (version {v})", bump.op));
+        }
+    }
+    parts.join(", then ")
+}
+
+impl Source {
+    /// What `t` would pass gradients to: its grad_fn, or itself for a leaf.
+    pub fn of(t: &Bound<'_, PyTensor>) -> PyResult<Source> {
+        let b = t.try_borrow()?;
+        Ok(match &b.grad_fn {
+            Some(f) => Source::Node(Arc::downgrade(f)),
+            None => {
+                drop(b);
+                Source::Leaf(PyWeakrefReference::new(t)?.unbind())
+            }
+        })
+    }
+
+    fn same(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::Node(a), Source::Node(b)) => Weak::ptr_eq(a, b),
+            (Source::Leaf(a), Source::Leaf(b)) => a.as_ptr() == b.as_ptr(),
+            _ => false,
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Source {
+        match self {
+            Source::Node(w) => Source::Node(w.clone()),
+            Source::Leaf(r) => Source::Leaf(r.clone_ref(py)),
+        }
+    }
+
+    fn object(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        Ok(match self {
+            Source::Node(w) => match w.upgrade() {
+                Some(n) => Some(crate::node::handle_for(py, n)?.into_any().unbind()),
+                None => None,
+            },
+            Source::Leaf(r) => r.bind(py).upgrade().map(Bound::unbind),
+        })
+    }
+}
+
+impl Cut {
+    /// A cut of `kind` made now from `sources`, plus the sources of `inherited` cuts.
+    pub fn now(
+        py: Python<'_>,
+        kind: &'static str,
+        mut sources: Vec<Source>,
+        inherited: &[Arc<Cut>],
+    ) -> Arc<Cut> {
+        for cut in inherited {
+            for s in &cut.sources {
+                if sources.len() >= MAX_SOURCES {
+                    break;
+                }
+                if !sources.iter().any(|x| x.same(s)) {
+                    sources.push(s.clone_ref(py));
+                }
+            }
+        }
+        Arc::new(Cut {
+            kind,
+            site: capture(py),
+            sources,
+        })
+    }
+}
+
+fn site_or_none(py: Python<'_>, site: Option<&Site>) -> PyResult<PyObject> {
+    Ok(match site {
+        Some(s) => s.to_tuple(py)?.into_any().unbind(),
+        None => py.None(),
+    })
+}
+
+/// `(kind, site, sources)` of a cut (the sources still alive: grad_fns and leaf tensors), or
+/// None.
+pub fn cut_tuple(py: Python<'_>, cut: Option<&Cut>) -> PyResult<PyObject> {
+    let Some(cut) = cut else {
+        return Ok(py.None());
+    };
+    let mut sources = Vec::new();
+    for s in &cut.sources {
+        if let Some(o) = s.object(py)? {
+            sources.push(o);
+        }
+    }
+    Ok(PyTuple::new(
+        py,
+        [
+            PyString::new(py, cut.kind).into_any().unbind(),
+            site_or_none(py, cut.site.as_ref())?,
+            PyTuple::new(py, sources)?.into_any().unbind(),
+        ],
+    )?
+    .into_any()
+    .unbind())
+}
+
+/// `(filename, lineno, function)` of a site, or None.
+pub fn site_object(py: Python<'_>, site: Option<&Site>) -> PyResult<PyObject> {
+    site_or_none(py, site)
+}
+
+/// Whether recording a node takes its site.
+pub fn node_sites_enabled() -> bool {
+    NODE_SITES.load(Ordering::Relaxed) || rustgrad_core::grad_mode::is_cheap_anomaly_enabled()
+}
+
+pub fn strict_data_enabled() -> bool {
+    STRICT_DATA.load(Ordering::Relaxed)
+}
+
+/// The innermost scope pushed on this thread (an nn.Module's, by its `__call__`).
+pub fn current_scope(py: Python<'_>) -> Option<Py<PyAny>> {
+    SCOPES.with(|s| s.borrow().last().map(|o| o.clone_ref(py)))
+}
+
+/// Calls the hook tracer, if one is set, before a hook runs: `tracer(kind, hook, grads)`.
+pub fn trace_hook(
+    py: Python<'_>,
+    kind: &str,
+    hook: &Bound<'_, PyAny>,
+    grads: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    if !TRACING.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let tracer = TRACER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|t| t.clone_ref(py));
+    if let Some(tracer) = tracer {
+        tracer.bind(py).call1((kind, hook, grads))?;
+    }
+    Ok(())
+}
+
+/// Tells the binding where the rustgrad package lives (Note [Sites]); called once at import.
+#[pyfunction]
+pub fn _set_package_dir(dir: String) {
+    let _ = PACKAGE_DIR.set(dir);
+}
+
+/// Turns recording of each node's forward site on or off; returns the previous setting.
+#[pyfunction]
+pub fn set_provenance(enabled: bool) -> bool {
+    NODE_SITES.swap(enabled, Ordering::Relaxed)
+}
+
+#[pyfunction]
+pub fn is_provenance_enabled() -> bool {
+    NODE_SITES.load(Ordering::Relaxed)
+}
+
+/// Cheap anomaly mode: node sites on, each node's gradients checked for NaN/Inf in Rust.
+#[pyfunction]
+pub fn _set_cheap_anomaly(enabled: bool) -> bool {
+    rustgrad_core::grad_mode::set_cheap_anomaly(enabled)
+}
+
+#[pyfunction]
+pub fn _is_cheap_anomaly_enabled() -> bool {
+    rustgrad_core::grad_mode::is_cheap_anomaly_enabled()
+}
+
+/// The first non-finite kind in a contiguous float buffer: one vectorisable pass per chunk,
+/// then a look inside the chunk that has one.
+fn scan<T: Copy>(
+    values: &[T],
+    finite: impl Fn(T) -> bool,
+    nan: impl Fn(T) -> bool,
+) -> Option<&'static str> {
+    for chunk in values.chunks(256) {
+        if !chunk.iter().fold(true, |ok, v| ok & finite(*v)) {
+            return Some(if chunk.iter().any(|v| nan(*v)) {
+                "nan"
+            } else {
+                "inf"
+            });
+        }
+    }
+    None
+}
+
+/// `Some("nan" | "inf")` if the NumPy array holds one, None if it holds neither, Err(()) when
+/// it is not a contiguous float32/float64 NumPy array (the caller asks Python).
+pub fn non_finite_in(array: &Bound<'_, PyAny>) -> Result<Option<&'static str>, ()> {
+    use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+    if let Ok(a) = array.downcast::<PyArrayDyn<f32>>() {
+        if a.is_contiguous() {
+            // SAFETY: read-only view while the GIL is held; no Python code runs meanwhile.
+            let s = unsafe { a.as_slice() }.map_err(|_| ())?;
+            return Ok(scan(s, f32::is_finite, f32::is_nan));
+        }
+    } else if let Ok(a) = array.downcast::<PyArrayDyn<f64>>() {
+        if a.is_contiguous() {
+            // SAFETY: as above.
+            let s = unsafe { a.as_slice() }.map_err(|_| ())?;
+            return Ok(scan(s, f64::is_finite, f64::is_nan));
+        }
+    }
+    Err(())
+}
+
+#[pyfunction]
+pub fn set_strict_data(enabled: bool) -> bool {
+    STRICT_DATA.swap(enabled, Ordering::Relaxed)
+}
+
+#[pyfunction]
+pub fn is_strict_data() -> bool {
+    STRICT_DATA.load(Ordering::Relaxed)
+}
+
+#[pyfunction]
+pub fn _push_scope(scope: Py<PyAny>) {
+    SCOPES.with(|s| s.borrow_mut().push(scope));
+}
+
+#[pyfunction]
+pub fn _pop_scope() {
+    let popped = SCOPES.with(|s| s.borrow_mut().pop());
+    drop(popped);
+}
+
+/// Sets (or with None clears) the function called before every hook runs in backward;
+/// returns the previous one.
+#[pyfunction]
+pub fn _set_hook_tracer(py: Python<'_>, tracer: Option<Py<PyAny>>) -> Option<Py<PyAny>> {
+    let mut slot = TRACER.lock().unwrap_or_else(|e| e.into_inner());
+    TRACING.store(tracer.is_some(), Ordering::Relaxed);
+    let prev = std::mem::replace(&mut *slot, tracer);
+    drop(slot);
+    let _ = py;
+    prev
+}
