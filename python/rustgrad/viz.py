@@ -26,7 +26,7 @@ Example::
           └─ leaf x (3,)
     saved tensors: 0, 0 B
 
-Nodes with hooks are not marked: neither a grad_fn nor a tensor exposes its registered hooks.
+Nodes and tensors with registered hooks say how many (`hooks: 1 pre, 1 post`; `hooks: 2 tensor`).
 """
 
 from __future__ import annotations
@@ -280,7 +280,18 @@ class _Dot:
 
 def _tensor_label(t: Tensor, names: Dict[int, str]) -> str:
     name = names.get(id(t))
-    return f"{name}\n{_shape(t)}" if name else _shape(t)
+    label = f"{name}\n{_shape(t)}" if name else _shape(t)
+    hooks = _hooks_note(t)
+    return f"{label}\n{hooks}" if hooks else label
+
+
+def _hooks_note(obj: Any) -> str:
+    """`hooks: 1 pre, 2 post` for a node, `hooks: 1 tensor, 1 post-accumulate` for a tensor;
+    empty without hooks."""
+    first, second = getattr(obj, "_hook_counts", (0, 0))
+    kinds = ("tensor", "post-accumulate") if isinstance(obj, Tensor) else ("pre", "post")
+    parts = [f"{n} {k}" for n, k in zip((first, second), kinds) if n]
+    return "hooks: " + ", ".join(parts) if parts else ""
 
 
 def to_dot(
@@ -342,7 +353,9 @@ def to_dot(
                     views.append((node_ids[key], var))
             else:
                 lines = [_node_name(node)] + (_attrs(node, max_attr_chars) if show_attrs else [])
-                node_ids[key] = g.new("n", "\n".join(lines))
+                hooks = _hooks_note(node)
+                node_ids[key] = g.new("n", "\n".join(lines + ([hooks] if hooks else [])),
+                                      "penwidth=2" if hooks else "")
             fresh.append(node)
         return node_ids[key]
 
@@ -460,8 +473,12 @@ def _text_node(node: Any, names: Dict[int, str], show_saved: bool) -> str:
     if _is_leaf_node(node):
         var = node.variable
         name = names.get(id(var))
-        return "leaf " + (f"{name} " if name else "") + _shape(var)
+        hooks = _hooks_note(var)
+        return "leaf " + (f"{name} " if name else "") + _shape(var) + (f"  {hooks}" if hooks else "")
     line = _node_name(node)
+    hooks = _hooks_note(node)
+    if hooks:
+        line += f"  {hooks}"
     saved = _saved(node) if show_saved else []
     if saved:
         parts = []

@@ -765,10 +765,6 @@ def test_trace_hooks_order_on_branches_matches_torch() -> None:
     np.testing.assert_allclose(np_of(x.grad), tx.grad.numpy(), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a write inside an nn.Module call is named by the outermost rustgrad frame, "
-    "Module._call_impl, not by the module or op (nn.ReLU(inplace=True)(y) logs op "
-    "'Module._call_impl'; BatchNorm's running-stat updates too)"))
 def test_inplace_module_names_the_module_or_op() -> None:
     f = "test_inplace_module_names_the_module_or_op"
     x = rustgrad.ones(3, requires_grad=True)

@@ -525,3 +525,22 @@ def test_demo_graph_picture_is_current():
 def test_demo_graph_renders_as_committed():
     model, loss = _demo_graph()
     assert _svg_parts(viz.to_svg(loss, params=model)) == _svg_parts((ROOT / "docs" / "demo_graph.svg").read_text())
+
+
+def test_hooks_are_marked_on_nodes_and_leaves() -> None:
+    x = rustgrad.ones(2, requires_grad=True)
+    x.register_hook(lambda g: g)
+    x.register_post_accumulate_grad_hook(lambda t: None)
+    y = x.exp()
+    y.grad_fn.register_prehook(lambda g: None)
+    y.grad_fn.register_hook(lambda gi, go: None)
+    y.grad_fn.register_hook(lambda gi, go: None)
+    text = viz.to_text(y.sum()).splitlines()
+    assert text[2] == "   └─ ExpBackward0  hooks: 1 pre, 2 post  saved: result (2,) 8 B"
+    assert text[3] == "      └─ leaf (2,)  hooks: 1 tensor, 1 post-accumulate"
+    dot = viz.to_dot(y.sum())
+    assert 'label="ExpBackward0\\nhooks: 1 pre, 2 post" penwidth=2' in dot
+    assert 'label="(2,)\\nhooks: 1 tensor, 1 post-accumulate" fillcolor=lightblue' in dot
+    h = y.grad_fn.register_prehook(lambda g: None)
+    h.remove()  # removed hooks are not counted
+    assert y.grad_fn._hook_counts == (1, 2)

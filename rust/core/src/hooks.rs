@@ -249,6 +249,14 @@ impl<V: GradValue> NodeHooks<V> {
         self.post.get_or_init(Default::default).clone()
     }
 
+    /// How many pre- and post-hooks are registered, without making the lists.
+    pub fn node_hook_counts(&self) -> (usize, usize) {
+        (
+            self.pre.get().map_or(0, |l| l.len()),
+            self.post.get().map_or(0, |l| l.len()),
+        )
+    }
+
     /// No hook of any kind: the engine's fast path, one atomic load for a node never hooked.
     pub fn is_empty(&self) -> bool {
         if !self.any.load(Ordering::Relaxed) {

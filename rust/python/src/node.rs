@@ -236,6 +236,12 @@ impl PyNodeHandle {
         crate::provenance::site_object(py, site)
     }
 
+    /// `(pre-hooks, post-hooks)` registered on this node.
+    #[getter]
+    fn _hook_counts(&self) -> (usize, usize) {
+        self.node.base().hooks.node_hook_counts()
+    }
+
     /// The innermost scope (module) that was active when the node was recorded.
     #[getter]
     fn _scope(&self, py: Python<'_>) -> Option<PyObject> {

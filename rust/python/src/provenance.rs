@@ -45,12 +45,20 @@ thread_local! {
     static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Package frames that only pass a call on (a module's call machinery): never the op's name.
+const DISPATCHERS: [&str; 3] = [
+    "Module._call_impl",
+    "Module.__call__",
+    "Module._wrapped_call_impl",
+];
+
 /// A user's line (Note [Sites]).
 pub struct Site {
     code: Py<PyAny>,
     line: u32,
     /// The rustgrad frames on the way out, innermost first: the outermost one with a plain
-    /// name (not a closure's `f.<locals>.g`) is what the user called.
+    /// name (not a closure's `f.<locals>.g`, not a module's call machinery) is what the user
+    /// called.
     entries: Vec<Py<PyAny>>,
 }
 
@@ -157,7 +165,7 @@ impl Site {
         names
             .iter()
             .rev()
-            .find(|n| !n.contains("<locals>"))
+            .find(|n| !n.contains("<locals>") && !DISPATCHERS.contains(&n.as_str()))
             .or(names.last())
             .cloned()
             .unwrap_or_else(|| fallback.to_string())
