@@ -210,11 +210,11 @@ def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     prod = bmm if batched else mm
     tr = (lambda t: t.transpose(1, 2)) if batched else (lambda t: t.t())
     g1 = g2 = None
-    if m1.requires_grad:
+    if m2 is not None:  # saved only when m1 needs a gradient (as torch's)
         g1 = prod(g, tr(m2))
         if alpha != 1:
             g1 = g1 * alpha
-    if m2.requires_grad:
+    if m1 is not None:
         g2 = prod(tr(m1), g)
         if alpha != 1:
             g2 = g2 * alpha
@@ -256,7 +256,8 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
         out = out + (input._data if beta == 1 else input._data * beta)
     out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
     return record(out, (input, m1, m2), "BaddbmmBackward0" if batched else "AddmmBackward0",
-                  _addmm_bw, (m1, m2), (input._data.shape, input._data.dtype, beta, alpha, batched))
+                  _addmm_bw, (m1 if m2.requires_grad else None, m2 if m1.requires_grad else None),
+                  (input._data.shape, input._data.dtype, beta, alpha, batched))
 
 
 @op(method="addmm", function="addmm")
