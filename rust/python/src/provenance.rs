@@ -4,8 +4,9 @@
 //! Note [Sites]
 //! A site is the user's line: the first Python frame outside the rustgrad package when an op
 //! ran. Capturing one walks frames through the C API and keeps only the code object and the
-//! line number (names and file are read from the code object when a report asks), so a site
-//! costs two references and no string work. Whether a code object belongs to the package is
+//! frame's instruction offset (`f_lasti`); the line number, names and file are worked out from
+//! the code object when a report asks (the line table is scanned then, not at every op), so a
+//! site costs two references, one attribute read and no string work. Whether a code object belongs to the package is
 //! decided once per code object (a per-thread cache holding it, so its address is not reused).
 //! The outermost package frame passed on the way is kept too: it is the entry point the user
 //! called (`add_`, `SGD.step`), which names the op of a version bump.
@@ -17,6 +18,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -40,8 +42,29 @@ static STRICT_DATA: AtomicBool = AtomicBool::new(false);
 static TRACING: AtomicBool = AtomicBool::new(false);
 static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 
+/// Code objects are keyed by address: a multiplicative hash is enough and far cheaper than
+/// SipHash on the per-op path.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type CodeCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
+
 thread_local! {
-    static INTERNAL: RefCell<HashMap<usize, (Py<PyAny>, bool)>> = RefCell::new(HashMap::new());
+    static INTERNAL: RefCell<CodeCache> = RefCell::new(CodeCache::default());
     static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -55,7 +78,8 @@ const DISPATCHERS: [&str; 3] = [
 /// A user's line (Note [Sites]).
 pub struct Site {
     code: Py<PyAny>,
-    line: u32,
+    /// `f_lasti`: the byte offset of the instruction running in the user's frame.
+    lasti: i64,
     /// The rustgrad frames on the way out, innermost first: the outermost one with a plain
     /// name (not a closure's `f.<locals>.g`, not a module's call machinery) is what the user
     /// called.
@@ -105,6 +129,11 @@ fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
 
 /// The user's line now, or None when no user frame is on the stack.
 pub fn capture(py: Python<'_>) -> Option<Site> {
+    capture_with(py, true)
+}
+
+/// As `capture`; `entries`: keep the package frames passed (to name an op by them).
+pub fn capture_with(py: Python<'_>, keep_entries: bool) -> Option<Site> {
     // SAFETY: the GIL is held; PyEval_GetFrame returns a borrowed frame, PyFrame_GetBack and
     // PyFrame_GetCode new references, each released (or owned by a Bound) below.
     unsafe {
@@ -117,15 +146,20 @@ pub fn capture(py: Python<'_>) -> Option<Site> {
         loop {
             let code = Bound::from_owned_ptr(py, PyFrame_GetCode(frame));
             if !is_internal(py, &code) {
-                let line = ffi::PyFrame_GetLineNumber(frame).max(0) as u32;
+                let lasti = Bound::from_borrowed_ptr(py, frame.cast())
+                    .getattr(pyo3::intern!(py, "f_lasti"))
+                    .and_then(|l| l.extract::<i64>())
+                    .unwrap_or(-1);
                 ffi::Py_DECREF(frame.cast());
                 return Some(Site {
                     code: code.unbind(),
-                    line,
+                    lasti,
                     entries,
                 });
             }
-            entries.push(code.unbind());
+            if keep_entries {
+                entries.push(code.unbind());
+            }
             let back = PyFrame_GetBack(frame);
             ffi::Py_DECREF(frame.cast());
             if back.is_null() {
@@ -145,6 +179,29 @@ fn code_name(code: &Bound<'_, PyAny>) -> String {
 }
 
 impl Site {
+    /// The line of the instruction at `lasti`: the last line start at or before it
+    /// (`dis.findlinestarts`, the same on every Python version).
+    fn line(&self, py: Python<'_>) -> u32 {
+        let starts = py
+            .import("dis")
+            .and_then(|dis| dis.call_method1("findlinestarts", (self.code.bind(py),)));
+        let mut line = 0;
+        if let Ok(starts) = starts.and_then(|s| s.try_iter()) {
+            for item in starts.flatten() {
+                let Ok((offset, lineno)) = item.extract::<(i64, Option<u32>)>() else {
+                    continue;
+                };
+                if offset > self.lasti {
+                    break;
+                }
+                if let Some(l) = lineno {
+                    line = l;
+                }
+            }
+        }
+        line
+    }
+
     /// `(filename, lineno, function)`.
     pub fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let code = self.code.bind(py);
@@ -153,7 +210,7 @@ impl Site {
             py,
             [
                 file,
-                self.line.into_pyobject(py)?.into_any(),
+                self.line(py).into_pyobject(py)?.into_any(),
                 PyString::new(py, &code_name(code)).into_any(),
             ],
         )
@@ -178,24 +235,33 @@ impl Site {
             .getattr(pyo3::intern!(py, "co_filename"))
             .and_then(|f| f.extract::<String>())
             .unwrap_or_default();
-        format!("{file}:{} (in {})", self.line, code_name(code))
+        format!("{file}:{} (in {})", self.line(py), code_name(code))
     }
 }
 
-/// One logged version bump: the op and the user's line (Note [Version provenance]).
+/// One logged version bump: the op and the user's line (Note [Version provenance]). The op is
+/// named when a report asks (from the site's entry frames, else `fallback`), not at the write.
 pub struct Bump {
-    pub op: String,
-    pub site: Option<Site>,
+    fallback: String,
+    site: Option<Site>,
+}
+
+impl Bump {
+    fn op(&self, py: Python<'_>) -> String {
+        match &self.site {
+            Some(s) => s.op(py, &self.fallback),
+            None => self.fallback.clone(),
+        }
+    }
 }
 
 /// Bumps `version`, logging the op (named by the entry frame, else `op`) and the user's line.
 pub fn bump_logged(py: Python<'_>, version: &rustgrad_core::VersionCounter, op: &str) -> u32 {
     let site = capture(py);
-    let op = match &site {
-        Some(s) => s.op(py, op),
-        None => op.to_string(),
-    };
-    version.bump_logged(Arc::new(Bump { op, site }))
+    version.bump_logged(Arc::new(Bump {
+        fallback: op.to_string(),
+        site,
+    }))
 }
 
 /// `(version, op, filename, lineno, function)` for each logged bump of `version`, oldest first.
@@ -221,7 +287,7 @@ pub fn version_history<'py>(
                 py,
                 [
                     v.into_pyobject(py)?.into_any(),
-                    PyString::new(py, &bump.op).into_any(),
+                    PyString::new(py, &bump.op(py)).into_any(),
                     file,
                     line,
                     func,
@@ -246,7 +312,7 @@ pub fn writes_since(py: Python<'_>, version: &rustgrad_core::VersionCounter, sav
                 .as_ref()
                 .map(|s| format!(" at {}", s.describe(py)))
                 .unwrap_or_default();
-            parts.push(format!("{}{at} (version {v})", bump.op));
+            parts.push(format!("{}{at} (version {v})", bump.op(py)));
         }
     }
     parts.join(", then ")
@@ -311,7 +377,7 @@ impl Cut {
         }
         Arc::new(Cut {
             kind,
-            site: capture(py),
+            site: capture_with(py, false),
             sources,
         })
     }

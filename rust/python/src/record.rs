@@ -14,9 +14,7 @@ use rustgrad_core::{
 };
 
 use crate::callbacks::{as_array, callbacks};
-use crate::provenance::{
-    self, capture, current_scope, node_sites_enabled, Cut, NodeCuts, Site, Source,
-};
+use crate::provenance::{self, current_scope, node_sites_enabled, Cut, NodeCuts, Site, Source};
 use crate::py_value::{Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
@@ -388,7 +386,7 @@ fn note_cut(cuts: &mut NodeCuts, i: usize, t: &Bound<'_, PyTensor>) -> PyResult<
 /// The forward site of the node being recorded, when node provenance is on.
 fn node_site(py: Python<'_>) -> Option<Box<Site>> {
     if node_sites_enabled() {
-        capture(py).map(Box::new)
+        provenance::capture_with(py, false).map(Box::new)
     } else {
         None
     }
