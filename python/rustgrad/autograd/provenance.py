@@ -22,6 +22,10 @@ from typing import Any, List, Optional, Tuple
 
 from .. import _core
 
+# nn's modules push their scope through these (nodes keep the innermost: memory_report per module)
+_push_scope = _core._push_scope
+_pop_scope = _core._pop_scope
+
 __all__ = ["set_provenance", "is_provenance_enabled", "set_strict_data", "is_strict_data",
            "trace_hooks", "HookEvent"]
 
@@ -115,13 +119,13 @@ _active: List[trace_hooks] = []
 
 
 def _norm(g: Any) -> Optional[float]:
-    data = getattr(g, "_data", None)
-    if data is None:
+    if getattr(g, "_data", None) is None:
         return None
-    import numpy as np
+    from .._dtype import float64
+    from .grad_mode import no_grad
 
-    host = np.asarray(g._backend.to_numpy(data))
-    return float(np.linalg.norm(np.abs(host).astype(np.float64).ravel()))
+    with no_grad():
+        return float(g.detach().abs().to(float64).norm())
 
 
 def _describe(grads: Any) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:

@@ -21,16 +21,14 @@ from typing import (
     TypeVar,
 )
 
-from ... import _core
 from ..._tensor import Tensor
+from ...autograd.provenance import _pop_scope, _push_scope
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 T = TypeVar("T", bound="Module")
 
 # nodes recorded in a module's forward carry its scope (memory_report's per-module bytes)
-_push_scope = _core._push_scope
-_pop_scope = _core._pop_scope
 
 __all__ = [
     "Module", "register_module_forward_pre_hook", "register_module_forward_hook",
