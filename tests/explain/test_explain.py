@@ -5,34 +5,18 @@ against torch running the same program."""
 
 from __future__ import annotations
 
-import inspect
-from typing import Iterator
-
 import pytest
 import rustgrad
 import torch
 from rustgrad import nn
 from rustgrad._explain import explain
 
+from .sites import next_line, provenance  # noqa: F401  (the fixture)
+
 FILE = "test_explain.py"
 
 
-def next_line() -> int:
-    """The line after the caller's: the statement whose site a test checks."""
-    frame = inspect.currentframe()
-    assert frame is not None and frame.f_back is not None
-    return frame.f_back.f_lineno + 1
-
-
-@pytest.fixture(autouse=True)
-def provenance() -> Iterator[None]:
-    """Node sites are recorded only with provenance on; restored after each test."""
-    set_provenance = getattr(rustgrad.autograd, "set_provenance", None)
-    if set_provenance is None:  # until rustgrad.autograd exports it
-        set_provenance = rustgrad._core.set_provenance
-    prev = set_provenance(True)
-    yield
-    set_provenance(prev)
+pytestmark = pytest.mark.usefixtures("provenance")
 
 
 def test_detach_branch() -> None:

@@ -6,7 +6,6 @@ everything torch also does (its messages, gradients and hook order)."""
 from __future__ import annotations
 
 import gc
-import inspect
 import math
 import warnings
 import weakref
@@ -18,15 +17,10 @@ import pytest
 import rustgrad
 import torch
 
+from .sites import next_line
+
 FILE = __file__
 Lines = Dict[str, int]
-
-
-def next_line() -> int:
-    """The line after the caller's: the statement whose site a test checks."""
-    frame = inspect.currentframe()
-    assert frame is not None and frame.f_back is not None
-    return frame.f_back.f_lineno + 1
 
 
 def at(line: int, func: str) -> str:

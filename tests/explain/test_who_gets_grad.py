@@ -6,8 +6,7 @@ fill exactly the `.grad`s that who_gets_grad calls reached."""
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 import rustgrad
@@ -15,25 +14,12 @@ import torch
 from rustgrad import nn
 from rustgrad.autograd._reach import who_gets_grad
 
+from .sites import next_line, provenance  # noqa: F401  (the fixture)
+
 FILE = "test_who_gets_grad.py"
 
 
-def next_line() -> int:
-    """The line after the caller's: the statement whose site a test checks."""
-    frame = inspect.currentframe()
-    assert frame is not None and frame.f_back is not None
-    return frame.f_back.f_lineno + 1
-
-
-@pytest.fixture(autouse=True)
-def provenance() -> Iterator[None]:
-    """Node sites are recorded only with provenance on; restored after each test."""
-    set_provenance = getattr(rustgrad.autograd, "set_provenance", None)
-    if set_provenance is None:  # until rustgrad.autograd exports it
-        set_provenance = rustgrad._core.set_provenance
-    prev = set_provenance(True)
-    yield
-    set_provenance(prev)
+pytestmark = pytest.mark.usefixtures("provenance")
 
 
 def named(**modules: Any) -> Dict[str, Any]:

@@ -440,11 +440,10 @@ impl PyNode {
                     data,
                     meta,
                     output_nr,
-                } => {
-                    let node = self.weak_self.upgrade().map(|n| n as Arc<dyn Node<PyGrad>>);
-                    let t = new_tensor(py, data, meta, node, output_nr).map_err(from_py)?;
-                    t.into_any()
-                }
+                } => self
+                    .output_tensor(py, data, meta, output_nr)
+                    .map_err(from_py)?
+                    .into_any(),
                 Saved::Packed {
                     packed,
                     unpack,
@@ -505,6 +504,18 @@ impl PyNode {
         )
     }
 
+    /// A saved output as a tensor again: its data and meta, this node as its grad_fn.
+    fn output_tensor<'py>(
+        &self,
+        py: Python<'py>,
+        data: Py<PyAny>,
+        meta: TensorMeta,
+        output_nr: usize,
+    ) -> PyResult<Bound<'py, PyTensor>> {
+        let node = self.weak_self.upgrade().map(|n| n as Arc<dyn Node<PyGrad>>);
+        new_tensor(py, data, meta, node, output_nr)
+    }
+
     /// The saved values without the version check: tensors (outputs rebuilt as unpacking
     /// does), None, or what a pack hook returned; empty once released.
     pub fn saved_unchecked(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
@@ -519,12 +530,10 @@ impl PyNode {
                     data,
                     meta,
                     output_nr,
-                } => {
-                    let node = self.weak_self.upgrade().map(|n| n as Arc<dyn Node<PyGrad>>);
-                    new_tensor(py, data, meta, node, output_nr)?
-                        .into_any()
-                        .unbind()
-                }
+                } => self
+                    .output_tensor(py, data, meta, output_nr)?
+                    .into_any()
+                    .unbind(),
                 Saved::Packed { packed, .. } => packed,
             });
         }
