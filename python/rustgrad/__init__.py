@@ -163,7 +163,17 @@ def result_type(tensor1: _Any, tensor2: _Any) -> dtype:
     return _result_type(tensor1, tensor2)
 
 
-__version__ = "0.1.0"
+def _version() -> str:
+    """The installed distribution's version (from Cargo's workspace version, through maturin)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rustgrad")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 from . import accelerator, amp, backends, cpu, nn, optim, testing, utils, viz
 from ._config import (
