@@ -171,11 +171,29 @@ def _forward_unimplemented(self: Module, *input: Any) -> Any:
 
 
 class Module:
-    """Base class for all neural network modules, as torch.nn.Module.
+    """Base class for all neural network modules, as ``torch.nn.Module``.
 
-    Assigning a Parameter, a Module or a registered buffer name as an attribute registers it;
-    `parameters()`, `state_dict()`, `train()`/`eval()`, `to()`, `zero_grad()` and the hooks
-    work as in torch.
+    Subclasses set up their layers in ``__init__`` (after calling ``super().__init__()``) and
+    define the computation in ``forward``; calling the module runs the forward pre-hooks,
+    ``forward`` and the forward hooks. Assigning a :class:`Parameter`, a ``Module`` or a
+    tensor to a registered buffer name as an attribute registers it, so that
+    :meth:`parameters`, :meth:`state_dict`, :meth:`train`/:meth:`eval`, :meth:`to`,
+    :meth:`zero_grad` and the hooks see it.
+
+    Example::
+
+        >>> class TwoLayer(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc1 = nn.Linear(4, 8)
+        ...         self.fc2 = nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.fc2(F.relu(self.fc1(x)))
+        >>> net = TwoLayer()
+        >>> net(torch.ones(3, 4)).shape
+        torch.Size([3, 2])
+        >>> [name for name, _ in net.named_parameters()]
+        ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
     """
 
     training: bool
@@ -335,6 +353,22 @@ class Module:
     # ---- hooks ----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
+        """Registers a hook called before every :meth:`forward` of this module.
+
+        The hook is called as ``hook(module, args)`` (or ``hook(module, args, kwargs)`` with
+        ``with_kwargs=True``) and may return a replacement for ``args`` (a single value is
+        wrapped in a tuple), or ``(args, kwargs)`` with ``with_kwargs=True``, or None to keep
+        them.
+
+        Args:
+            hook (Callable): the hook to register.
+            prepend (bool): call it before the hooks already registered. Default: ``False``.
+            with_kwargs (bool): pass the keyword arguments of the call to the hook as well.
+                Default: ``False``.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._forward_pre_hooks,
                                  extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
@@ -347,6 +381,31 @@ class Module:
     def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                               with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
+        """Registers a hook called after every :meth:`forward` of this module.
+
+        The hook is called as ``hook(module, args, output)`` (or
+        ``hook(module, args, kwargs, output)`` with ``with_kwargs=True``) and may return a new
+        output to replace the module's, or None to keep it.
+
+        Args:
+            hook (Callable): the hook to register.
+            prepend (bool): call it before the hooks already registered. Default: ``False``.
+            with_kwargs (bool): pass the keyword arguments of the call too. Default: ``False``.
+            always_call (bool): call the hook even when ``forward`` raises. Default: ``False``.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+
+        Example::
+
+            >>> lin = nn.Linear(3, 2)
+            >>> shapes = []
+            >>> h = lin.register_forward_hook(lambda m, args, out: shapes.append(out.shape))
+            >>> _ = lin(torch.ones(5, 3))
+            >>> shapes
+            [torch.Size([5, 2])]
+            >>> h.remove()
+        """
         handle = RemovableHandle(
             self._forward_hooks,
             extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called],
@@ -362,8 +421,32 @@ class Module:
 
     def register_full_backward_hook(self, hook: Callable[..., Any],
                                     prepend: bool = False) -> RemovableHandle:
-        """hook(module, grad_input, grad_output) -> Optional[tuple of grads], called once the
-        gradients with respect to the module's tensor inputs are computed."""
+        """Registers a hook called during backward with the gradients of the module's inputs.
+
+        The hook is called as ``hook(module, grad_input, grad_output)`` once autograd has
+        computed the gradients with respect to the module's tensor inputs. ``grad_input`` and
+        ``grad_output`` are tuples holding the gradients of the inputs and of the outputs (None
+        for those that do not require grad). The hook may return a new tuple to use in place of
+        ``grad_input``; it must not modify its arguments in place.
+
+        Args:
+            hook (Callable): the hook to register.
+            prepend (bool): call it before the hooks already registered. Default: ``False``.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+
+        Example::
+
+            >>> lin = nn.Linear(3, 2)
+            >>> seen = []
+            >>> h = lin.register_full_backward_hook(
+            ...     lambda m, gin, gout: seen.append((gin[0].shape, gout[0].shape)))
+            >>> x = torch.ones(4, 3, requires_grad=True)
+            >>> lin(x).sum().backward()
+            >>> seen
+            [(torch.Size([4, 3]), torch.Size([4, 2]))]
+        """
         if self._is_full_backward_hook is False:
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks on a single "
@@ -377,9 +460,18 @@ class Module:
         return handle
 
     def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Deprecated (torch's too): hook(module, grad_input, grad_output) registered on the
-        grad_fn of the module's (first) output, so grad_input are the gradients of that last
-        node's inputs; use register_full_backward_hook."""
+        """Registers a backward hook on the module's last autograd node (deprecated).
+
+        Kept for torch compatibility: ``hook(module, grad_input, grad_output)`` receives the
+        gradients of the inputs of the last op the forward ran, which are not always the
+        module's inputs. Use :meth:`register_full_backward_hook` instead.
+
+        Args:
+            hook (Callable): the hook to register.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+        """
         if self._is_full_backward_hook is True:
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks on a single "
@@ -454,8 +546,19 @@ class Module:
 
     def register_full_backward_pre_hook(self, hook: Callable[..., Any],
                                         prepend: bool = False) -> RemovableHandle:
-        """hook(module, grad_output) -> Optional[tuple of grads], called before the module's
-        input gradients are computed."""
+        """Registers a hook called during backward before the module's input gradients are computed.
+
+        The hook is called as ``hook(module, grad_output)``, where ``grad_output`` is a tuple of
+        the gradients with respect to the module's outputs, and may return a new tuple to use in
+        their place.
+
+        Args:
+            hook (Callable): the hook to register.
+            prepend (bool): call it before the hooks already registered. Default: ``False``.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[handle.id] = hook
         if prepend:
@@ -465,6 +568,26 @@ class Module:
     # ---- registration ---------------------------------------------------------------------
     def register_buffer(self, name: str, tensor: Optional[Tensor],
                         persistent: bool = True) -> None:
+        """Adds a tensor to the module's state that is not a parameter.
+
+        Buffers (such as BatchNorm's ``running_mean``) are moved by :meth:`to`, returned by
+        :meth:`buffers` and, when persistent, saved in :meth:`state_dict`; the optimizer does not
+        see them.
+
+        Args:
+            name (str): the buffer's name; it becomes an attribute of the module.
+            tensor (Tensor or None): the buffer. None registers the name with no value (it is
+                then left out of the state_dict).
+            persistent (bool): whether the buffer is part of the module's state_dict.
+                Default: ``True``.
+
+        Example::
+
+            >>> m = nn.Module()
+            >>> m.register_buffer("steps", torch.zeros(1))
+            >>> list(m.state_dict())
+            ['steps']
+        """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -490,6 +613,15 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
+        """Adds a parameter to the module under the given name.
+
+        Assigning a :class:`Parameter` as an attribute does the same.
+
+        Args:
+            name (str): the parameter's name; it becomes an attribute of the module.
+            param (Parameter or None): the parameter. None registers the name with no value
+                (as ``Linear(bias=False)`` does for ``bias``).
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -517,6 +649,14 @@ class Module:
         self._parameters[name] = param
 
     def add_module(self, name: str, module: Optional[Module]) -> None:
+        """Adds a child module under the given name (``register_module`` is the same method).
+
+        Assigning a ``Module`` as an attribute does the same.
+
+        Args:
+            name (str): the child's name; it becomes an attribute of the module.
+            module (Module or None): the child module.
+        """
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -532,6 +672,14 @@ class Module:
     register_module = add_module
 
     def get_submodule(self, target: str) -> Module:
+        """Returns the submodule named by a dotted path such as ``"encoder.layers.0"``.
+
+        Args:
+            target (str): the path; ``""`` names the module itself.
+
+        Raises:
+            AttributeError: if a step of the path does not exist or is not a ``Module``.
+        """
         if target == "":
             return self
         mod: Module = self
@@ -544,6 +692,14 @@ class Module:
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
+        """Returns the parameter named by a dotted path such as ``"encoder.0.weight"``.
+
+        Args:
+            target (str): the submodule path followed by the parameter's name.
+
+        Raises:
+            AttributeError: if the path does not name a parameter.
+        """
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
@@ -554,6 +710,14 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """Returns the buffer named by a dotted path such as ``"bn.running_mean"``.
+
+        Args:
+            target (str): the submodule path followed by the buffer's name.
+
+        Raises:
+            AttributeError: if the path does not name a buffer.
+        """
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
@@ -667,28 +831,63 @@ class Module:
                 yield name, v
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Returns an iterator over the module's parameters, typically passed to an optimizer.
+
+        Each parameter is yielded once even when it is shared by several submodules.
+
+        Args:
+            recurse (bool): include the parameters of all submodules; otherwise only this
+                module's own. Default: ``True``.
+
+        Example::
+
+            >>> net = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 1))
+            >>> [tuple(p.shape) for p in net.parameters()]
+            [(3, 4), (3,), (1, 3), (1,)]
+        """
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[Tuple[str, Parameter]]:
+        """Returns an iterator over ``(name, parameter)`` pairs, the names dotted paths.
+
+        Args:
+            prefix (str): prepended to every name. Default: ``""``.
+            recurse (bool): include the parameters of all submodules. Default: ``True``.
+            remove_duplicate (bool): yield a shared parameter only once. Default: ``True``.
+        """
         yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Returns an iterator over the module's buffers.
+
+        Args:
+            recurse (bool): include the buffers of all submodules. Default: ``True``.
+        """
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[Tuple[str, Tensor]]:
+        """Returns an iterator over ``(name, buffer)`` pairs, the names dotted paths.
+
+        Args:
+            prefix (str): prepended to every name. Default: ``""``.
+            recurse (bool): include the buffers of all submodules. Default: ``True``.
+            remove_duplicate (bool): yield a shared buffer only once. Default: ``True``.
+        """
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
     def children(self) -> Iterator[Module]:
+        """Returns an iterator over the immediate child modules."""
         for _, module in self.named_children():
             yield module
 
     def named_children(self) -> Iterator[Tuple[str, Module]]:
+        """Returns an iterator over ``(name, module)`` pairs of the immediate child modules."""
         memo: Set[int] = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in memo:
@@ -696,11 +895,31 @@ class Module:
                 yield name, module
 
     def modules(self) -> Iterator[Module]:
+        """Returns an iterator over all modules of the tree, this one first.
+
+        A module reachable along several paths is yielded once.
+        """
         for _, module in self.named_modules():
             yield module
 
     def named_modules(self, memo: Optional[Set[Any]] = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[Tuple[str, Module]]:
+        """Returns an iterator over ``(name, module)`` pairs of all modules of the tree.
+
+        The module itself comes first, with the name ``prefix``; the others have dotted paths.
+
+        Args:
+            memo (set, optional): modules already yielded (used by the recursion).
+            prefix (str): prepended to every name. Default: ``""``.
+            remove_duplicate (bool): yield a module reachable along several paths only once.
+                Default: ``True``.
+
+        Example::
+
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> [name for name, _ in net.named_modules()]
+            ['', '0', '1', '1.0']
+        """
         if memo is None:
             memo = set()
         if self not in memo:
@@ -715,6 +934,18 @@ class Module:
 
     # ---- modes ----------------------------------------------------------------------------
     def train(self: T, mode: bool = True) -> T:
+        """Sets the module and all its submodules to training mode (or evaluation mode).
+
+        The mode changes the behaviour of layers such as :class:`Dropout` and
+        :class:`BatchNorm2d`; it has no effect on autograd (see ``rustgrad.no_grad`` for that).
+
+        Args:
+            mode (bool): ``True`` for training mode, ``False`` for evaluation mode.
+                Default: ``True``.
+
+        Returns:
+            the module itself.
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -723,14 +954,40 @@ class Module:
         return self
 
     def eval(self: T) -> T:
+        """Sets the module and all its submodules to evaluation mode; the same as ``train(False)``.
+
+        Returns:
+            the module itself.
+
+        Example::
+
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
+            >>> net.eval()[1].training
+            False
+        """
         return self.train(False)
 
     def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        """Sets ``requires_grad`` of every parameter in place, e.g. to freeze a part of a model.
+
+        Args:
+            requires_grad (bool): whether autograd should record operations on the parameters.
+                Default: ``True``.
+
+        Returns:
+            the module itself.
+        """
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the ``.grad`` of every parameter.
+
+        Args:
+            set_to_none (bool): set the gradients to None instead of filling them with zeros
+                (the next backward then allocates them anew). Default: ``True``.
+        """
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -768,12 +1025,53 @@ class Module:
         return self
 
     def apply(self: T, fn: Callable[[Module], None]) -> T:
+        """Calls ``fn`` on every submodule (children first) and then on the module itself.
+
+        Typically used to initialize a model's weights.
+
+        Args:
+            fn (Callable[[Module], None]): the function to call on each module.
+
+        Returns:
+            the module itself.
+
+        Example::
+
+            >>> def init_weights(m):
+            ...     if isinstance(m, nn.Linear):
+            ...         nn.init.constant_(m.weight, 0.5)
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1)).apply(init_weights)
+            >>> net[1].weight
+            Parameter containing:
+            tensor([[0.5000, 0.5000]], requires_grad=True)
+        """
         for module in self.children():
             module.apply(fn)
         fn(self)
         return self
 
     def to(self: T, *args: Any, **kwargs: Any) -> T:
+        """Moves and/or casts the parameters and buffers, in place.
+
+        Called as ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(tensor)`` (the
+        device and dtype of ``tensor``). Only floating point parameters and buffers are cast to
+        ``dtype``; integer ones only move. A parameter stays the same object (its ``.data`` is
+        replaced), so an optimizer made before the call still holds it.
+
+        Args:
+            device (rustgrad.device): the target device.
+            dtype (rustgrad.dtype): the target floating point dtype.
+            tensor (Tensor): a tensor whose device and dtype are the targets.
+
+        Returns:
+            the module itself.
+
+        Example::
+
+            >>> lin = nn.Linear(2, 2).to(torch.float64)
+            >>> lin.weight.dtype
+            torch.float64
+        """
         from ..._ops.copies import parse_to
 
         dev, dtype, _ = parse_to(*args, **kwargs)
@@ -791,21 +1089,38 @@ class Module:
         return self._apply(convert)
 
     def float(self: T) -> T:
+        """Casts all floating point parameters and buffers to ``float32``, in place; returns the module.
+        """
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self: T) -> T:
+        """Casts all floating point parameters and buffers to ``float64``, in place; returns the module.
+        """
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self: T) -> T:
+        """Casts all floating point parameters and buffers to ``float16``, in place; returns the module.
+        """
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def cpu(self: T) -> T:
+        """Moves all parameters and buffers to the CPU, in place; returns the module."""
         return self._apply(lambda t: t.cpu())
 
     def cuda(self: T, device: Any = None) -> T:
+        """Moves all parameters and buffers to the CUDA device, in place; returns the module.
+
+        Args:
+            device (int or rustgrad.device, optional): the CUDA device; the current one if None.
+        """
         return self._apply(lambda t: t.cuda(device))
 
     def type(self: T, dst_type: Any) -> T:
+        """Casts all parameters and buffers to ``dst_type``, in place; returns the module.
+
+        Args:
+            dst_type (rustgrad.dtype): the target dtype.
+        """
         return self._apply(lambda t: t.to(dst_type))
 
     # ---- state_dict -----------------------------------------------------------------------
@@ -820,6 +1135,30 @@ class Module:
 
     def state_dict(self, *args: Any, destination: Optional[Dict[str, Any]] = None,
                    prefix: str = "", keep_vars: bool = False) -> Dict[str, Any]:
+        """Returns a dictionary holding the module's whole state.
+
+        The keys are the dotted names of the parameters and persistent buffers; the values are
+        those tensors detached from autograd (they share their storage with the module's, so
+        save or copy them before changing the module). The result is an ``OrderedDict``.
+
+        Args:
+            destination (dict, optional): a dictionary to fill instead of a new one.
+            prefix (str): prepended to every key. Default: ``""``.
+            keep_vars (bool): return the parameters themselves rather than detached tensors.
+                Default: ``False``.
+
+        Example::
+
+            >>> _ = rustgrad.manual_seed(0)
+            >>> src = nn.Linear(3, 2)
+            >>> list(src.state_dict())
+            ['weight', 'bias']
+            >>> dst = nn.Linear(3, 2)
+            >>> dst.load_state_dict(src.state_dict())
+            <All keys matched successfully>
+            >>> bool((dst.weight == src.weight).all())
+            True
+        """
         if args:  # torch's deprecated positional form: (destination, prefix, keep_vars)
             destination = args[0] if len(args) > 0 else destination
             prefix = args[1] if len(args) > 1 else prefix
@@ -895,6 +1234,32 @@ class Module:
 
     def load_state_dict(self, state_dict: Dict[str, Any], strict: bool = True,
                         assign: bool = False) -> _IncompatibleKeys:
+        """Copies parameters and buffers from ``state_dict`` into this module and its submodules.
+
+        The values are copied into the existing tensors (under ``no_grad``), so the parameters
+        stay the same objects, unless ``assign=True``.
+
+        Args:
+            state_dict (dict): a dictionary such as one returned by :meth:`state_dict`.
+            strict (bool): raise if the keys of ``state_dict`` and of the module's state differ.
+                Default: ``True``.
+            assign (bool): make the tensors of ``state_dict`` the module's (as Parameters where
+                the module has Parameters) instead of copying. Default: ``False``.
+
+        Returns:
+            a named tuple ``(missing_keys, unexpected_keys)``.
+
+        Raises:
+            RuntimeError: if ``strict`` and keys differ, or if a shape differs.
+
+        Example::
+
+            >>> a, b = nn.Linear(2, 1), nn.Linear(2, 1)
+            >>> b.load_state_dict(a.state_dict())
+            <All keys matched successfully>
+            >>> b.load_state_dict({"weight": a.weight.detach()}, strict=False)
+            _IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])
+        """
         if not isinstance(state_dict, dict):
             raise TypeError(
                 f"Expected state_dict to be dict-like, got {type(state_dict)}."
@@ -931,11 +1296,28 @@ class Module:
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers a hook called after :meth:`state_dict` has collected this module's state.
+
+        The hook is called as ``hook(module, state_dict, prefix, local_metadata)`` and may
+        modify ``state_dict`` in place or return a replacement.
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
         return handle
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers a hook called after :meth:`load_state_dict` has loaded this module.
+
+        The hook is called as ``hook(module, incompatible_keys)``, where ``incompatible_keys``
+        has the ``missing_keys`` and ``unexpected_keys`` lists, which it may modify in place
+        (clearing them keeps a strict load from raising).
+
+        Returns:
+            a ``RemovableHandle``; ``handle.remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._load_state_dict_post_hooks)
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
@@ -945,6 +1327,10 @@ class Module:
         return self.__class__.__name__
 
     def extra_repr(self) -> str:
+        """Returns the module-specific part of its ``repr``, such as ``in_features=3, ...``.
+
+        Subclasses override it to show their configuration; the base class returns ``""``.
+        """
         return ""
 
     def __repr__(self) -> str:
@@ -971,4 +1357,6 @@ class Module:
         self.__dict__.setdefault("_is_full_backward_hook", None)
 
     def share_memory(self: T) -> T:
+        """Kept for torch compatibility; does nothing here (a single process) and returns the module.
+        """
         return self
