@@ -31,21 +31,52 @@ class Tensor(_core.TensorBase):
 
     @property
     def shape(self) -> Size:
+        """The size of each dimension, as a Size (a tuple).
+
+        Example::
+
+            >>> torch.zeros(2, 3).shape
+            torch.Size([2, 3])
+        """
         return Size(self._data.shape)
 
     def size(self, dim: Optional[int] = None) -> Union[Size, int]:
+        """The shape (a Size), or the length of dimension dim (an int).
+
+        Args:
+            dim (int, optional): the dimension to measure; negative values count from the end.
+
+        Example::
+
+            >>> x = torch.zeros(2, 3)
+            >>> x.size()
+            torch.Size([2, 3])
+            >>> x.size(-1)
+            3
+        """
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return self._data.ndim
 
     def dim(self) -> int:
+        """The number of dimensions."""
         return self._data.ndim
 
     def numel(self) -> int:
+        """The number of elements.
+
+        ``nelement`` is the same method under torch's older name.
+
+        Example::
+
+            >>> torch.zeros(2, 3).numel()
+            6
+        """
         return int(self._data.size)
 
     nelement = numel
@@ -57,33 +88,74 @@ class Tensor(_core.TensorBase):
 
     @property
     def dtype(self) -> _dtype.dtype:
+        """The element type."""
         return _dtype.from_np(self._data.dtype)
 
     @property
     def device(self) -> Any:
+        """The device the tensor's array lives on."""
         return self._backend.device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the tensor is on a CUDA device."""
         return self.device.type == "cuda"
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating point type."""
         return self._data.dtype.kind == "f"
 
     def element_size(self) -> int:
+        """The size of one element in bytes.
+
+        Example::
+
+            >>> torch.zeros(3, dtype=torch.float64).element_size()
+            8
+        """
         return int(self._data.itemsize)
 
     def stride(self, dim: Optional[int] = None) -> Any:
+        """The step in elements between entries along each dimension (or along dim).
+
+        Args:
+            dim (int, optional): return only this dimension's stride.
+
+        Example::
+
+            >>> x = torch.zeros(2, 3)
+            >>> x.stride()
+            (3, 1)
+            >>> x.t().stride()
+            (1, 3)
+        """
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self) -> bool:
+        """Whether the array is C-contiguous."""
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
+        """The address of the first element.
+
+        A view and its base report addresses in the same memory; `detach()` shares it.
+        """
         return int(self._backend.data_ptr(self._data))
 
     def item(self) -> Any:
+        """The value of a one-element tensor as a Python number.
+
+        Raises RuntimeError when the tensor has more than one element. The result is a plain
+        number: it is outside autograd.
+
+        Example::
+
+            >>> torch.tensor([2.5]).item()
+            2.5
+            >>> torch.tensor(7).item()
+            7
+        """
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
@@ -91,9 +163,34 @@ class Tensor(_core.TensorBase):
         return self._backend.to_numpy(self._data).reshape(()).item()
 
     def tolist(self) -> Any:
+        """The values as (nested) Python lists of numbers.
+
+        A 0-d tensor gives a number. The result is a copy, outside autograd.
+
+        Example::
+
+            >>> torch.tensor([[1, 2], [3, 4]]).tolist()
+            [[1, 2], [3, 4]]
+            >>> torch.tensor(1.5).tolist()
+            1.5
+        """
         return self._backend.to_numpy(self._data).tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
+        """The tensor's values as a NumPy array (sharing memory on the CPU).
+
+        Writes through either one are seen by the other. A tensor that requires grad must be
+        detached first, and a tensor on another device copied to the CPU, unless ``force=True``
+        (which copies a device tensor to host memory).
+
+        Args:
+            force (bool): detach and copy to host memory as needed instead of raising.
+
+        Example::
+
+            >>> torch.tensor([1.0, 2.0]).numpy()
+            array([1., 2.], dtype=float32)
+        """
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. "
@@ -226,6 +323,20 @@ class Tensor(_core.TensorBase):
     # ---- autograd ----------------------------------------------------------------------
     @property
     def grad(self) -> Optional[Tensor]:
+        """The gradient accumulated by backward (None until then).
+
+        `backward()` adds into ``.grad`` of the leaves that require grad; it is not reset between
+        calls (an optimizer's ``zero_grad`` does that). A non-leaf tensor's ``.grad`` stays None
+        (reading it warns) unless `retain_grad()` was called on it. Assigning checks the new
+        value's dtype, device and size against the tensor's.
+
+        Example::
+
+            >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+            >>> (x * x).sum().backward()
+            >>> x.grad
+            tensor([2., 4.])
+        """
         # torch reads the history as it stands: a view whose base was written warns, not raises
         if not self._is_leaf_now and not self.retains_grad:
             warnings.warn(
@@ -295,6 +406,21 @@ class Tensor(_core.TensorBase):
         self.__dict__["_grad_dtype"] = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Sets requires_grad in place; returns self.
+
+        Autograd starts recording operations on the tensor once it requires grad; only floating
+        point (and complex) tensors can. Only a leaf can be switched off.
+
+        Args:
+            requires_grad (bool): whether autograd should record operations on this tensor.
+                Default: ``True``.
+
+        Example::
+
+            >>> w = torch.ones(2).requires_grad_()
+            >>> w.requires_grad, w.is_leaf
+            (True, True)
+        """
         # torch: a non-leaf may be told requires_grad_(True) (it already does); the dtype
         # refusal has its own wording here.
         if not self.is_leaf:
@@ -307,6 +433,21 @@ class Tensor(_core.TensorBase):
         return self
 
     def retain_grad(self) -> None:
+        """Makes backward populate .grad of this non-leaf tensor.
+
+        By default only leaves keep their gradient; a non-leaf (the output of a recorded op)
+        passes it on and forgets it. After `retain_grad()`, backward accumulates the gradient that
+        reaches this tensor into its ``.grad``. On a leaf this does nothing.
+
+        Example::
+
+            >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+            >>> y = x * 3
+            >>> y.retain_grad()
+            >>> y.sum().backward()
+            >>> y.grad
+            tensor([1., 1.])
+        """
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._is_leaf_now or self.retains_grad:  # a no_grad view: a leaf as it stands
@@ -326,10 +467,37 @@ class Tensor(_core.TensorBase):
         self._set_retains_grad(retain)
 
     def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> Any:
-        """Registers `hook(grad)`; it may return a replacement gradient. Returns a handle."""
+        """Registers `hook(grad)`; it may return a replacement gradient. Returns a handle.
+
+        The hook runs each time a gradient with respect to this tensor is computed during
+        backward, before it is accumulated or passed on; returning a tensor (same dtype, device and
+        size) replaces the gradient, returning None keeps it. The tensor must require grad. Call
+        ``handle.remove()`` to unregister.
+
+        Args:
+            hook (Callable): ``hook(grad) -> Tensor or None``.
+
+        Example::
+
+            >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+            >>> handle = x.register_hook(lambda grad: grad * 10)
+            >>> x.sum().backward()
+            >>> x.grad
+            tensor([10., 10.])
+            >>> handle.remove()
+        """
         return self._register_hook(_checked_hook(hook))  # Rust refuses a tensor without grad
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Registers hook(tensor), called after .grad is accumulated.
+
+        For a leaf tensor: the hook receives the tensor itself once backward has added into its
+        ``.grad`` (an optimizer step can run there, per parameter). Its return value is ignored.
+        Returns a handle with ``remove()``.
+
+        Args:
+            hook (Callable): ``hook(tensor) -> None``.
+        """
         return self._register_post_accumulate_grad_hook(hook)
 
     def backward(
@@ -339,19 +507,71 @@ class Tensor(_core.TensorBase):
         create_graph: bool = False,
         inputs: Optional[Sequence[Tensor]] = None,
     ) -> None:
+        """Computes the gradient of this tensor w.r.t. the graph's leaves.
+
+        Runs the backward graph from this tensor and accumulates (adds) into ``.grad`` of every
+        leaf that requires grad (and of non-leaves that called `retain_grad()`); existing values
+        are not overwritten, so zero them between steps. The graph's saved tensors are freed
+        afterwards unless ``retain_graph=True``. Same as ``rustgrad.autograd.backward(self, ...)``.
+
+        Args:
+            gradient (Tensor, optional): the gradient of some scalar w.r.t. this tensor; may be
+                omitted only when the tensor has one element (it is taken as 1).
+            retain_graph (bool, optional): keep the graph to run backward through it again.
+                Defaults to ``create_graph``.
+            create_graph (bool): record the backward pass itself, so the gradients have a graph
+                (for higher-order derivatives). Default: ``False``.
+            inputs (sequence of Tensor, optional): accumulate only into these tensors' ``.grad``.
+
+        Example::
+
+            >>> x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            >>> (x ** 2).sum().backward()
+            >>> x.grad
+            tensor([2., 4., 6.])
+            >>> (x ** 2).sum().backward()   # accumulates
+            >>> x.grad
+            tensor([ 4.,  8., 12.])
+        """
         from .autograd import backward
 
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
+        """A new tensor sharing the values, detached from the graph.
+
+        The result is a leaf with ``requires_grad=False`` and no ``grad_fn``. It shares storage and
+        the version counter with this tensor: in-place writes to one are seen by the other, and
+        autograd still notices when a value it saved was modified through the detached tensor.
+
+        Example::
+
+            >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+            >>> d = x.detach()
+            >>> d.requires_grad, d.grad_fn is None
+            (False, True)
+            >>> d.data_ptr() == x.data_ptr()
+            True
+        """
         return _core.detach(self)
 
     def detach_(self) -> Tensor:
+        """Detaches this tensor from the graph, in place.
+
+        The tensor becomes a leaf that does not require grad; returns self. A view cannot be
+        detached in place.
+        """
         _core.detach_(self)
         return self
 
     @property
     def data(self) -> Tensor:
+        """The values as a tensor outside autograd (assigning replaces them).
+
+        Reading gives a tensor that shares storage but not the version counter (unlike
+        `detach()`), so in-place writes through it go unnoticed by autograd. Assigning a tensor
+        swaps this tensor's values for that tensor's, keeping its autograd state.
+        """
         return _core.detach(self, False)
 
     @data.setter
@@ -362,6 +582,7 @@ class Tensor(_core.TensorBase):
 
     @property
     def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
+        """Whether this is a leaf tensor (alias of is_leaf)."""
         return self.is_leaf
 
 
