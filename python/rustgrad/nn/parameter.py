@@ -8,10 +8,29 @@ from .._tensor import Tensor
 
 
 class Parameter(Tensor):
-    """A leaf tensor that a Module registers as a parameter; `requires_grad=True` by default.
+    """A tensor that is a module parameter: assigned as an attribute of a :class:`Module`, it is
+    registered and returned by :meth:`Module.parameters`.
 
-    `Parameter(t)` shares t's data, storage and version counter (as torch's `_make_subclass`),
-    and, like torch, is created with `requires_grad` even under `no_grad`.
+    A Parameter is a leaf of the autograd graph that requires grad by default (even when made
+    under ``no_grad``), so ``backward`` accumulates into its ``.grad``, which an optimizer
+    then reads. ``Parameter(t)`` shares ``t``'s data and version counter without recording
+    an operation.
+
+    Args:
+        data (Tensor): the parameter's value. Default: an empty tensor.
+        requires_grad (bool): whether autograd computes a gradient for it. Default: ``True``.
+
+    Example::
+
+        >>> w = nn.Parameter(torch.ones(2))
+        >>> w
+        Parameter containing:
+        tensor([1., 1.], requires_grad=True)
+        >>> w.is_leaf, w.requires_grad
+        (True, True)
+        >>> (w * 3).sum().backward()
+        >>> w.grad
+        tensor([3., 3.])
     """
 
     def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> Parameter:
@@ -56,10 +75,15 @@ def _rebuild_parameter(array: Any, requires_grad: bool) -> Parameter:
 
 
 class Buffer(Tensor):
-    """torch.nn.Buffer: marks a tensor to be registered as a buffer when assigned to a Module.
+    """A tensor marked to become a buffer when assigned as an attribute of a :class:`Module`.
 
-    `Buffer(t)` is a plain Tensor subclass sharing t's data; `persistent` says whether it goes
-    into the state_dict.
+    Assigning ``m.name = nn.Buffer(t)`` is the same as ``m.register_buffer("name", t,
+    persistent)``. ``Buffer(t)`` shares ``t``'s data.
+
+    Args:
+        data (Tensor): the buffer's value. Default: an empty tensor.
+        persistent (bool): whether the buffer goes into the module's state_dict.
+            Default: ``True``.
     """
 
     persistent: bool
@@ -80,4 +104,6 @@ class Buffer(Tensor):
 
 
 def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is an uninitialized lazy parameter; always ``False`` (rustgrad has no lazy modules).
+    """
     return False

@@ -25,7 +25,30 @@ def _abs_string_index(self: Any, idx: int) -> str:
 
 
 class Sequential(Module):
-    """Calls its modules in order, each on the previous one's output."""
+    """A container that calls its modules in order, each on the output of the previous one.
+
+    Modules are given as positional arguments (named ``"0"``, ``"1"``, ...) or as one
+    ``OrderedDict`` (named by its keys). Indexing with an int returns a module, with a slice
+    a new ``Sequential``.
+
+    Args:
+        *args (Module): the modules, in the order they are called.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        >>> net
+        Sequential(
+          (0): Linear(in_features=4, out_features=8, bias=True)
+          (1): ReLU()
+          (2): Linear(in_features=8, out_features=2, bias=True)
+        )
+        >>> net(torch.ones(3, 4)).shape
+        torch.Size([3, 2])
+        >>> len(net[:2])
+        2
+    """
 
     @overload
     def __init__(self, *args: Module) -> None: ...
@@ -92,10 +115,21 @@ class Sequential(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, module: Module) -> Sequential:
+        """Adds a module at the end; returns the ``Sequential``.
+
+        Args:
+            module (Module): the module to add.
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def insert(self, index: int, module: Module) -> Sequential:
+        """Inserts a module before position ``index``; returns the ``Sequential``.
+
+        Args:
+            index (int): the position (negative counts from the end).
+            module (Module): the module to insert.
+        """
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -109,23 +143,60 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential: Iterable[Module]) -> Sequential:
+        """Adds the modules of an iterable at the end; returns the ``Sequential``.
+
+        Args:
+            sequential (iterable of Module): the modules to add.
+        """
         for layer in sequential:
             self.append(layer)
         return self
 
     def pop(self, key: Union[int, slice]) -> Module:
+        """Removes the module at ``key`` and returns it.
+
+        Args:
+            key (int or slice): the position of the module.
+        """
         v = self[key]
         del self[key]
         return v
 
     def forward(self, input: Any) -> Any:
+        """Calls each module on the output of the previous one, starting from ``input``.
+
+        Args:
+            input: the input of the first module.
+
+        Returns:
+            the output of the last module (``input`` itself if the container is empty).
+        """
         for module in self:
             input = module(input)
         return input
 
 
 class ModuleList(Module):
-    """A list of modules, registered as children "0", "1", ..."""
+    """A list of modules, registered as children ``"0"``, ``"1"``, ...
+
+    Unlike a Python list, the modules are seen by :meth:`Module.parameters`,
+    :meth:`Module.to`, :meth:`Module.state_dict` and the rest of the Module API. It has no
+    ``forward``: the owning module decides how to call them.
+
+    Args:
+        modules (iterable of Module, optional): the initial modules.
+
+    Example::
+
+        >>> layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        >>> x = torch.ones(2, 4)
+        >>> for layer in layers:
+        ...     x = layer(x)
+        >>> x.shape
+        torch.Size([2, 4])
+        >>> len(list(layers.parameters()))
+        6
+    """
 
     def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
         super().__init__()
@@ -194,20 +265,41 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def insert(self, index: int, module: Module) -> None:
+        """Inserts a module before position ``index``.
+
+        Args:
+            index (int): the position (negative counts from the end).
+            module (Module): the module to insert.
+        """
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
     def append(self, module: Module) -> ModuleList:
+        """Adds a module at the end; returns the ``ModuleList``.
+
+        Args:
+            module (Module): the module to add.
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def pop(self, key: Union[int, slice]) -> Module:
+        """Removes the module at ``key`` and returns it; the later modules are renumbered.
+
+        Args:
+            key (int or slice): the position of the module.
+        """
         v = self[key]
         del self[key]
         return v
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Adds the modules of an iterable at the end; returns the ``ModuleList``.
+
+        Args:
+            modules (iterable of Module): the modules to add.
+        """
         if not isinstance(modules, Iterable):
             raise TypeError(
                 "ModuleList.extend should be called with an iterable, but got "
@@ -220,7 +312,21 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """An ordered dict of modules, registered as children under their keys."""
+    """An ordered dictionary of modules, registered as children under their keys.
+
+    Iteration, ``keys()``, ``items()`` and ``values()`` follow insertion order.
+
+    Args:
+        modules (mapping or iterable of (str, Module) pairs, optional): the initial modules.
+
+    Example::
+
+        >>> acts = nn.ModuleDict({"relu": nn.ReLU(), "tanh": nn.Tanh()})
+        >>> acts["relu"](torch.tensor([-1.0, 2.0]))
+        tensor([0., 2.])
+        >>> list(acts.keys())
+        ['relu', 'tanh']
+    """
 
     def __init__(self, modules: Optional[Mapping[str, Module]] = None) -> None:
         super().__init__()
@@ -246,23 +352,37 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Removes all modules."""
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Removes the module under ``key`` and returns it.
+
+        Args:
+            key (str): the key of the module.
+        """
         v = self[key]
         del self[key]
         return v
 
     def keys(self) -> Iterable[str]:
+        """Returns an iterable of the keys, in insertion order."""
         return self._modules.keys()
 
     def items(self) -> Iterable[Tuple[str, Module]]:
+        """Returns an iterable of the ``(key, module)`` pairs, in insertion order."""
         return self._modules.items()  # type: ignore[return-value]
 
     def values(self) -> Iterable[Module]:
+        """Returns an iterable of the modules, in insertion order."""
         return self._modules.values()  # type: ignore[return-value]
 
     def update(self, modules: Any) -> None:
+        """Adds or replaces modules from a mapping or an iterable of ``(key, module)`` pairs.
+
+        Args:
+            modules (mapping or iterable of (str, Module) pairs): the modules to add.
+        """
         if isinstance(modules, (OrderedDict, ModuleDict, dict, Mapping)):
             for key, module in modules.items():
                 self[key] = module
@@ -277,7 +397,20 @@ class ModuleDict(Module):
 
 
 class ParameterList(Module):
-    """A list of parameters, registered as "0", "1", ..."""
+    """A list of parameters, registered as ``"0"``, ``"1"``, ...
+
+    Tensors assigned to it are wrapped in :class:`Parameter`, so they are seen by
+    :meth:`Module.parameters` and the state_dict.
+
+    Args:
+        values (iterable, optional): the initial parameters (or tensors).
+
+    Example::
+
+        >>> params = nn.ParameterList([nn.Parameter(torch.zeros(2)) for _ in range(3)])
+        >>> len(list(params.parameters()))
+        3
+    """
 
     def __init__(self, values: Optional[Iterable[Any]] = None) -> None:
         super().__init__()
@@ -308,17 +441,28 @@ class ParameterList(Module):
         return self.extend(parameters)
 
     def append(self, value: Any) -> ParameterList:
+        """Adds a value at the end (a tensor becomes a :class:`Parameter`); returns the list.
+
+        Args:
+            value: the parameter (or tensor) to add.
+        """
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Adds the values of an iterable at the end; returns the list.
+
+        Args:
+            values (iterable): the parameters (or tensors) to add.
+        """
         for value in values:
             self.append(value)
         return self
 
     def extra_repr(self) -> str:
+        """One line per entry: its kind, dtype and size."""
         lines = []
         for k, p in enumerate(self):
             if isinstance(p, Tensor):
@@ -333,7 +477,20 @@ class ParameterList(Module):
 
 
 class ParameterDict(Module):
-    """An ordered dict of parameters, registered under their keys."""
+    """An ordered dictionary of parameters, registered under their keys.
+
+    Tensors assigned to it are wrapped in :class:`Parameter`.
+
+    Args:
+        parameters (mapping or iterable of (str, Parameter) pairs, optional): the initial
+            parameters.
+
+    Example::
+
+        >>> pd = nn.ParameterDict({"scale": nn.Parameter(torch.ones(3))})
+        >>> [name for name, _ in pd.named_parameters()]
+        ['scale']
+    """
 
     def __init__(self, parameters: Any = None) -> None:
         super().__init__()
@@ -364,20 +521,29 @@ class ParameterDict(Module):
         return key in self._keys
 
     def keys(self) -> Iterable[str]:
+        """Returns an iterable of the keys, in insertion order."""
         return self._keys.keys()
 
     def items(self) -> Iterable[Tuple[str, Any]]:
+        """Returns an iterable of the ``(key, parameter)`` pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self) -> Iterable[Any]:
+        """Returns an iterable of the parameters, in insertion order."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters: Any) -> None:
+        """Adds or replaces parameters from a mapping or an iterable of ``(key, value)`` pairs.
+
+        Args:
+            parameters (mapping or iterable of (str, Parameter) pairs): the values to add.
+        """
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
 
     def extra_repr(self) -> str:
+        """One line per entry: its key, kind, dtype and size."""
         lines = []
         for k, p in self.items():
             if isinstance(p, Tensor):

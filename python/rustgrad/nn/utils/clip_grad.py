@@ -33,7 +33,17 @@ def _norm_array(a: Any, p: float) -> float:
 
 def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
-    """The norm of the norms of `tensors` (a 0-dim tensor)."""
+    """Returns the norm of the norms of ``tensors``, as one would get by concatenating them.
+
+    Args:
+        tensors (Tensor or iterable of Tensor): the tensors (typically gradients).
+        norm_type (float): the order of the norm; ``inf`` for the max norm. Default: ``2.0``.
+        error_if_nonfinite (bool): raise if the total norm is nan or inf. Default: ``False``.
+        foreach (bool, optional): accepted for torch compatibility; ignored.
+
+    Returns:
+        the total norm, a 0-dim tensor (0 when ``tensors`` is empty).
+    """
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
@@ -60,8 +70,33 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
 
 def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
-    """Scales the gradients in place so their total norm is at most max_norm; returns the
-    total norm before clipping."""
+    """Rescales the gradients of ``parameters`` in place so that their total norm is at most
+    ``max_norm``.
+
+    The total norm is computed over all ``.grad`` tensors together, as if concatenated into
+    one vector. When it exceeds ``max_norm``, every ``.grad`` is multiplied by
+    ``max_norm / (total_norm + 1e-6)``; parameters without a gradient are skipped. Call it
+    between ``backward()`` and ``optimizer.step()``. Nothing is recorded by autograd.
+
+    Args:
+        parameters (Tensor or iterable of Tensor): the parameters whose gradients to clip.
+        max_norm (float): the largest total norm allowed.
+        norm_type (float): the order of the norm; ``inf`` for the max norm. Default: ``2.0``.
+        error_if_nonfinite (bool): raise if the total norm is nan or inf. Default: ``False``.
+        foreach (bool, optional): accepted for torch compatibility; ignored.
+
+    Returns:
+        the total norm of the gradients before clipping (a 0-dim tensor).
+
+    Example::
+
+        >>> w = nn.Parameter(torch.zeros(2))
+        >>> (w * torch.tensor([3.0, 4.0])).sum().backward()
+        >>> nn.utils.clip_grad_norm_([w], max_norm=1.0)
+        tensor(5.)
+        >>> w.grad
+        tensor([0.6000, 0.8000])
+    """
     grads = _grads(parameters)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     if not grads:
@@ -77,6 +112,7 @@ def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: fl
 
 def clip_grad_norm(parameters: _TensorOrTensors, max_norm: float, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
+    """Deprecated alias of :func:`clip_grad_norm_` (warns with a ``FutureWarning``)."""
     import warnings
 
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
@@ -86,7 +122,23 @@ def clip_grad_norm(parameters: _TensorOrTensors, max_norm: float, norm_type: flo
 
 def clip_grad_value_(parameters: _TensorOrTensors, clip_value: float,
                      foreach: Optional[bool] = None) -> None:
-    """Clamps every gradient in place to [-clip_value, clip_value]."""
+    """Clamps the gradients of ``parameters`` in place to ``[-clip_value, clip_value]``.
+
+    Parameters without a gradient are skipped; nothing is recorded by autograd.
+
+    Args:
+        parameters (Tensor or iterable of Tensor): the parameters whose gradients to clip.
+        clip_value (float): the largest absolute value allowed.
+        foreach (bool, optional): accepted for torch compatibility; ignored.
+
+    Example::
+
+        >>> w = nn.Parameter(torch.zeros(3))
+        >>> (w * torch.tensor([-2.0, 0.5, 3.0])).sum().backward()
+        >>> nn.utils.clip_grad_value_(w, 1.0)
+        >>> w.grad
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     v = float(clip_value)
     for g in _grads(parameters):
         g._backend.clip(g._data, -v, v, out=g._data)

@@ -9,12 +9,32 @@ from ..._tensor import Tensor
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
-    """All parameters flattened and concatenated (differentiable, as torch's)."""
+    """Flattens the parameters and concatenates them into one 1-D tensor.
+
+    The result is computed with recorded ops, so gradients flow back to the parameters.
+
+    Args:
+        parameters (iterable of Tensor): the parameters, e.g. ``model.parameters()``.
+
+    Example::
+
+        >>> lin = nn.Linear(3, 2)
+        >>> nn.utils.parameters_to_vector(lin.parameters()).shape
+        torch.Size([8])
+    """
     return cat([p.reshape(-1) for p in parameters])
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Copies slices of vec into the parameters' data (in place, not recorded)."""
+    """Copies consecutive slices of ``vec`` into the parameters' data (the reverse of
+    :func:`parameters_to_vector`).
+
+    The parameters' ``.data`` is replaced; autograd records nothing.
+
+    Args:
+        vec (Tensor): a 1-D tensor with as many elements as the parameters together.
+        parameters (iterable of Tensor): the parameters to overwrite.
+    """
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0
