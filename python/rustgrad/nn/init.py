@@ -35,6 +35,24 @@ def _fill(tensor: Tensor, host_values: Any) -> Tensor:
 
 
 def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
+    """Returns the recommended gain for an initialization followed by ``nonlinearity``.
+
+    The gain scales the standard deviation of :func:`xavier_uniform_`,
+    :func:`kaiming_normal_` and the like so that activations keep their variance through
+    the layer: 1 for linear, conv and sigmoid, 5/3 for tanh, sqrt(2) for relu,
+    sqrt(2 / (1 + negative_slope^2)) for leaky_relu and 3/4 for selu.
+
+    Args:
+        nonlinearity (str): the function's name, e.g. ``"relu"`` or ``"conv2d"``.
+        param (float, optional): the negative slope for ``"leaky_relu"`` (default 0.01).
+
+    Example::
+
+        >>> nn.init.calculate_gain("tanh")
+        1.666...
+        >>> nn.init.calculate_gain("leaky_relu", 0.2)
+        1.3867...
+    """
     linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                   "conv_transpose2d", "conv_transpose3d"]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
@@ -80,17 +98,63 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from the uniform distribution U(a, b).
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        a (float): the lower bound. Default: ``0.0``.
+        b (float): the upper bound. Default: ``1.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> w = nn.init.uniform_(torch.empty(3, 5), -0.1, 0.1)
+        >>> bool((w.abs() <= 0.1).all())
+        True
+    """
     return _fill(tensor, _rng(generator).uniform(a, b, size=tuple(tensor.shape)))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from the normal distribution N(mean, std^2).
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean. Default: ``0.0``.
+        std (float): the standard deviation. Default: ``1.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+    """
     return _fill(tensor, _rng(generator).normal(mean, std, size=tuple(tensor.shape)))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Optional[Generator] = None) -> Tensor:
-    """Normal(mean, std) truncated to [a, b], by inverse-CDF sampling as torch does."""
+    """Fills ``tensor`` in place with values drawn from N(mean, std^2) truncated to [a, b].
+
+    Values are drawn by inverse-CDF sampling, so none fall outside the bounds.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean of the normal distribution. Default: ``0.0``.
+        std (float): its standard deviation. Default: ``1.0``.
+        a (float): the lower bound. Default: ``-2.0``.
+        b (float): the upper bound. Default: ``2.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+    """
     rng = _rng(generator)
 
     def norm_cdf(x: float) -> float:
@@ -107,20 +171,80 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fills ``tensor`` in place with the value ``val``.
+
+    Nothing is recorded by autograd, so this works on a Parameter that requires grad.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        val (float): the value.
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> nn.init.constant_(torch.empty(2, 3), 0.3)
+        tensor([[0.3000, 0.3000, 0.3000],
+                [0.3000, 0.3000, 0.3000]])
+    """
     tensor._data[...] = val
     tensor._bump_version()
     return tensor
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` in place with ones.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> nn.init.ones_(torch.empty(3))
+        tensor([1., 1., 1.])
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` in place with zeros.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> lin = nn.Linear(3, 2)
+        >>> nn.init.zeros_(lin.bias)
+        Parameter containing:
+        tensor([0., 0.], requires_grad=True)
+    """
     return constant_(tensor, 0.0)
 
 
 def eye_(tensor: Tensor) -> Tensor:
+    """Fills a 2-D ``tensor`` in place with the identity matrix (ones on the diagonal, zeros
+    elsewhere), which keeps the input's identity in a Linear layer.
+
+    Args:
+        tensor (Tensor): a 2-D tensor to fill.
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> nn.init.eye_(torch.empty(2, 3))
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     xp = tensor._backend
@@ -130,6 +254,17 @@ def eye_(tensor: Tensor) -> Tensor:
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fills a 3-, 4- or 5-D ``tensor`` in place with the Dirac delta, so that a convolution
+    with it keeps as many input channels as possible unchanged.
+
+    Args:
+        tensor (Tensor): a conv weight ``(out_channels, in_channels, *kernel_size)``.
+        groups (int): the number of groups of the convolution; each group of output
+            channels gets its own delta. Default: ``1``.
+
+    Returns:
+        ``tensor``.
+    """
     dims = tensor.ndim
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -150,6 +285,25 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
                     generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from U(-a, a), where
+    ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot and Bengio, 2010).
+
+    Args:
+        tensor (Tensor): a tensor with at least 2 dimensions.
+        gain (float): a scaling factor, e.g. from :func:`calculate_gain`. Default: ``1.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> w = nn.init.xavier_uniform_(torch.empty(3, 5), gain=nn.init.calculate_gain("relu"))
+        >>> w.shape
+        torch.Size([3, 5])
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -158,6 +312,18 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0,
                    generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from N(0, std^2), where
+    ``std = gain * sqrt(2 / (fan_in + fan_out))`` (Glorot and Bengio, 2010).
+
+    Args:
+        tensor (Tensor): a tensor with at least 2 dimensions.
+        gain (float): a scaling factor, e.g. from :func:`calculate_gain`. Default: ``1.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -166,6 +332,25 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0,
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu",
                      generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from U(-bound, bound), where
+    ``bound = gain * sqrt(3 / fan)`` (He et al., 2015).
+
+    ``gain`` is ``calculate_gain(nonlinearity, a)``. Linear and the conv layers initialize
+    their weight with ``a=sqrt(5)``.
+
+    Args:
+        tensor (Tensor): a tensor with at least 2 dimensions.
+        a (float): the negative slope of the leaky_relu that follows. Default: ``0``.
+        mode (str): ``"fan_in"`` keeps the variance of the forward pass, ``"fan_out"`` that
+            of the backward pass. Default: ``"fan_in"``.
+        nonlinearity (str): the function that follows, ``"relu"`` or ``"leaky_relu"``.
+            Default: ``"leaky_relu"``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+    """
     if 0 in tensor.shape:
         import warnings
 
@@ -181,6 +366,28 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu",
                     generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with values drawn from N(0, std^2), where
+    ``std = gain / sqrt(fan)`` (He et al., 2015).
+
+    Args:
+        tensor (Tensor): a tensor with at least 2 dimensions.
+        a (float): the negative slope of the leaky_relu that follows. Default: ``0``.
+        mode (str): ``"fan_in"`` or ``"fan_out"``. Default: ``"fan_in"``.
+        nonlinearity (str): the function that follows, ``"relu"`` or ``"leaky_relu"``.
+            Default: ``"leaky_relu"``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> conv = nn.Conv2d(3, 8, 3)
+        >>> nn.init.kaiming_normal_(conv.weight, mode="fan_out", nonlinearity="relu").shape
+        torch.Size([8, 3, 3, 3])
+    """
     if 0 in tensor.shape:
         import warnings
 
@@ -216,6 +423,28 @@ def _orthonormal_columns(a: Any) -> Any:
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0,
                 generator: Optional[Generator] = None) -> Tensor:
+    """Fills ``tensor`` in place with a (semi-)orthogonal matrix times ``gain`` (Saxe et al.,
+    2013).
+
+    Dimensions after the first are flattened; the rows (or the columns, whichever are
+    fewer) of the resulting matrix are orthonormal.
+
+    Args:
+        tensor (Tensor): a tensor with at least 2 dimensions.
+        gain (float): a scaling factor. Default: ``1.0``.
+        generator (Generator, optional): the generator to draw from. Default: rustgrad's
+            default generator (seeded by ``rustgrad.manual_seed``).
+
+    Returns:
+        ``tensor``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> q = nn.init.orthogonal_(torch.empty(3, 5))
+        >>> bool(torch.allclose(q @ q.T, torch.eye(3), atol=1e-5))
+        True
+    """
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
