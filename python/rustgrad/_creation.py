@@ -194,7 +194,30 @@ def tensor(
     requires_grad: bool = False,
     pin_memory: bool = False,
 ) -> Tensor:
-    """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor)."""
+    """A new leaf holding a copy of `data` (a number, nested lists, an array or a tensor).
+
+    The dtype is inferred from the data when not given: bools give ``bool``, Python ints
+    ``int64``, Python floats the default dtype; NumPy arrays and scalars keep theirs. The result
+    never shares memory with `data` (see `as_tensor` and `from_numpy` for that).
+
+    Args:
+        data: the values: a Python number, (nested) lists or tuples, a NumPy array or a tensor.
+        dtype (rustgrad.dtype, optional): the element type. Default: inferred from `data`.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result. Default:
+            ``False``.
+        pin_memory (bool): accepted for torch compatibility; ignored.
+
+    Example::
+
+        >>> torch.tensor([[1, 2], [3, 4]])
+        tensor([[1, 2],
+                [3, 4]])
+        >>> torch.tensor([1.0, 2.0], requires_grad=True)
+        tensor([1., 2.], requires_grad=True)
+        >>> torch.tensor(3.0, dtype=torch.float64).dtype
+        torch.float64
+    """
     if device is None:
         device = _config.default_device()
     try:
@@ -285,19 +308,79 @@ def _factory(fill: str, size: Sequence[Any], dtype: Any, device: Any, requires_g
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of the given shape filled with 0.
+
+    Args:
+        *size (int...): the shape, as separate ints or one list/tuple.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.zeros(2, 3)
+        tensor([[0., 0., 0.],
+                [0., 0., 0.]])
+        >>> torch.zeros((2,), dtype=torch.int64)
+        tensor([0, 0])
+    """
     return _factory("zeros", size, dtype, device, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of the given shape filled with 1.
+
+    Args:
+        *size (int...): the shape, as separate ints or one list/tuple.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.ones(3)
+        tensor([1., 1., 1.])
+    """
     return _factory("ones", size, dtype, device, requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of the given shape whose values are not initialized (whatever the memory held).
+
+    Args:
+        *size (int...): the shape, as separate ints or one list/tuple.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+    """
     return _factory("empty", size, dtype, device, requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
+    """A tensor of the given shape filled with `fill_value`.
+
+    Args:
+        size (sequence of int): the shape.
+        fill_value (Number): the value of every element.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.full((2, 2), 7.0)
+        tensor([[7., 7.],
+                [7., 7.]])
+    """
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value)
     elif isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
@@ -315,24 +398,57 @@ def _like(fn: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *arg
 
 def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
+    """A tensor of 0s with the shape of `t` (and its dtype unless `dtype` is given).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+    """
     return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
                  requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
+    """A tensor of 1s with the shape of `t` (and its dtype unless `dtype` is given).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+    """
     return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
 
 
 def empty_like(t: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor with the shape of `t` (and its dtype unless `dtype` is given).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+    """
     return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device,
                  requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
+    """A tensor filled with `fill_value`, with the shape of `t` (and its dtype by default).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+        fill_value (Number): the value of every element.
+    """
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
 
@@ -347,6 +463,28 @@ def full_like_scalar(t: Tensor, value: Any) -> Tensor:
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor of the values from `start` (inclusive) to `end` (exclusive) by `step`.
+
+    With one positional argument it is the end and the start is 0. The dtype is int64 when all
+    of start, end and step are ints, else the default dtype.
+
+    Args:
+        start (Number): the first value (or the end, when `end` is omitted). Default: 0.
+        end (Number): the bound, not included.
+        step (Number): the gap between consecutive values, not zero. Default: 1.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.arange(5)
+        tensor([0, 1, 2, 3, 4])
+        >>> torch.arange(1, 2.5, 0.5)
+        tensor([1.0000, 1.5000, 2.0000])
+    """
     if device is None:
         device = _config.default_device()
     if end is None:
@@ -365,6 +503,23 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor of `steps` evenly spaced values from `start` to `end`, both included.
+
+    Args:
+        start (float): the first value.
+        end (float): the last value.
+        steps (int): how many values.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
     if device is None:
         device = _config.default_device()
     xp = _target(device) if device is not None else namespace(CPU)
@@ -374,6 +529,23 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device:
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere.
+
+    Args:
+        n (int): the number of rows.
+        m (int, optional): the number of columns. Default: `n`.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+
+    Example::
+
+        >>> torch.eye(2)
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
     if device is None:
         device = _config.default_device()
     xp = _target(device) if device is not None else namespace(CPU)
@@ -457,7 +629,14 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seeds the default generator (and so every random op without generator=)."""
+    """Seeds the default generator (and so every random op without generator=).
+
+    Returns the default generator. The same seed gives the same numbers in rustgrad, but not
+    the numbers torch gives for it.
+
+    Args:
+        seed (int): the seed.
+    """
     return default_generator.manual_seed(seed)
 
 
@@ -510,17 +689,77 @@ def _random(kind: str, size: Sequence[Any], dtype: Any, device: Any, requires_gr
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          generator: Optional[Generator] = None) -> Tensor:
+    """A tensor of random numbers drawn uniformly from [0, 1).
+
+    Reproducible after `manual_seed` (the streams are NumPy's PCG64, not torch's: the same
+    seed gives other numbers than torch).
+
+    Args:
+        *size (int...): the shape, as separate ints or one list/tuple.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+        generator (Generator, optional): the generator to draw from. Default: the default one.
+
+    Example::
+
+        >>> _ = torch.manual_seed(0)
+        >>> a = torch.rand(3)
+        >>> _ = torch.manual_seed(0)
+        >>> torch.equal(a, torch.rand(3))
+        True
+    """
     return _random("rand", size, dtype, device, requires_grad, generator)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           generator: Optional[Generator] = None) -> Tensor:
+    """A tensor of random numbers from the standard normal distribution (mean 0, variance 1).
+
+    Reproducible after `manual_seed`, with NumPy's PCG64 streams (not torch's numbers).
+
+    Args:
+        *size (int...): the shape, as separate ints or one list/tuple.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype
+            (see `set_default_dtype`), float32 unless changed.
+        device (rustgrad.device or str, optional): where to allocate. Default: the default device.
+        requires_grad (bool): whether autograd records operations on the result (a leaf).
+            Default: ``False``.
+        generator (Generator, optional): the generator to draw from. Default: the default one.
+
+    Example::
+
+        >>> torch.randn(2, 3).shape
+        torch.Size([2, 3])
+    """
     return _random("randn", size, dtype, device, requires_grad, generator)
 
 
 def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = None,
             device: Any = None, requires_grad: bool = False,
             generator: Optional[Generator] = None) -> Tensor:
+    """A tensor of random integers drawn uniformly from [low, high).
+
+    Called as ``randint(high, size)`` the low bound is 0. The dtype is int64 unless given.
+
+    Args:
+        low (int): the lowest value. Default: 0.
+        high (int): one above the highest value.
+        size (tuple of int): the shape.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``int64``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default:
+            ``False``.
+        generator (Generator, optional): the generator to draw from. Default: the default one.
+
+    Example::
+
+        >>> x = torch.randint(0, 10, (4,))
+        >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
+        (torch.int64, True)
+    """
     if size is None:
         low, high, size = 0, low, high
     if high is None:
@@ -531,15 +770,43 @@ def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = No
 
 def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
+    """Uniform random numbers in [0, 1) with the shape of `t` (and its dtype by default).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+    """
     return rand(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
 def randn_like(t: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
+    """Standard normal random numbers with the shape of `t` (and its dtype by default).
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+    """
     return randn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
 def randint_like(t: Tensor, low: int, high: Any = None, *, dtype: Any = None,
                  device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Random integers from [low, high) with the shape of `t` (and its dtype by default).
+
+    With one bound given it is `high` and `low` is 0.
+
+    Args:
+        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        device (rustgrad.device or str, optional): where to allocate.
+        requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
+        low (int): the lowest value (or `high`, when `high` is omitted).
+        high (int, optional): one above the highest value.
+    """
     return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device,
                    requires_grad=requires_grad)
