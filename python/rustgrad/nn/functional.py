@@ -33,6 +33,17 @@ _apply_reduction = _loss.apply_reduction
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Optional[Tensor] = None) -> Tensor:
     # y_k = x1 @ W_k @ x2
+    """Applies a bilinear transformation: ``y_k = x1 @ weight[k] @ x2 + bias[k]``.
+
+    Args:
+        input1 (Tensor): ``(*, in1_features)``.
+        input2 (Tensor): ``(*, in2_features)``.
+        weight (Tensor): ``(out_features, in1_features, in2_features)``.
+        bias (Tensor, optional): ``(out_features)``.
+
+    Returns:
+        a tensor of shape ``(*, out_features)``.
+    """
     out = ((input1.unsqueeze(1) @ weight).squeeze(-2) if input1.ndim == 1 else
            (input1.unsqueeze(1).unsqueeze(1) @ weight.unsqueeze(0)).squeeze(-2))
     out = (out * input2.unsqueeze(-2)).sum(-1)
@@ -155,11 +166,41 @@ def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """Divides ``input`` by its ``p``-norm along ``dim``: ``input / max(||input||_p, eps)``.
+
+    Args:
+        input (Tensor): the input.
+        p (float): the order of the norm. Default: ``2.0``.
+        dim (int): the dimension to normalize along. Default: ``1``.
+        eps (float): the smallest norm divided by, avoiding a division by zero.
+            Default: ``1e-12``.
+
+    Example::
+
+        >>> F.normalize(torch.tensor([[3.0, 4.0]]))
+        tensor([[0.6000, 0.8000]])
+    """
     return input / _norm(input, p, dim, True).clamp(min=eps).expand_as(input)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     # torch's formula: normalize each, then sum the product (SumBackward1)
+    """Returns the cosine of the angle between ``x1`` and ``x2`` along ``dim``.
+
+    Each input is divided by its 2-norm (clamped to at least ``eps``) before their product is
+    summed. The inputs broadcast against each other.
+
+    Args:
+        x1 (Tensor): the first input.
+        x2 (Tensor): the second input.
+        dim (int): the dimension of the vectors. Default: ``1``.
+        eps (float): the smallest norm divided by. Default: ``1e-8``.
+
+    Example::
+
+        >>> F.cosine_similarity(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]]))
+        tensor([0.7071])
+    """
     n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
     n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -167,6 +208,15 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
+    """Returns the ``p``-norm of ``x1 - x2 + eps`` along the last dimension.
+
+    Args:
+        x1 (Tensor): ``(N, D)`` or ``(D)``.
+        x2 (Tensor): broadcastable to ``x1``.
+        p (float): the order of the norm. Default: ``2.0``.
+        eps (float): added to the difference, avoiding a zero norm. Default: ``1e-6``.
+        keepdim (bool): keep the last dimension with size 1. Default: ``False``.
+    """
     return _norm(x1 - x2 + eps, p, -1, keepdim)
 
 
@@ -221,6 +271,19 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
 def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
             reduce: Optional[bool] = None, reduction: str = "mean",
             weight: Optional[Tensor] = None) -> Tensor:
+    """The mean absolute error ``|input - target|``, reduced as ``reduction`` says.
+
+    See :class:`~rustgrad.nn.L1Loss`.
+
+    Args:
+        input (Tensor): the prediction, any shape.
+        target (Tensor): the target, the same shape.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
+            its mean or its sum. Default: ``'mean'``.
+        weight (Tensor, optional): multiplies the elementwise loss before the reduction.
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _loss.check_target_size(input, target)
     loss = (input - target).abs()
@@ -254,6 +317,18 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                      reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """The two-class logistic loss ``log(1 + exp(-target * input))``, with targets 1 or -1.
+
+    See :class:`~rustgrad.nn.SoftMarginLoss`.
+
+    Args:
+        input (Tensor): the scores, any shape.
+        target (Tensor): 1 or -1, the same shape.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
+            its mean or its sum. Default: ``'mean'``.
+    """
     loss = _act.stable_softplus(-target * input)
     return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
 
@@ -261,6 +336,21 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool]
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                         reduction: str = "mean") -> Tensor:
+    """The ranking loss ``max(0, -target * (input1 - input2) + margin)``.
+
+    ``target`` is 1 where ``input1`` should rank higher and -1 where ``input2`` should.
+    See :class:`~rustgrad.nn.MarginRankingLoss`.
+
+    Args:
+        input1 (Tensor): the first scores, ``(N)`` or ``()``.
+        input2 (Tensor): the second scores, the same shape.
+        target (Tensor): 1 or -1, the same shape.
+        margin (float): the margin. Default: ``0.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
+            its mean or its sum. Default: ``'mean'``.
+    """
     loss = (-target * (input1 - input2) + margin).clamp(min=0)
     return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
 
@@ -268,6 +358,20 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                          reduction: str = "mean") -> Tensor:
+    """The hinge embedding loss: ``input`` where ``target`` is 1, ``max(0, margin - input)``
+    where it is -1 (``input`` is typically a distance).
+
+    See :class:`~rustgrad.nn.HingeEmbeddingLoss`.
+
+    Args:
+        input (Tensor): the distances, any shape.
+        target (Tensor): 1 or -1, the same shape.
+        margin (float): the margin. Default: ``1.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
+            its mean or its sum. Default: ``'mean'``.
+    """
     zeros = input * 0
     margin_clamp = (margin - input).clamp(min=0)
     out_m = _where(target == 1, zeros, margin_clamp)
@@ -278,6 +382,21 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                           reduction: str = "mean") -> Tensor:
+    """The cosine embedding loss: ``1 - cos(input1, input2)`` where ``target`` is 1,
+    ``max(0, cos(input1, input2) - margin)`` where it is -1.
+
+    See :class:`~rustgrad.nn.CosineEmbeddingLoss`.
+
+    Args:
+        input1 (Tensor): ``(N, D)`` or ``(D)``.
+        input2 (Tensor): the same shape.
+        target (Tensor): 1 or -1, ``(N)`` or ``()``.
+        margin (float): the margin, in [-1, 1]. Default: ``0.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
+            its mean or its sum. Default: ``'mean'``.
+    """
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     m1 = (input1 * input1).sum(-1) + eps
@@ -292,6 +411,22 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: Optional[bool] = None, eps: float = 1e-8,
                      reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of ``target`` under a Poisson distribution of rate ``input``.
+
+    With ``log_input=True`` the loss is ``exp(input) - target * input``; otherwise
+    ``input - target * log(input + eps)``. See :class:`~rustgrad.nn.PoissonNLLLoss`.
+
+    Args:
+        input (Tensor): the rate (or its log), any shape.
+        target (Tensor): the counts, the same shape.
+        log_input (bool): whether ``input`` is the log of the rate. Default: ``True``.
+        full (bool): add Stirling's approximation of ``log(target!)`` (for targets > 1).
+            Default: ``False``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        eps (float): avoids ``log(0)`` when ``log_input=False``. Default: ``1e-8``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+    """
     if log_input:
         loss = input.exp() - target * input
     else:
@@ -305,6 +440,20 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of ``target`` under a normal distribution of mean ``input`` and
+    variance ``var``: ``0.5 * (log(var) + (input - target)^2 / var)``.
+
+    ``var`` is clamped to at least ``eps`` (the gradient passes through the clamp, as in
+    torch). See :class:`~rustgrad.nn.GaussianNLLLoss`.
+
+    Args:
+        input (Tensor): the predicted means, ``(N, *)`` or ``(*)``.
+        target (Tensor): the targets, the same shape.
+        var (Tensor): the predicted variances, the same shape or with one dimension of size 1.
+        full (bool): add the constant ``0.5 * log(2 * pi)``. Default: ``False``.
+        eps (float): the smallest variance used. Default: ``1e-6``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+    """
     v = var.clamp(min=eps) if not var.requires_grad else var + (var.clamp(min=eps) - var).detach()
     d = input - target
     loss = (v.log() + d * d / v) * 0.5
