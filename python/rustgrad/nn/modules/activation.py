@@ -25,36 +25,128 @@ class _Inplace(Module):
 
 
 class ReLU(_Inplace):
+    """Applies the rectified linear unit elementwise: ``ReLU(x) = max(0, x)``.
+
+    Its gradient is 1 where the input is positive and 0 elsewhere (0 at 0, as torch).
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+
+    Example::
+
+        >>> m = nn.ReLU()
+        >>> m(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([0., 0., 2.])
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies ReLU to ``input`` elementwise."""
         return F.relu(input, inplace=self.inplace)
 
 
 class SiLU(_Inplace):
+    """Applies the sigmoid linear unit (swish) elementwise: ``SiLU(x) = x * sigmoid(x)``.
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies SiLU to ``input`` elementwise."""
         return F.silu(input, inplace=self.inplace)
 
 
 class Mish(_Inplace):
+    """Applies Mish elementwise: ``Mish(x) = x * tanh(softplus(x))``.
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Mish to ``input`` elementwise."""
         return F.mish(input, inplace=self.inplace)
 
 
 class SELU(_Inplace):
+    """Applies the scaled exponential linear unit elementwise:
+    ``SELU(x) = scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))``, with
+    ``alpha ~ 1.6733`` and ``scale ~ 1.0507`` (Klambauer et al., 2017).
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies SELU to ``input`` elementwise."""
         return F.selu(input, inplace=self.inplace)
 
 
 class Hardsigmoid(_Inplace):
+    """Applies the hard sigmoid elementwise: 0 for ``x <= -3``, 1 for ``x >= 3`` and
+    ``x / 6 + 1 / 2`` in between.
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Hardsigmoid to ``input`` elementwise."""
         return F.hardsigmoid(input, self.inplace)
 
 
 class Hardswish(_Inplace):
+    """Applies the hard swish elementwise: ``x * hardsigmoid(x)``, that is 0 for ``x <= -3``,
+    ``x`` for ``x >= 3`` and ``x * (x + 3) / 6`` in between.
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Hardswish to ``input`` elementwise."""
         return F.hardswish(input, self.inplace)
 
 
 class Hardtanh(Module):
+    """Clamps the input elementwise to ``[min_val, max_val]``.
+
+    The gradient is 1 inside the range and 0 outside.
+
+    Args:
+        min_val (float): the lower bound. Default: ``-1.0``.
+        max_val (float): the upper bound. Default: ``1.0``.
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
                  inplace: bool = False) -> None:
         super().__init__()
@@ -65,101 +157,226 @@ class Hardtanh(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Hardtanh to ``input`` elementwise."""
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
+        """The bounds (and ``inplace=True`` when set)."""
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
 
 
 class ReLU6(Hardtanh):
+    """Applies ``min(max(0, x), 6)`` elementwise (Hardtanh with bounds 0 and 6).
+
+    Args:
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
+        """``inplace=True`` when set, else nothing (the bounds are fixed)."""
         return "inplace=True" if self.inplace else ""
 
 
 class LeakyReLU(Module):
+    """Applies ``max(0, x) + negative_slope * min(0, x)`` elementwise.
+
+    Args:
+        negative_slope (float): the slope for negative inputs. Default: ``1e-2``.
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+
+    Example::
+
+        >>> nn.LeakyReLU(0.1)(torch.tensor([-2.0, 3.0]))
+        tensor([-0.2000,  3.0000])
+    """
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies LeakyReLU to ``input`` elementwise."""
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
+        """The negative slope (and ``inplace=True`` when set)."""
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"negative_slope={self.negative_slope}{inplace_str}"
 
 
 class ELU(Module):
+    """Applies the exponential linear unit elementwise: ``x`` for ``x > 0`` and
+    ``alpha * (exp(x) - 1)`` otherwise.
+
+    Args:
+        alpha (float): the scale of the negative part. Default: ``1.0``.
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies ELU to ``input`` elementwise."""
         return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
+        """``alpha`` (and ``inplace=True`` when set)."""
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"alpha={self.alpha}{inplace_str}"
 
 
 class CELU(ELU):
+    """Applies the continuously differentiable ELU elementwise:
+    ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        alpha (float): the scale of the negative part. Default: ``1.0``.
+        inplace (bool): write the result into the input instead of a new tensor.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies CELU to ``input`` elementwise."""
         return F.celu(input, self.alpha, self.inplace)
 
 
 class GELU(Module):
+    """Applies the Gaussian error linear unit elementwise: ``x * Phi(x)``, where ``Phi`` is the
+    standard normal CDF; with ``approximate='tanh'``,
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``.
+
+    Args:
+        approximate (str): ``'none'`` (exact, with erf) or ``'tanh'``. Default: ``'none'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies GELU to ``input`` elementwise."""
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
+        """The ``approximate`` setting."""
         return f"approximate={repr(self.approximate)}"
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid elementwise: ``Sigmoid(x) = 1 / (1 + exp(-x))``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+
+    Example::
+
+        >>> nn.Sigmoid()(torch.tensor([0.0]))
+        tensor([0.5000])
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Sigmoid to ``input`` elementwise."""
         return F.sigmoid(input)
 
 
 class Tanh(Module):
+    """Applies the hyperbolic tangent elementwise.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Tanh to ``input`` elementwise."""
         return F.tanh(input)
 
 
 class LogSigmoid(Module):
+    """Applies ``log(sigmoid(x))`` elementwise, computed without overflow for large ``|x|``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies LogSigmoid to ``input`` elementwise."""
         return F.logsigmoid(input)
 
 
 class Softsign(Module):
+    """Applies ``x / (1 + |x|)`` elementwise.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Softsign to ``input`` elementwise."""
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """Applies ``x - tanh(x)`` elementwise.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Tanhshrink to ``input`` elementwise."""
         return F.tanhshrink(input)
 
 
 class Softplus(Module):
+    """Applies ``log(1 + exp(beta * x)) / beta`` elementwise, a smooth approximation of ReLU.
+
+    Where ``beta * x > threshold`` the input is returned unchanged, for numerical stability.
+
+    Args:
+        beta (float): the sharpness. Default: ``1.0``.
+        threshold (float): above it the function is linear. Default: ``20.0``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
         self.threshold = threshold
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies Softplus to ``input`` elementwise."""
         return F.softplus(input, self.beta, self.threshold)
 
     def extra_repr(self) -> str:
+        """``beta`` and ``threshold``."""
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -178,19 +395,61 @@ class _SoftmaxBase(Module):
 
 
 class Softmax(_SoftmaxBase):
+    """Rescales the input along ``dim`` so that the values lie in (0, 1) and sum to 1:
+    ``softmax(x)_i = exp(x_i) / sum_j exp(x_j)``.
+
+    Args:
+        dim (int): the dimension along which the values are normalized. Torch's implicit
+            choice (with its deprecation warning) is used if None.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+
+    Example::
+
+        >>> nn.Softmax(dim=1)(torch.tensor([[0.0, 0.0], [0.0, 2.0]]))
+        tensor([[0.5000, 0.5000],
+                [0.1192, 0.8808]])
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies softmax to ``input`` along ``self.dim``."""
         return F.softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(_SoftmaxBase):
+    """Applies softmax to ``-x`` along ``dim``: the smallest values get the largest weights.
+
+    Args:
+        dim (int): the dimension along which the values are normalized. Torch's implicit
+            choice (with its deprecation warning) is used if None.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     _check_dim = False
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies softmin to ``input`` along ``self.dim``."""
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
 class LogSoftmax(_SoftmaxBase):
+    """Applies ``log(softmax(x))`` along ``dim``, computed stably as ``x - logsumexp(x)``.
+
+    Feed its output to :class:`NLLLoss` (or use :class:`CrossEntropyLoss`, which does both).
+
+    Args:
+        dim (int): the dimension along which the values are normalized. Torch's implicit
+            choice (with its deprecation warning) is used if None.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Output: ``(*)``, the shape of the input.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Applies log-softmax to ``input`` along ``self.dim``."""
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
@@ -276,6 +535,25 @@ class MultiheadAttention(Module):
                 key_padding_mask: Optional[Tensor] = None, need_weights: bool = True,
                 attn_mask: Optional[Tensor] = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+        """Attends from ``query`` to ``key``/``value`` with ``num_heads`` heads.
+
+        Args:
+            query (Tensor): ``(L, N, E)``, ``(N, L, E)`` with ``batch_first=True``, or ``(L, E)``.
+            key (Tensor): ``(S, N, kdim)`` (or batch first, or unbatched).
+            value (Tensor): ``(S, N, vdim)`` (or batch first, or unbatched).
+            key_padding_mask (Tensor, optional): ``(N, S)``; True (or -inf) marks keys to ignore.
+            need_weights (bool): also return the attention weights. Default: ``True``.
+            attn_mask (Tensor, optional): ``(L, S)`` or ``(N * num_heads, L, S)``, added to (float)
+                or masking (bool, True = not allowed) the attention scores.
+            average_attn_weights (bool): average the returned weights over the heads.
+                Default: ``True``.
+            is_causal (bool): a hint that ``attn_mask`` is the causal mask. Default: ``False``.
+
+        Returns:
+            ``(attn_output, attn_output_weights)``: the output, shaped as ``query`` with
+            ``embed_dim`` features, and the weights ``(N, L, S)`` (``(N, num_heads, L, S)``
+            without averaging), or None when ``need_weights`` is False.
+        """
         is_batched = query.dim() == 3
         key_padding_mask = F._canonical_mask(key_padding_mask, "key_padding_mask",
                                              F._none_or_dtype(attn_mask), "attn_mask",
