@@ -107,7 +107,33 @@ def backward(
     grad_variables: Any = None,
     inputs: Optional[_TensorOrTensors] = None,
 ) -> None:
-    """Accumulates into `.grad` of the leaves (or of `inputs`) the gradient of `tensors`."""
+    """Accumulates into `.grad` of the leaves (or of `inputs`) the gradient of `tensors`.
+
+    Runs the backward graph from `tensors`, weighting each by its entry of `grad_tensors`
+    (the vector of the vector-Jacobian product), and adds the result into ``.grad`` of every leaf
+    reached that requires grad, and of non-leaves that called `retain_grad`. ``.grad`` is never
+    overwritten, only added to. `Tensor.backward` calls this.
+
+    Args:
+        tensors (Tensor or sequence of Tensor): the roots whose gradient is computed.
+        grad_tensors (Tensor or sequence of Tensor or None, optional): the gradient with
+            respect to each root; None for a one-element root means 1.
+        retain_graph (bool, optional): keep the graph's saved tensors, to run backward through
+            it again. Defaults to ``create_graph``.
+        create_graph (bool): record the backward pass, so the gradients themselves have a graph
+            (higher-order derivatives). Default: ``False``.
+        grad_variables: the deprecated name of `grad_tensors`.
+        inputs (Tensor or sequence of Tensor, optional): accumulate only into these tensors'
+            ``.grad`` (leaves or not); the rest of the graph's leaves are left alone.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * x
+        >>> torch.autograd.backward(y, torch.tensor([1.0, 0.5]))
+        >>> x.grad
+        tensor([2., 2.])
+    """
     roots = _as_tuple(tensors)
     if grad_tensors is None:
         grads: Tuple[Any, ...] = (None,) * len(roots)
@@ -196,7 +222,42 @@ def grad(
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> Tuple[Optional[Tensor], ...]:
-    """The gradients of `outputs` with respect to `inputs`; never touches `.grad`."""
+    """The gradients of `outputs` with respect to `inputs`; never touches `.grad`.
+
+    Returns one entry per input: the sum over outputs of the vector-Jacobian product with
+    `grad_outputs`. Unlike `backward`, nothing is accumulated into any ``.grad``. With
+    ``create_graph=True`` the returned gradients have a graph of their own, so they can be
+    differentiated again.
+
+    Args:
+        outputs (Tensor or sequence of Tensor): the tensors to differentiate.
+        inputs (Tensor or sequence of Tensor): the tensors to differentiate with respect to.
+        grad_outputs (Tensor or sequence of Tensor, optional): the gradient with respect to
+            each output; None for a one-element output means 1.
+        retain_graph (bool, optional): keep the graph for another backward. Defaults to
+            ``create_graph``.
+        create_graph (bool): record the backward pass (for higher-order derivatives).
+            Default: ``False``.
+        only_inputs (bool): deprecated and ignored, as in torch.
+        allow_unused (bool, optional): give None for an input the outputs do not depend on,
+            instead of raising. Default: ``False`` (``True`` when `materialize_grads`).
+        is_grads_batched (bool): treat the first dimension of each of `grad_outputs` as a
+            batch, computing one vector-Jacobian product per entry. Default: ``False``.
+        materialize_grads (bool): give zeros instead of None for unused inputs.
+            Default: ``False``.
+
+    Example::
+
+        >>> x = torch.tensor(3.0, requires_grad=True)
+        >>> y = x ** 3
+        >>> (dy,) = torch.autograd.grad(y, x, create_graph=True)
+        >>> dy
+        tensor(27., grad_fn=<MulBackward0>)
+        >>> torch.autograd.grad(dy, x)
+        (tensor(18.),)
+        >>> x.grad is None
+        True
+    """
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, "

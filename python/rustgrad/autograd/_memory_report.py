@@ -192,7 +192,7 @@ def saved_tensors(*roots: Union[Tensor, Any]) -> List[SavedTensorInfo]:
 
         >>> x = rustgrad.randn(3, requires_grad=True)
         >>> y = (x * x).exp().sum()
-        >>> [(s.node_name, s.name) for s in saved_tensors(y)]
+        >>> [(s.node_name, s.name) for s in rustgrad.autograd.graph.saved_tensors(y)]
         [('ExpBackward0', 'result'), ('MulBackward0', 'other'), ('MulBackward0', 'self')]
     """
     out: List[SavedTensorInfo] = []
@@ -309,9 +309,9 @@ def memory_report(*roots: Union[Tensor, Any], model: Any = None) -> MemoryReport
     Example::
 
         >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-        >>> report = memory_report(model(rustgrad.randn(32, 4)).sum(), model=model)
+        >>> report = rustgrad.autograd.graph.memory_report(model(rustgrad.randn(32, 4)).sum(), model=model)
         >>> report.total_bytes, sorted(report.by_module)
-        (1696, ['0', '1', '2'])
+        (1568, ['0', '1', '2'])
         >>> print(report)       # doctest: +SKIP
     """
     names = _module_names(model)
@@ -526,11 +526,11 @@ def live_graphs(min_nodes: int = 1000) -> List[LiveGraph]:
     Example::
 
         >>> total_loss = 0
-        >>> for x, y in batches:
+        >>> for x, y in batches:                 # doctest: +SKIP
         ...     loss = F.mse_loss(model(x), y)
         ...     loss.backward()
         ...     total_loss += loss          # bug: keeps every step's graph
-        >>> print(*live_graphs(), sep="\n")  # doctest: +SKIP
+        >>> print(*rustgrad.autograd.graph.live_graphs(), sep="\n")  # doctest: +SKIP
         total_loss (global in train.py) holds a graph of 3000 node(s) and 0 B of saved
         tensors; use loss.item() or loss.detach() to accumulate
     """

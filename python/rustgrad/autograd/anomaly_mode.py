@@ -23,13 +23,25 @@ from .. import _core
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
 
-is_anomaly_enabled = _core.is_anomaly_enabled
-is_anomaly_check_nan_enabled = _core.is_anomaly_check_nan_enabled
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on in this thread (see `detect_anomaly`)."""
+    return _core.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks each backward node's outputs for NaN."""
+    return _core.is_anomaly_check_nan_enabled()
 
 
 class detect_anomaly:
     """Context manager that turns anomaly detection on (and its NaN check, unless told not to);
     with `cheap=True`, rustgrad's cheap mode instead (see the module docstring).
+
+    Args:
+        check_nan (bool): raise when a backward node returns NaN. Default: ``True``.
+        cheap (bool): rustgrad's lighter mode: no traceback per node, only the line of each
+            node's forward op, and every gradient checked for NaN and Inf. Default: ``False``.
 
     Example::
 
@@ -68,7 +80,18 @@ class detect_anomaly:
 
 
 class set_detect_anomaly:
-    """Sets anomaly detection on or off now; as a context manager, restores it on exit."""
+    """Sets anomaly detection on or off now; as a context manager, restores it on exit.
+
+    Args:
+        mode (bool): turn anomaly detection on (``True``) or off.
+        check_nan (bool): while on, raise when a backward node returns NaN. Default: ``True``.
+
+    Example::
+
+        >>> with torch.autograd.set_detect_anomaly(False):
+        ...     torch.is_anomaly_enabled()
+        False
+    """
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         self.prev, self.prev_check_nan = _core.set_anomaly_enabled(mode, check_nan)

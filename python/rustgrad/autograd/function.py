@@ -35,6 +35,9 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors: Optional[Tensor]) -> None:
+        """Saves tensors for a forward-mode `jvp` (kept for torch compatibility; rustgrad has no
+        forward-mode AD, so they are only stored).
+        """
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *args: Tensor) -> None:
@@ -42,6 +45,7 @@ class FunctionCtx:
         self.dirty_tensors = args
 
     def mark_shared_storage(self, *pairs: Any) -> None:
+        """Deprecated, as in torch: storage sharing is tracked without it. Only warns."""
         warnings.warn(
             "mark_shared_storage is deprecated. Tensors with shared storages are automatically "
             "tracked. Note that calls to `set_()` are not tracked",
@@ -59,6 +63,11 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> Tuple[Any, ...]:
+        """The tensors given to `save_for_backward`, as a tuple, for use in backward.
+
+        Reading them checks they were not modified in place since they were saved; after the graph
+        was freed (a second backward without ``retain_graph=True``) it raises.
+        """
         saved = self.__dict__.get("_saved")
         if saved is None:
             if "to_save" in self.__dict__:  # still in forward / setup_context
@@ -73,6 +82,7 @@ class BackwardCFunction(FunctionCtx):
     _forward_cls: Any
 
     def apply(self, *args: Any) -> Any:
+        """Runs the Function's `backward` with this ctx on the given gradients."""
         return self._forward_cls.backward(self, *args)
 
 
@@ -85,6 +95,32 @@ class FunctionMeta(type):
 
 
 class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class of custom autograd ops: subclass it with static `forward` and `backward`
+    (and optionally `setup_context`) and call `apply`.
+
+    `forward` computes the outputs from the inputs (no recording happens inside it); `backward`
+    receives one gradient per output and returns one gradient per input of `forward` (None for
+    non-tensor inputs or inputs without a gradient). `apply` records a single node whose
+    backward calls yours; the ctx object carries what forward saved (`ctx.save_for_backward`,
+    attributes) to backward. Never instantiate the class: call ``MyFunction.apply(...)``.
+
+    Example::
+
+        >>> class Cube(torch.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x ** 3
+        ...     @staticmethod
+        ...     def backward(ctx, grad_output):
+        ...         (x,) = ctx.saved_tensors
+        ...         return grad_output * 3 * x ** 2
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = Cube.apply(x)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([ 3., 12.])
+    """
     """Base class of custom autograd ops: subclass it with static `forward` and `backward`
     (and optionally `setup_context`) and call `apply`."""
 
@@ -108,16 +144,37 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @staticmethod
     def forward(*args: Any, **kwargs: Any) -> Any:
+        """Computes the outputs of the custom op (override as a staticmethod).
+
+        Either ``forward(ctx, *args)``, saving into ctx directly, or ``forward(*args)`` together with
+        a `setup_context`. It runs with grad mode off; any tensors and Python values are accepted
+        as arguments, and a tensor or a tuple of them (other values allowed) is returned.
+        """
         raise NotImplementedError(
             "You must implement the forward function for custom autograd.Function."
         )
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> Any:
+        """Fills ctx for backward from the inputs and output of a ctx-less `forward` (optional
+        override, as a staticmethod).
+
+        Args:
+            ctx: the context object backward will receive.
+            inputs (tuple): the arguments `forward` was called with (defaults filled in).
+            output: what `forward` returned.
+        """
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        """The gradients of the inputs, given those of the outputs (override as a staticmethod).
+
+        Receives ctx and one gradient per output of `forward` (zeros for outputs that got none,
+        unless ``ctx.set_materialize_grads(False)``: then None). Returns one value per argument of
+        `forward`: a tensor of the input's shape, or None where no gradient flows.
+        ``ctx.needs_input_grad`` says which inputs need one. `vjp` is the same method.
+        """
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom "
             "autograd.Function to use it with backward mode AD."
@@ -127,6 +184,9 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """The forward-mode derivative (torch's API; rustgrad has no forward-mode AD, so it is never
+        called).
+        """
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with "
             "forward mode AD."
@@ -134,6 +194,12 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Runs `forward` on the arguments and records one node whose backward is the class's
+        `backward`; returns forward's outputs.
+
+        Outputs require grad when any tensor input does (and grad mode is on), except those
+        marked with ``ctx.mark_non_differentiable``.
+        """
         setup = cls.setup_context is not Function.setup_context
         if setup:
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
@@ -321,5 +387,6 @@ class InplaceFunction(Function):
     """Kept for backward compatibility, as torch's."""
 
     def __init__(self, inplace: bool = False) -> None:
+        """Stores `inplace`, as torch's."""
         super().__init__()
         self.inplace = inplace

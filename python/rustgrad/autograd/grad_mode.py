@@ -82,6 +82,7 @@ class _DecoratorContextManager:
         return wrapper  # type: ignore[return-value]
 
     def clone(self) -> _DecoratorContextManager:
+        """A fresh copy of this context manager (what the decorator enters at each call)."""
         return self.__class__()
 
     def __enter__(self) -> None:
@@ -101,7 +102,25 @@ class _NoParamDecoratorContextManager(_DecoratorContextManager):
 
 
 class no_grad(_NoParamDecoratorContextManager):
-    """Disables gradient recording: results of ops are leaves that do not require grad."""
+    """Disables gradient recording: results of ops are leaves that do not require grad.
+
+    Use it for inference and for updates that autograd must not see (an optimizer step).
+    Thread-local; usable as ``with no_grad():``, as ``@no_grad()`` and as a bare ``@no_grad``
+    (generator functions included). `enable_grad` turns recording back on inside.
+
+    Example::
+
+        >>> x = torch.tensor([1.0], requires_grad=True)
+        >>> with torch.no_grad():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+        >>> @torch.no_grad
+        ... def double(t):
+        ...     return t * 2
+        >>> double(x).requires_grad
+        False
+    """
 
     def __init__(self) -> None:
         self.prev = False
@@ -114,7 +133,20 @@ class no_grad(_NoParamDecoratorContextManager):
 
 
 class enable_grad(_NoParamDecoratorContextManager):
-    """Enables gradient recording inside a no_grad block."""
+    """Enables gradient recording inside a no_grad block.
+
+    Thread-local; a context manager and a decorator, as `no_grad`. It has no effect inside
+    `inference_mode`.
+
+    Example::
+
+        >>> x = torch.tensor([1.0], requires_grad=True)
+        >>> with torch.no_grad():
+        ...     with torch.enable_grad():
+        ...         y = x * 2
+        >>> y.requires_grad
+        True
+    """
 
     def __init__(self) -> None:
         self.prev = False
@@ -127,7 +159,24 @@ class enable_grad(_NoParamDecoratorContextManager):
 
 
 class set_grad_enabled(_DecoratorContextManager):
-    """Sets grad mode on or off; takes effect at once, and also works as a context manager."""
+    """Sets grad mode on or off; takes effect at once, and also works as a context manager.
+
+    Called as a function it changes the mode for the rest of the thread; used with ``with`` (or as
+    a decorator) it restores the previous mode on exit.
+
+    Args:
+        mode (bool): ``True`` to record operations for autograd, ``False`` not to.
+
+    Example::
+
+        >>> x = torch.tensor([1.0], requires_grad=True)
+        >>> with torch.set_grad_enabled(False):
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+        >>> torch.is_grad_enabled()
+        True
+    """
 
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
@@ -140,6 +189,7 @@ class set_grad_enabled(_DecoratorContextManager):
         _set_grad(self.prev)
 
     def clone(self) -> set_grad_enabled:
+        """A fresh copy with the same mode (what the decorator enters at each call)."""
         return self.__class__(self.mode)
 
     def __call__(self, func: F) -> F:
@@ -148,6 +198,23 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
+    """No recording at all, even under enable_grad; `inference_mode(False)` turns it off and
+    grad mode on. Tensors made inside are inference tensors (Note [Inference tensors]).
+
+    Cheaper than `no_grad` for pure inference, but the tensors made inside cannot later be saved
+    for backward by a recorded op. A context manager and a decorator (bare or called).
+
+    Args:
+        mode (bool): whether to enable inference mode. Default: ``True``.
+
+    Example::
+
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> with torch.inference_mode():
+        ...     y = x * 2
+        >>> y.requires_grad, torch.is_inference_mode_enabled()
+        (False, False)
+    """
     """No recording at all, even under enable_grad; `inference_mode(False)` turns it off and
     grad mode on. Tensors made inside are inference tensors (Note [Inference tensors])."""
 
@@ -179,14 +246,26 @@ class inference_mode(_DecoratorContextManager):
         _inference_grad.mode = self.prev_inner
 
     def clone(self) -> inference_mode:
+        """A fresh copy with the same mode (what the decorator enters at each call)."""
         return self.__class__(self.mode)
 
 
 def is_grad_enabled() -> bool:
+    """Whether grad mode is on in this thread (ops record for autograd).
+
+    Example::
+
+        >>> torch.is_grad_enabled()
+        True
+        >>> with torch.no_grad():
+        ...     torch.is_grad_enabled()
+        False
+    """
     if _core.is_inference_mode_enabled():
         return _grad_in_inference()
     return _core.is_grad_enabled()
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether `inference_mode` is on in this thread."""
     return _core.is_inference_mode_enabled()

@@ -13,6 +13,7 @@ from .._tensor import Tensor
 
 
 class GradcheckError(RuntimeError):
+    """Raised by `gradcheck` and `gradgradcheck` when the gradients disagree."""
     pass
 
 
@@ -80,7 +81,31 @@ def gradcheck(
     raise_exception: bool = True,
     **_ignored: Any,
 ) -> bool:
-    """True if the analytical gradients of `func` at `inputs` match finite differences."""
+    """True if the analytical gradients of `func` at `inputs` match finite differences.
+
+    For every floating-point output and every input that requires grad, compares the Jacobian
+    that backward computes with one from central differences of step `eps`, element by
+    element with ``allclose(analytical, numerical, rtol, atol)``. Use float64 inputs: in float32
+    the finite differences are too coarse and the check fails on correct gradients.
+
+    Args:
+        func (Callable): a function of the inputs returning a tensor or a tuple of tensors.
+        inputs (Tensor or tuple): the arguments of `func`; the tensors with
+            ``requires_grad=True`` are checked.
+        eps (float): the finite-difference step. Default: ``1e-6``.
+        atol (float): the absolute tolerance. Default: ``1e-5``.
+        rtol (float): the relative tolerance. Default: ``1e-3``.
+        raise_exception (bool): raise `GradcheckError` (naming the output and input, with both
+            Jacobians) on a mismatch instead of returning ``False``. Default: ``True``.
+
+    Other keyword arguments of torch's gradcheck are accepted and ignored.
+
+    Example::
+
+        >>> x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        >>> torch.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
+        True
+    """
     ins = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
     for idx, x in enumerate(ins):
         if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
