@@ -79,7 +79,27 @@ def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="add", dunder="__add__", grad_fn="AddBackward0")
 def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
-    """input + alpha * other, broadcast, with torch's type promotion."""
+    """input + alpha * other, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand, broadcast with input.
+        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
+
+    Each operand's gradient is the incoming gradient summed over the dims it was broadcast
+    along (times alpha for other).
+
+    Example::
+
+        >>> a = rustgrad.tensor([1., 2.])
+        >>> a + 1
+        tensor([2., 3.])
+        >>> rustgrad.add(a, rustgrad.tensor([[10.], [20.]]), alpha=2)
+        tensor([[21., 22.],
+                [41., 42.]])
+        >>> rustgrad.tensor([1, 2]) + 0.5
+        tensor([1.5000, 2.5000])
+    """
     if type(other) is float and alpha == 1 and _out_dtype is None:
         ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
@@ -142,7 +162,22 @@ def _check_sub_bool(a: Any, b: Any) -> None:
 
 @op(method=("sub", "subtract"), dunder="__sub__", grad_fn="SubBackward0")
 def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
-    """input - alpha * other, broadcast, with torch's type promotion."""
+    """input - alpha * other, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the operand subtracted, broadcast with input.
+        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
+
+    Bool operands are refused, as torch's. `subtract` is the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([5., 7.]) - rustgrad.tensor([1., 2.])
+        tensor([4., 5.])
+        >>> rustgrad.sub(rustgrad.tensor([5., 7.]), 1., alpha=3)
+        tensor([2., 4.])
+    """
     _check_sub_bool(input, other)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
@@ -192,7 +227,16 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
 def neg(input: Tensor) -> Tensor:
-    """-input."""
+    """-input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor (not bool).
+
+    Example::
+
+        >>> -rustgrad.tensor([1., -2.])
+        tensor([-1.,  2.])
+    """
     if input._data.dtype.kind == "b":
         raise NotImplementedError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -225,7 +269,25 @@ def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0",
     saved={"MulBackward0": _SAVED_BINARY})
 def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
-    """input * other, broadcast, with torch's type promotion."""
+    """input * other, elementwise, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first factor.
+        other (Tensor or Number): the second factor, broadcast with input.
+
+    The gradient of each factor is the incoming gradient times the other factor, summed over
+    broadcast dims. `multiply` is the same op.
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2.], requires_grad=True)
+        >>> y = x * rustgrad.tensor([3., 4.])
+        >>> y
+        tensor([3., 8.], grad_fn=<MulBackward0>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([3., 4.])
+    """
     if type(other) is float and _out_dtype is None:
         ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
@@ -266,7 +328,25 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn="DivBackward0",
     saved={"DivBackward0": _SAVED_BINARY})
 def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
-    """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
+
+    Args:
+        input (Tensor or Number): the dividend.
+        other (Tensor or Number): the divisor, broadcast with input.
+        rounding_mode (str, optional): keyword-only; None for true division (integers give
+            float32), "trunc" or "floor" to round the quotient, keeping integer dtypes.
+
+    Dividing by zero gives inf or NaN for floats; `divide` and `true_divide` are the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([7, -7]) / 2
+        tensor([ 3.5000, -3.5000])
+        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="trunc")
+        tensor([ 3, -3])
+        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="floor")
+        tensor([ 3, -4])
+    """
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
     if isinstance(other, Tensor):
@@ -320,7 +400,17 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
 
 @op(dunder="__floordiv__")
 def floordiv(input: Tensor, other: Any) -> Tensor:
-    """input // other: division rounded down."""
+    """input // other: division rounded down, elementwise.
+
+    Args:
+        input (Tensor): the dividend.
+        other (Tensor or Number): the divisor.
+
+    Example::
+
+        >>> rustgrad.tensor([7, -7]) // 2
+        tensor([ 3, -4])
+    """
     return _div_rounding(input, other, "floor")
 
 
@@ -333,7 +423,21 @@ def rfloordiv(input: Tensor, other: Any) -> Tensor:
 
 @op(method="remainder", dunder="__mod__", function="remainder")
 def remainder(input: Tensor, other: Any) -> Tensor:
-    """The remainder of input / other, with the sign of other (Python's %)."""
+    """The remainder of input / other with the sign of other (Python's %), elementwise.
+
+    Args:
+        input (Tensor or Number): the dividend.
+        other (Tensor or Number): the divisor, broadcast with input.
+
+    See fmod for the remainder with the sign of the dividend.
+
+    Example::
+
+        >>> rustgrad.tensor([-3, 3]) % 2
+        tensor([1, 1])
+        >>> rustgrad.remainder(rustgrad.tensor([-3., 3.]), -2)
+        tensor([-1., -1.])
+    """
     xp = input._backend
     bd = other._data if isinstance(other, Tensor) else _int_operand(input._data, other)
     return record(xp.remainder(input._data, bd), (), "", None)
@@ -384,7 +488,24 @@ def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     "PowBackward1": {"self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2]},
 })
 def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
-    """input ** exponent, elementwise."""
+    """input ** exponent, elementwise, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the base.
+        other (Tensor or Number): the other, broadcast with input.
+
+    The base's gradient is other * input ** (other - 1); the other's is
+    input ** other * log(input).
+
+    Example::
+
+        >>> rustgrad.tensor([1., 2., 3.]) ** 2
+        tensor([1., 4., 9.])
+        >>> 2 ** rustgrad.tensor([0, 1, 3])
+        tensor([1, 2, 8])
+        >>> rustgrad.pow(rustgrad.tensor([4.]), 0.5)
+        tensor([2.])
+    """
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         try:
@@ -512,7 +633,20 @@ def _broadcast_shape(a: Any, b: Any) -> Any:
 
 @op(method="add_", dunder="__iadd__")
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    """In-place self += alpha * other."""
+    """In-place self += alpha * other.
+
+    Args:
+        other (Tensor or Number): the operand, broadcast to self's shape.
+        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
+
+    The result must keep self's dtype (adding a float to an integer tensor is refused).
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2.])
+        >>> x.add_(rustgrad.tensor([1., 1.]), alpha=10)
+        tensor([11., 12.])
+    """
     xp = self._backend
     given = other
     if alpha != 1:
@@ -535,7 +669,17 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 @op(method="mul_", dunder="__imul__")
 def mul_(self: Tensor, other: Any) -> Tensor:
-    """In-place self *= other."""
+    """In-place self *= other.
+
+    Args:
+        other (Tensor or Number): the factor, broadcast to self's shape.
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2.])
+        >>> x.mul_(3)
+        tensor([3., 6.])
+    """
     return _inplace(self, other, self._backend.multiply, mul)
 
 
@@ -568,7 +712,27 @@ def _tensor_like(number: Any, other: Tensor) -> Tensor:
 
 @op(function="add", grad_fn="AddBackward0")
 def add_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-    """input + alpha * other, broadcast, with torch's type promotion."""
+    """input + alpha * other, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand, broadcast with input.
+        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
+
+    Each operand's gradient is the incoming gradient summed over the dims it was broadcast
+    along (times alpha for other).
+
+    Example::
+
+        >>> a = rustgrad.tensor([1., 2.])
+        >>> a + 1
+        tensor([2., 3.])
+        >>> rustgrad.add(a, rustgrad.tensor([[10.], [20.]]), alpha=2)
+        tensor([[21., 22.],
+                [41., 42.]])
+        >>> rustgrad.tensor([1, 2]) + 0.5
+        tensor([1.5000, 2.5000])
+    """
     if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
         input = _tensor_like(input, other)
     return add(input, other, alpha=alpha)
@@ -576,7 +740,22 @@ def add_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 @op(function=("sub", "subtract"), grad_fn="SubBackward0")
 def sub_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-    """input - alpha * other, broadcast, with torch's type promotion."""
+    """input - alpha * other, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the operand subtracted, broadcast with input.
+        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
+
+    Bool operands are refused, as torch's. `subtract` is the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([5., 7.]) - rustgrad.tensor([1., 2.])
+        tensor([4., 5.])
+        >>> rustgrad.sub(rustgrad.tensor([5., 7.]), 1., alpha=3)
+        tensor([2., 4.])
+    """
     if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
         input = _tensor_like(input, other)
     return sub(input, other, alpha=alpha)
@@ -584,7 +763,25 @@ def sub_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 @op(function=("mul", "multiply"), grad_fn="MulBackward0")
 def mul_function(input: Any, other: Any) -> Tensor:
-    """input * other, broadcast, with torch's type promotion."""
+    """input * other, elementwise, broadcast, with torch's type promotion.
+
+    Args:
+        input (Tensor or Number): the first factor.
+        other (Tensor or Number): the second factor, broadcast with input.
+
+    The gradient of each factor is the incoming gradient times the other factor, summed over
+    broadcast dims. `multiply` is the same op.
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2.], requires_grad=True)
+        >>> y = x * rustgrad.tensor([3., 4.])
+        >>> y
+        tensor([3., 8.], grad_fn=<MulBackward0>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([3., 4.])
+    """
     if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
         input = _tensor_like(input, other)
     return mul(input, other)
@@ -592,7 +789,25 @@ def mul_function(input: Any, other: Any) -> Tensor:
 
 @op(function=("div", "divide", "true_divide"), grad_fn="DivBackward0")
 def div_function(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
-    """input / other (true division unless rounding_mode is "trunc" or "floor")."""
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
+
+    Args:
+        input (Tensor or Number): the dividend.
+        other (Tensor or Number): the divisor, broadcast with input.
+        rounding_mode (str, optional): keyword-only; None for true division (integers give
+            float32), "trunc" or "floor" to round the quotient, keeping integer dtypes.
+
+    Dividing by zero gives inf or NaN for floats; `divide` and `true_divide` are the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([7, -7]) / 2
+        tensor([ 3.5000, -3.5000])
+        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="trunc")
+        tensor([ 3, -3])
+        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="floor")
+        tensor([ 3, -4])
+    """
     if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
         input = _tensor_like(input, other)
     return div(input, other, rounding_mode=rounding_mode)
@@ -600,7 +815,24 @@ def div_function(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor
 
 @op(function="pow", grad_fn=("PowBackward0", "PowBackward1", "PowBackward2"))
 def pow_function(input: Any, exponent: Any) -> Tensor:
-    """input ** exponent; a number base with a tensor exponent is torch's pow(Scalar, Tensor)."""
+    """input ** exponent, elementwise; a number base with a tensor exponent is torch's pow(Scalar, Tensor).
+
+    Args:
+        input (Tensor or Number): the base.
+        exponent (Tensor or Number): the exponent, broadcast with input.
+
+    The base's gradient is exponent * input ** (exponent - 1); the exponent's is
+    input ** exponent * log(input).
+
+    Example::
+
+        >>> rustgrad.tensor([1., 2., 3.]) ** 2
+        tensor([1., 4., 9.])
+        >>> 2 ** rustgrad.tensor([0, 1, 3])
+        tensor([1, 2, 8])
+        >>> rustgrad.pow(rustgrad.tensor([4.]), 0.5)
+        tensor([2.])
+    """
     if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
         return rpow(exponent, input)
     return pow(input, exponent)
@@ -646,13 +878,37 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
 
 @op(method="addcmul", function="addcmul")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-    """input + value * tensor1 * tensor2."""
+    """input + value * tensor1 * tensor2, elementwise.
+
+    Args:
+        input (Tensor): the tensor added to.
+        tensor1 (Tensor): the first factor.
+        tensor2 (Tensor): the second factor.
+        value (Number, optional): keyword-only; the multiplier. Default: 1.
+
+    Example::
+
+        >>> rustgrad.addcmul(rustgrad.tensor([1., 1.]), rustgrad.tensor([2., 3.]), rustgrad.tensor([4., 5.]), value=0.5)
+        tensor([5.0000, 8.5000])
+    """
     return _addc("mul", input, tensor1, tensor2, value)
 
 
 @op(method="addcdiv", function="addcdiv")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-    """input + value * tensor1 / tensor2."""
+    """input + value * tensor1 / tensor2, elementwise.
+
+    Args:
+        input (Tensor): the tensor added to.
+        tensor1 (Tensor): the numerator.
+        tensor2 (Tensor): the denominator.
+        value (Number, optional): keyword-only; the multiplier. Default: 1.
+
+    Example::
+
+        >>> rustgrad.addcdiv(rustgrad.tensor([1., 1.]), rustgrad.tensor([2., 3.]), rustgrad.tensor([4., 6.]), value=2)
+        tensor([2., 2.])
+    """
     return _addc("div", input, tensor1, tensor2, value)
 
 

@@ -87,7 +87,18 @@ def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="exp", function="exp", grad_fn="ExpBackward0",
     saved={"ExpBackward0": _SAVED_RESULT})
 def exp(input: Tensor) -> Tensor:
-    """e to the power input."""
+    """e to the power input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is the result itself, exp(input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).exp()
+        tensor([1.0000, 2.7183])
+    """
     return record(input._backend.exp(floating(input)), (input,), "ExpBackward0", _exp_bw, (),
                   None, True)
 
@@ -100,7 +111,18 @@ def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="log", function="log", grad_fn="LogBackward0",
     saved={"LogBackward0": _SAVED_SELF})
 def log(input: Tensor) -> Tensor:
-    """The natural logarithm of input."""
+    """The natural logarithm of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Negative entries give NaN and 0 gives -inf; the gradient is 1 / input (inf at 0).
+
+    Example::
+
+        >>> rustgrad.tensor([1., 0.5]).log()
+        tensor([ 0.0000, -0.6931])
+    """
     return record(input._backend.log(floating(input)), (input,), "LogBackward0", _log_bw,
                   (input,))
 
@@ -113,7 +135,22 @@ def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0",
     saved={"SqrtBackward0": _SAVED_RESULT})
 def sqrt(input: Tensor) -> Tensor:
-    """The square root of input."""
+    """The square root of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 / (2 sqrt(input)): infinite at 0, NaN for negative entries.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 4.]).sqrt()
+        tensor([1., 2.])
+        >>> x = rustgrad.tensor([0., 4.], requires_grad=True)
+        >>> x.sqrt().sum().backward()
+        >>> x.grad
+        tensor([   inf, 0.2500])
+    """
     return record(input._backend.sqrt(floating(input)), (input,), "SqrtBackward0", _sqrt_bw,
                   (), None, True)
 
@@ -126,7 +163,22 @@ def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0",
     saved={"AbsBackward0": _SAVED_SELF})
 def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
-    """The absolute value of input."""
+    """The absolute value of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is sign(input), so an entry at exactly 0 gets gradient 0.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-2., 0., 3.], requires_grad=True)
+        >>> x.abs()
+        tensor([2., 0., 3.], grad_fn=<AbsBackward0>)
+        >>> x.abs().sum().backward()
+        >>> x.grad
+        tensor([-1.,  0.,  1.])
+    """
     return record(input._backend.abs(input._data), (input,), "AbsBackward0", _abs_bw, (input,))
 
 
@@ -137,7 +189,18 @@ def _sign_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sign", function="sign", grad_fn="SignBackward0")
 def sign(input: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+    """-1, 0 or 1 by the sign of input, elementwise (0 for NaN, as torch's).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is zero everywhere.
+
+    Example::
+
+        >>> rustgrad.tensor([-3., 0., 2.]).sign()
+        tensor([-1.,  0.,  1.])
+    """
     d = input._data
     if d.dtype.kind == "b":
         out = d.copy()
@@ -156,7 +219,18 @@ def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="tanh", function="tanh", functional="tanh", grad_fn="TanhBackward0",
     saved={"TanhBackward0": _SAVED_RESULT})
 def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent of input."""
+    """The hyperbolic tangent of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 - tanh(input)^2, computed from the saved result.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).tanh()
+        tensor([0.0000, 0.7616])
+    """
     return record(input._backend.tanh(floating(input)), (input,), "TanhBackward0", _tanh_bw, (),
                   None, True)
 
@@ -169,7 +243,18 @@ def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0",
     saved={"ReciprocalBackward0": _SAVED_RESULT})
 def reciprocal(input: Tensor) -> Tensor:
-    """1 / input."""
+    """1 / input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Integer and bool inputs give float32. The gradient is -1 / input^2.
+
+    Example::
+
+        >>> rustgrad.tensor([2., 4.]).reciprocal()
+        tensor([0.5000, 0.2500])
+    """
     d = floating(input)
     return record(1 / d, (input,), "ReciprocalBackward0", _reciprocal_bw, (), None, True)
 
@@ -235,7 +320,26 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
 
 @op(method=("clamp", "clip"), function=("clamp", "clip"), grad_fn=("ClampBackward0", "ClampBackward1"))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002  (torch's names)
-    """input limited to [min, max] (either bound may be None, a number or a tensor)."""
+    """input limited to [min, max] (either bound may be None, a number or a tensor).
+
+    Args:
+        input (Tensor): the input tensor.
+        min (Number or Tensor, optional): the lower bound.
+        max (Number or Tensor, optional): the upper bound.
+
+    Where min > max every entry becomes max. The gradient passes (1) strictly inside
+    (min, max) and is 0 where an entry was clipped or sits exactly on a bound, as torch's.
+    `clip` is the same op.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-2., 0., 1., 3.], requires_grad=True)
+        >>> x.clamp(0., 1.)
+        tensor([0., 0., 1., 1.], grad_fn=<ClampBackward1>)
+        >>> x.clamp(0., 1.).sum().backward()
+        >>> x.grad
+        tensor([0., 0., 0., 0.])
+    """
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
     lo = None if min is None else as_scalar(min)
@@ -305,7 +409,20 @@ def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
 
 @op(method=("clamp_", "clip_"))
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-    """clamp written into self."""
+    """clamp written into self.
+
+    Args:
+        min (Number or Tensor, optional): the lower bound.
+        max (Number or Tensor, optional): the upper bound.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-2., 0.5, 3.])
+        >>> x.clamp_(min=0.)
+        tensor([0.0000, 0.5000, 3.0000])
+        >>> x
+        tensor([0.0000, 0.5000, 3.0000])
+    """
     check_inplace(self)
     check_internal_overlap(self)
     check_no_partial_overlap(self, min)
@@ -349,7 +466,18 @@ def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sin", function="sin", grad_fn="SinBackward0")
 def sin(input: Tensor) -> Tensor:
-    """The sine of input (radians)."""
+    """The sine of input (radians), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is cos(input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.5707963]).sin()
+        tensor([0., 1.])
+    """
     return _unary(input, lambda xp, d: xp.sin(d), "SinBackward0", _sin_bw, "in")
 
 
@@ -359,7 +487,18 @@ def _cos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cos", function="cos", grad_fn="CosBackward0")
 def cos(input: Tensor) -> Tensor:
-    """The cosine of input (radians)."""
+    """The cosine of input (radians), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is -sin(input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 3.1415927]).cos()
+        tensor([ 1., -1.])
+    """
     return _unary(input, lambda xp, d: xp.cos(d), "CosBackward0", _cos_bw, "in")
 
 
@@ -370,7 +509,18 @@ def _tan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="tan", function="tan", grad_fn="TanBackward0")
 def tan(input: Tensor) -> Tensor:
-    """The tangent of input (radians)."""
+    """The tangent of input (radians), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 + tan(input)^2.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0.7853982]).tan()
+        tensor([0., 1.])
+    """
     return _unary(input, lambda xp, d: xp.tan(d), "TanBackward0", _tan_bw, "out")
 
 
@@ -381,7 +531,18 @@ def _asin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0")
 def asin(input: Tensor) -> Tensor:
-    """The arcsine of input."""
+    """The arcsine of input, elementwise (NaN outside [-1, 1]).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 / sqrt(1 - input^2), infinite at -1 and 1.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).asin()
+        tensor([0.0000, 1.5708])
+    """
     return _unary(input, lambda xp, d: xp.arcsin(d), "AsinBackward0", _asin_bw, "in")
 
 
@@ -392,7 +553,18 @@ def _acos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0")
 def acos(input: Tensor) -> Tensor:
-    """The arccosine of input."""
+    """The arccosine of input, elementwise (NaN outside [-1, 1]).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is -1 / sqrt(1 - input^2), infinite at -1 and 1.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 0.]).acos()
+        tensor([0.0000, 1.5708])
+    """
     return _unary(input, lambda xp, d: xp.arccos(d), "AcosBackward0", _acos_bw, "in")
 
 
@@ -403,7 +575,18 @@ def _atan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("arctan", "atan"), function=("arctan", "atan"), grad_fn="AtanBackward0")
 def atan(input: Tensor) -> Tensor:
-    """The arctangent of input."""
+    """The arctangent of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 / (1 + input^2).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).atan()
+        tensor([0.0000, 0.7854])
+    """
     return _unary(input, lambda xp, d: xp.arctan(d), "AtanBackward0", _atan_bw, "in")
 
 
@@ -413,7 +596,16 @@ def _sinh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="sinh", function="sinh", grad_fn="SinhBackward0")
 def sinh(input: Tensor) -> Tensor:
-    """The hyperbolic sine of input."""
+    """The hyperbolic sine of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).sinh()
+        tensor([0.0000, 1.1752])
+    """
     return _unary(input, lambda xp, d: xp.sinh(d), "SinhBackward0", _sinh_bw, "in")
 
 
@@ -423,7 +615,16 @@ def _cosh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cosh", function="cosh", grad_fn="CoshBackward0")
 def cosh(input: Tensor) -> Tensor:
-    """The hyperbolic cosine of input."""
+    """The hyperbolic cosine of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).cosh()
+        tensor([1.0000, 1.5431])
+    """
     return _unary(input, lambda xp, d: xp.cosh(d), "CoshBackward0", _cosh_bw, "in")
 
 
@@ -435,7 +636,17 @@ def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method=("arctan2", "atan2"), function=("arctan2", "atan2"), grad_fn="Atan2Backward0")
 def atan2(input: Tensor, other: Tensor) -> Tensor:
-    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant.
+
+    Args:
+        input (Tensor): the y coordinates.
+        other (Tensor): the x coordinates (broadcast with input).
+
+    Example::
+
+        >>> rustgrad.atan2(rustgrad.tensor([1., 1.]), rustgrad.tensor([1., -1.]))
+        tensor([0.7854, 2.3562])
+    """
     if not isinstance(other, Tensor):
         raise TypeError(
             f"atan2(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}"
@@ -462,7 +673,16 @@ def _exp2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="exp2", function="exp2", grad_fn="Exp2Backward0")
 def exp2(input: Tensor) -> Tensor:
-    """2 to the power input."""
+    """2 to the power input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 3.]).exp2()
+        tensor([1., 8.])
+    """
     return _unary(input, lambda xp, d: xp.exp2(d), "Exp2Backward0", _exp2_bw, "out")
 
 
@@ -472,7 +692,16 @@ def _expm1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="expm1", function="expm1", grad_fn="Expm1Backward0")
 def expm1(input: Tensor) -> Tensor:
-    """exp(input) - 1, accurate near 0."""
+    """exp(input) - 1, elementwise, accurate near 0.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).expm1()
+        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
+    """
     return _unary(input, lambda xp, d: xp.expm1(d), "Expm1Backward0", _expm1_bw, "out")
 
 
@@ -482,7 +711,16 @@ def _log2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="log2", function="log2", grad_fn="Log2Backward0")
 def log2(input: Tensor) -> Tensor:
-    """The base-2 logarithm of input."""
+    """The base-2 logarithm of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 8.]).log2()
+        tensor([0., 3.])
+    """
     return _unary(input, lambda xp, d: xp.log2(d), "Log2Backward0", _log2_bw, "in")
 
 
@@ -492,7 +730,16 @@ def _log10_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="log10", function="log10", grad_fn="Log10Backward0")
 def log10(input: Tensor) -> Tensor:
-    """The base-10 logarithm of input."""
+    """The base-10 logarithm of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 10.]).log10()
+        tensor([0., 1.])
+    """
     return _unary(input, lambda xp, d: xp.log10(d), "Log10Backward0", _log10_bw, "in")
 
 
@@ -502,7 +749,18 @@ def _log1p_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="log1p", function="log1p", grad_fn="Log1PBackward0")
 def log1p(input: Tensor) -> Tensor:
-    """log(1 + input), accurate near 0."""
+    """log(1 + input), elementwise, accurate near 0.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 / (1 + input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).log1p()
+        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
+    """
     return _unary(input, lambda xp, d: xp.log1p(d), "Log1PBackward0", _log1p_bw, "in")
 
 
@@ -513,13 +771,35 @@ def _rsqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0")
 def rsqrt(input: Tensor) -> Tensor:
-    """1 / sqrt(input)."""
+    """1 / sqrt(input), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    0 gives inf and negative entries NaN. The gradient is -0.5 input^(-3/2).
+
+    Example::
+
+        >>> rustgrad.tensor([1., 4.]).rsqrt()
+        tensor([1.0000, 0.5000])
+    """
     return _unary(input, lambda xp, d: 1 / xp.sqrt(d), "RsqrtBackward0", _rsqrt_bw, "out")
 
 
 @op(method="square", function="square", grad_fn="PowBackward0")
 def square(input: Tensor) -> Tensor:
-    """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
+    """input * input, elementwise (torch's pow(input, 2); bool squares to int64).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 2 input, recorded as PowBackward0.
+
+    Example::
+
+        >>> rustgrad.tensor([-2., 3.]).square()
+        tensor([4., 9.])
+    """
     if input._data.dtype.kind == "b":
         input = _const(input._data.astype(_dtype.int64.np))
     return input ** 2
@@ -542,19 +822,46 @@ def _rounding(a: Tensor, fn: Any, name: str, kernel: str) -> Tensor:
 
 @op(method="floor", function="floor", grad_fn="FloorBackward0")
 def floor(input: Tensor) -> Tensor:
-    """The largest integer not above input (zero gradient)."""
+    """The largest integer not above input, elementwise (zero gradient).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([-1.5, 1.5]).floor()
+        tensor([-2.,  1.])
+    """
     return _rounding(input, lambda xp, d: xp.floor(d), "FloorBackward0", "floor_vml_cpu")
 
 
 @op(method="ceil", function="ceil", grad_fn="CeilBackward0")
 def ceil(input: Tensor) -> Tensor:
-    """The smallest integer not below input (zero gradient)."""
+    """The smallest integer not below input, elementwise (zero gradient).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([-1.5, 1.5]).ceil()
+        tensor([-1.,  2.])
+    """
     return _rounding(input, lambda xp, d: xp.ceil(d), "CeilBackward0", "ceil_vml_cpu")
 
 
 @op(method=("fix", "trunc"), function=("fix", "trunc"), grad_fn="TruncBackward0")
 def trunc(input: Tensor) -> Tensor:
-    """input rounded toward zero (zero gradient)."""
+    """input rounded toward zero, elementwise (zero gradient).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([-1.5, 1.5]).trunc()
+        tensor([-1.,  1.])
+    """
     return _rounding(input, lambda xp, d: xp.trunc(d), "TruncBackward0", "trunc_vml_cpu")
 
 
@@ -563,7 +870,22 @@ fix = trunc
 
 @op(method="round", function="round", grad_fn=("RoundBackward0", "RoundBackward1"))
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
-    """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
+    """input rounded to the nearest integer, halves to even (or to decimals places).
+
+    Args:
+        input (Tensor): the input tensor.
+        decimals (int, optional): keyword-only; the number of decimal places, computed as torch
+            does, rint(input * 10**decimals) / 10**decimals. Default: 0.
+
+    The gradient is zero everywhere.
+
+    Example::
+
+        >>> rustgrad.tensor([0.5, 1.5, 2.5, -0.5]).round()
+        tensor([0., 2., 2., -0.])
+        >>> rustgrad.tensor([1.2345]).round(decimals=2)
+        tensor([1.2300])
+    """
     if decimals == 0:
         return _rounding(input, lambda xp, d: xp.rint(d), "RoundBackward0", "round_vml_cpu")
     d = input._data
@@ -614,7 +936,18 @@ def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="erf", function="erf", grad_fn="ErfBackward0")
 def erf(input: Tensor) -> Tensor:
-    """The error function of input."""
+    """The error function of input, elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 2 / sqrt(pi) exp(-input^2).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).erf()
+        tensor([0.0000, 0.8427])
+    """
     return _unary(input, _erf_array, "ErfBackward0", _erf_bw, "in")
 
 
@@ -642,7 +975,18 @@ def _lerp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="lerp", function="lerp", grad_fn=("LerpBackward0", "LerpBackward1"))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
+    """input + weight * (end - input): linear interpolation, evaluated as torch does near weight 1.
+
+    Args:
+        input (Tensor): the start points.
+        end (Tensor): the end points.
+        weight (float or Tensor): the interpolation weight, broadcast with input and end.
+
+    Example::
+
+        >>> rustgrad.lerp(rustgrad.tensor([0., 10.]), rustgrad.tensor([1., 20.]), 0.5)
+        tensor([ 0.5000, 15.0000])
+    """
     _check_same_dtype(input, end, "end")
     xp = input._backend
     s, e = input._data, end._data
@@ -676,7 +1020,19 @@ def _fmod_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="fmod", function="fmod", grad_fn=("FmodBackward0", "FmodBackward1"))
 def fmod(input: Tensor, other: Any) -> Tensor:
-    """C's fmod: the remainder has the sign of the dividend."""
+    """The remainder of input / other with the sign of the dividend (C's fmod), elementwise.
+
+    Args:
+        input (Tensor): the dividend.
+        other (Tensor or Number): the divisor.
+
+    See remainder for the remainder with the sign of the divisor.
+
+    Example::
+
+        >>> rustgrad.tensor([-3., 3.]).fmod(2)
+        tensor([-1.,  1.])
+    """
     xp = input._backend
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
@@ -703,19 +1059,46 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 # ---- floating-point tests and logical ops (bool results, no gradient) -----------------
 @op(method="isnan", function="isnan")
 def isnan(input: Tensor) -> Tensor:
-    """Where input is NaN."""
+    """Where input is NaN, as a bool tensor.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([1., float("nan")]).isnan()
+        tensor([False,  True])
+    """
     return _const(input._backend.isnan(input._data))
 
 
 @op(method="isinf", function="isinf")
 def isinf(input: Tensor) -> Tensor:
-    """Where input is +inf or -inf."""
+    """Where input is +inf or -inf, as a bool tensor.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([1., float("inf"), -float("inf")]).isinf()
+        tensor([False,  True,  True])
+    """
     return _const(input._backend.isinf(input._data))
 
 
 @op(method="isfinite", function="isfinite")
 def isfinite(input: Tensor) -> Tensor:
-    """Where input is neither NaN nor infinite."""
+    """Where input is neither NaN nor infinite, as a bool tensor.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([1., float("inf"), float("nan")]).isfinite()
+        tensor([ True, False, False])
+    """
     return _const(input._backend.isfinite(input._data))
 
 
@@ -742,13 +1125,33 @@ def _logical(name: str, a: Tensor, b: Any) -> Tensor:
 
 @op(method="logical_and", function="logical_and")
 def logical_and(input: Tensor, other: Tensor) -> Tensor:
-    """input and other, as truth values (bool result)."""
+    """input and other, as truth values, elementwise (bool result).
+
+    Args:
+        input (Tensor): the first operand; non-zero is True.
+        other (Tensor): the second operand, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([True, True, False]).logical_and(rustgrad.tensor([True, False, False]))
+        tensor([ True, False, False])
+    """
     return _logical("logical_and", input, other)
 
 
 @op(method="logical_or", function="logical_or")
 def logical_or(input: Tensor, other: Tensor) -> Tensor:
-    """input or other, as truth values (bool result)."""
+    """input or other, as truth values, elementwise (bool result).
+
+    Args:
+        input (Tensor): the first operand; non-zero is True.
+        other (Tensor): the second operand, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 0, 0]).logical_or(rustgrad.tensor([0, 2, 0]))
+        tensor([ True,  True, False])
+    """
     return _logical("logical_or", input, other)
 
 
@@ -760,7 +1163,16 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 
 @op(method="logical_not", function="logical_not")
 def logical_not(input: Tensor) -> Tensor:
-    """not input, as a truth value (bool result)."""
+    """not input, as a truth value, elementwise (bool result).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.5]).logical_not()
+        tensor([ True, False])
+    """
     return _const(input._backend.logical_not(input._data))
 
 
@@ -798,7 +1210,19 @@ def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
-    """input with NaN, +inf and -inf replaced by finite numbers."""
+    """input with NaN, +inf and -inf replaced by finite numbers.
+
+    Args:
+        input (Tensor): the input tensor.
+        nan (float, optional): the value for NaN. Default: 0.
+        posinf (float, optional): the value for +inf. Default: the dtype's largest finite value.
+        neginf (float, optional): the value for -inf. Default: the dtype's smallest finite value.
+
+    Example::
+
+        >>> rustgrad.tensor([float("nan"), float("inf"), 1.]).nan_to_num(posinf=9.)
+        tensor([0., 9., 1.])
+    """
     d = input._data
     xp = input._backend
     if d.dtype.kind != "f":
@@ -847,7 +1271,18 @@ def _frac_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="frac", function="frac", grad_fn="FracBackward0")
 def frac(input: Tensor) -> Tensor:
-    """The fractional part of input, input - trunc(input) (gradient passes through)."""
+    """The fractional part of input, input - trunc(input), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient passes through unchanged (1).
+
+    Example::
+
+        >>> rustgrad.tensor([-1.25, 2.5]).frac()
+        tensor([-0.2500,  0.5000])
+    """
     d = input._data
     if d.dtype.kind != "f":
         raise NotImplementedError(f'"frac_cpu" not implemented for '
@@ -937,13 +1372,33 @@ def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:
 
 @op(method="clamp_min", function="clamp_min", grad_fn=("ClampMinBackward0", "ClampMinBackward1"))
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002  (torch's name)
-    """input limited from below by min (a number or a tensor)."""
+    """input limited from below by min (a number or a tensor).
+
+    Args:
+        input (Tensor): the input tensor.
+        min (Number or Tensor): the lower bound.
+
+    Example::
+
+        >>> rustgrad.tensor([-1., 2.]).clamp_min(0.)
+        tensor([0., 2.])
+    """
     return _clamp_side(input, min, True)
 
 
 @op(method="clamp_max", function="clamp_max", grad_fn=("ClampMaxBackward0", "ClampMaxBackward1"))
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002  (torch's name)
-    """input limited from above by max (a number or a tensor)."""
+    """input limited from above by max (a number or a tensor).
+
+    Args:
+        input (Tensor): the input tensor.
+        max (Number or Tensor): the upper bound.
+
+    Example::
+
+        >>> rustgrad.tensor([-1., 2.]).clamp_max(0.)
+        tensor([-1.,  0.])
+    """
     return _clamp_side(input, max, False)
 
 

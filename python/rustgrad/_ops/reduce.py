@@ -63,7 +63,28 @@ _SAVED_DIMS = {
 @op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"),
     saved={"SumBackward1": _SAVED_DIMS, "SumBackward0": {"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]}})
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """The sum of all entries, or over dim (keepdim keeps reduced dims as size 1)."""
+    """The sum of all entries, or over dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to sum in and return. Bool and
+            integer inputs sum as int64 by default.
+
+    The gradient is the incoming gradient broadcast back to input's shape.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 2.], [3., 4.]])
+        >>> x.sum()
+        tensor(10.)
+        >>> x.sum(dim=0)
+        tensor([4., 6.])
+        >>> x.sum(1, keepdim=True)
+        tensor([[3.],
+                [7.]])
+    """
     d = input._data
     dims = _dims(dim, d.ndim)
     np_dtype = _dtype.to_np(dtype)
@@ -88,7 +109,22 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"),
     saved={"MeanBackward1": _SAVED_DIMS})
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """The mean of all entries, or over dim."""
+    """The mean of all entries, or over dim.
+
+    Args:
+        input (Tensor): the input tensor (floating point, or give dtype).
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 2.], [3., 4.]])
+        >>> x.mean()
+        tensor(2.5000)
+        >>> x.mean(dim=1)
+        tensor([1.5000, 3.5000])
+    """
     d = input._data
     if d.dtype.kind not in "fc" and dtype is None:
         raise NotImplementedError(
@@ -190,13 +226,56 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
 
 @op(method="max", function="max")
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """The largest entry; over dim, (values, indices); with a tensor, the elementwise maximum."""
+    """The largest entry; over dim, (values, indices); with a tensor, the elementwise maximum.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or Tensor, optional): the dim to reduce, giving a named tuple (values,
+            indices); a tensor here means rustgrad.maximum(input, dim).
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    The gradient: over dim, each row's gradient goes to the entry at the returned index (the
+    first largest); over all entries, it is shared evenly among the entries equal to the max.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 5., 5.], [7., 2., 0.]], requires_grad=True)
+        >>> x.max()
+        tensor(7., grad_fn=<MaxBackward1>)
+        >>> x.max(dim=1)
+        torch.return_types.max(
+        values=tensor([5., 7.], grad_fn=<MaxBackward0>),
+        indices=tensor([1, 0]))
+        >>> x.max(dim=1).values.sum().backward()
+        >>> x.grad
+        tensor([[0., 1., 0.],
+                [1., 0., 0.]])
+    """
     return _reduce_minmax(input, dim, keepdim, True)
 
 
 @op(method="min", function="min")
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """The smallest entry; over dim, (values, indices); with a tensor, the elementwise minimum."""
+    """The smallest entry; over dim, (values, indices); with a tensor, the elementwise minimum.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or Tensor, optional): the dim to reduce, giving a named tuple (values,
+            indices); a tensor here means rustgrad.minimum(input, dim).
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    The gradient follows max's rule: to the returned index over dim, shared among ties overall.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 5.], [0., 0.]])
+        >>> x.min()
+        tensor(0.)
+        >>> x.min(dim=1)
+        torch.return_types.min(
+        values=tensor([1., 0.]),
+        indices=tensor([0, 0]))
+    """
     return _reduce_minmax(input, dim, keepdim, False)
 
 
@@ -257,7 +336,20 @@ def _logsumexp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="logsumexp", function="logsumexp", grad_fn="LogsumexpBackward0")
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) over dim, shifted by the max (an infinite max shifts by 0, as torch)."""
+    """log(sum(exp(input))) over dim, computed stably by shifting with the max.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints): the dims to reduce.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    The gradient is softmax(input) over dim.
+
+    Example::
+
+        >>> rustgrad.tensor([[0., 0.], [1000., 1000.]]).logsumexp(dim=1)
+        tensor([6.9315e-01, 1.0007e+03])
+    """
     d = input._data
     if d.dtype.kind != "f":
         input = input.to(_dtype.get_default_dtype())
@@ -334,7 +426,25 @@ def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
 @op(method="prod", function="prod", grad_fn=("ProdBackward0", "ProdBackward1"))
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
-    """The product of all entries, or over dim."""
+    """The product of all entries, or over dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dim to reduce; all entries when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
+
+    The gradient is the product of the other entries, exact also where input has zeros.
+
+    Example::
+
+        >>> x = rustgrad.tensor([2., 0., 3.], requires_grad=True)
+        >>> x.prod()
+        tensor(0., grad_fn=<ProdBackward0>)
+        >>> x.prod().backward()
+        >>> x.grad
+        tensor([0., 6., 0.])
+    """
     input = _reduce_dtype(input, dtype)
     d = input._data
     xp = input._backend
@@ -364,7 +474,18 @@ def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cumsum", function="cumsum", grad_fn="CumsumBackward0")
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Running sums along dim."""
+    """Running sums along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to sum along.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3, 4]).cumsum(0)
+        tensor([ 1,  3,  6, 10])
+    """
     in_dt = input._data.dtype
     input = _reduce_dtype(input, dtype)
     d = input._data
@@ -396,7 +517,18 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="cumprod", function="cumprod", grad_fn="CumprodBackward0")
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Running products along dim."""
+    """Running products along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to multiply along.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 2., 3., 4.]).cumprod(0)
+        tensor([ 1.,  2.,  6., 24.])
+    """
     input = _reduce_dtype(input, dtype)
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
@@ -458,8 +590,23 @@ def _var_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="var", function="var", grad_fn="VarBackward0")
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
-    """The variance over dim (all entries by default), with Bessel's correction unless told
-    otherwise."""
+    """The variance over dim (all entries by default), with Bessel's correction unless told otherwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        unbiased (bool, optional): the older spelling of correction=1 (True) or 0 (False).
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        correction (int, optional): keyword-only; the divisor is N - correction. Default: 1.
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2., 3., 4.])
+        >>> x.var()
+        tensor(1.6667)
+        >>> x.var(correction=0)
+        tensor(1.2500)
+    """
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "var")
     return record(out, (input,), "VarBackward0", _var_bw, (input,), (axes, kshape, dof))
@@ -473,7 +620,20 @@ def _std_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="std", function="std", grad_fn="StdBackward0")
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
-    """The standard deviation over dim (all entries by default)."""
+    """The standard deviation over dim (all entries by default), with Bessel's correction by default.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        unbiased (bool, optional): the older spelling of correction=1 (True) or 0 (False).
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        correction (int, optional): keyword-only; the divisor is N - correction. Default: 1.
+
+    Example::
+
+        >>> rustgrad.tensor([[1., 3.], [2., 2.]]).std(dim=1)
+        tensor([1.4142, 0.0000])
+    """
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "std")
     out = input._backend.sqrt(out)
@@ -594,7 +754,28 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
 @op(method="norm", function="norm")
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
-    """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
+    """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries.
+
+    Args:
+        input (Tensor): the input tensor.
+        p (float or str, optional): the order: a number (inf and -inf included) or "fro".
+            Default: "fro".
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+        dtype (rustgrad.dtype, optional): the dtype to compute in and return.
+
+    The 2-norm's gradient at a zero input is 0 (not NaN), as torch's.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[3., 4.], [0., 1.]])
+        >>> x.norm()
+        tensor(5.0990)
+        >>> x.norm(dim=1)
+        tensor([5., 1.])
+        >>> x.norm(p=1)
+        tensor(8.)
+    """
     if isinstance(p, str):
         if p == "nuc":
             raise NotImplementedError("rustgrad: norm(p='nuc') is not supported")
@@ -625,7 +806,18 @@ def _dist_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="dist", function="dist", grad_fn="DistBackward0")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
-    """The p-norm of input - other."""
+    """The p-norm of input - other.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+        p (float, optional): the norm's order. Default: 2.
+
+    Example::
+
+        >>> rustgrad.dist(rustgrad.tensor([0., 0.]), rustgrad.tensor([3., 4.]))
+        tensor(5.)
+    """
     ad, bd = promote(input, other)
     if ad.dtype.kind != "f":
         raise NotImplementedError(
@@ -678,13 +870,41 @@ def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
 
 @op(method="amax", function="amax")
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
-    """The largest entries over dim (the gradient is shared evenly among ties)."""
+    """The largest entries over dim (the gradient is shared evenly among ties).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when empty.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Unlike max(dim), the gradient is split evenly among all entries equal to the max.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 3., 3.]], requires_grad=True)
+        >>> x.amax(dim=1)
+        tensor([3.], grad_fn=<AmaxBackward0>)
+        >>> x.amax(dim=1).sum().backward()
+        >>> x.grad
+        tensor([[0.0000, 0.5000, 0.5000]])
+    """
     return _amax(input, dim, keepdim, True)
 
 
 @op(method="amin", function="amin")
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
-    """The smallest entries over dim (the gradient is shared evenly among ties)."""
+    """The smallest entries over dim (the gradient is shared evenly among ties).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when empty.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Example::
+
+        >>> rustgrad.tensor([[1., 3.], [0., -2.]]).amin(dim=0)
+        tensor([ 0., -2.])
+    """
     return _amax(input, dim, keepdim, False)
 
 
@@ -702,13 +922,38 @@ def _all_any(input: Tensor, dim: Dims, keepdim: bool, is_all: bool) -> Tensor:
 
 @op(method="all", function="all")
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """Whether every entry is non-zero, overall or over dim."""
+    """Whether every entry is non-zero, overall or over dim (a bool tensor).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[True, False], [True, True]])
+        >>> x.all()
+        tensor(False)
+        >>> x.all(dim=1)
+        tensor([False,  True])
+    """
     return _all_any(input, dim, keepdim, True)
 
 
 @op(method="any", function="any")
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """Whether some entry is non-zero, overall or over dim."""
+    """Whether some entry is non-zero, overall or over dim (a bool tensor).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Example::
+
+        >>> rustgrad.tensor([[0, 0], [0, 3]]).any(dim=1)
+        tensor([False,  True])
+    """
     return _all_any(input, dim, keepdim, False)
 
 
@@ -739,20 +984,55 @@ def _arg(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tens
 
 @op(method="argmax", function="argmax")
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
-    """The index of the largest entry, overall (flattened) or over dim."""
+    """The index of the largest entry, overall (flattened) or over dim (the first among ties).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dim to reduce; the flattened input when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 9., 9.], [4., 2., 0.]])
+        >>> x.argmax()
+        tensor(1)
+        >>> x.argmax(dim=1)
+        tensor([1, 0])
+    """
     return _arg(input, dim, keepdim, True)
 
 
 @op(method="argmin", function="argmin")
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
-    """The index of the smallest entry, overall (flattened) or over dim."""
+    """The index of the smallest entry, overall (flattened) or over dim (the first among ties).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dim to reduce; the flattened input when None.
+        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
+
+    Example::
+
+        >>> rustgrad.tensor([[1., 0.], [4., 2.]]).argmin(dim=0)
+        tensor([0, 0])
+    """
     return _arg(input, dim, keepdim, False)
 
 
 # ---- count_nonzero, bincount, diff -------------------------------------------------------------
 @op(method="count_nonzero", function="count_nonzero")
 def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
-    """The number of non-zero elements, over all of input or along dim (int64)."""
+    """The number of non-zero entries, over all of input or along dim (int64).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to count along.
+
+    Example::
+
+        >>> rustgrad.tensor([[0, 1], [2, 3]]).count_nonzero(dim=0)
+        tensor([1, 2])
+    """
     d = input._data
     xp = input._backend
     axes = None
@@ -804,7 +1084,22 @@ def bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0
 @op(method="diff", function="diff")
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None,
          append: Optional[Tensor] = None) -> Tensor:
-    """The n-th forward difference along dim, after prepend/append are concatenated."""
+    """The n-th forward difference along dim, after prepend/append are concatenated.
+
+    Args:
+        input (Tensor): the input tensor.
+        n (int, optional): how many times to difference. Default: 1.
+        dim (int, optional): the dim to difference along. Default: -1.
+        prepend (Tensor, optional): values put before input along dim.
+        append (Tensor, optional): values put after input along dim.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 4, 9, 16]).diff()
+        tensor([3, 5, 7])
+        >>> rustgrad.tensor([1, 4, 9, 16]).diff(n=2)
+        tensor([2, 2])
+    """
     from .views import cat, narrow
 
     nd = input._data.ndim

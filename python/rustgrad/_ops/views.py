@@ -62,7 +62,19 @@ def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
 # ---- narrow, select, unbind ------------------------------------------------------------
 @op(method="narrow", function="narrow", grad_fn="SliceBackward0")
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
-    """A view of length entries of input along dim, from start."""
+    """A view of length entries of input along dim, from start.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to narrow.
+        start (int or Tensor): the first index kept.
+        length (int): how many entries to keep.
+
+    Example::
+
+        >>> rustgrad.arange(6).narrow(0, 1, 3)
+        tensor([1, 2, 3])
+    """
     d = input._data
     if d.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -87,7 +99,18 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
 
 @op(method="select", function="select", grad_fn="SelectBackward0")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
-    """A view of input at index along dim, without that dim."""
+    """A view of input at index along dim, without that dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to index.
+        index (int): the index taken (negative counts from the end).
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).select(1, 0)
+        tensor([1, 3])
+    """
     d = input._data
     if d.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -106,7 +129,17 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 @op(method="unbind", function="unbind", grad_fn="UnbindBackward0")
 def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
-    """The slices of input along dim, as a tuple of views."""
+    """The slices of input along dim, as a tuple of views.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dim removed. Default: 0.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).unbind(1)
+        (tensor([1, 3]), tensor([2, 4]))
+    """
     d = input._data
     if d.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -137,7 +170,21 @@ def _multi_output(views: List[Tensor]) -> Tuple[Tensor, ...]:
 
 @op(method="split", function="split", grad_fn="SplitBackward0")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
-    """input cut along dim into pieces of a given size (or given sizes), as views."""
+    """input cut along dim into pieces of a given size (or given sizes), as views.
+
+    Args:
+        tensor (Tensor): the input tensor.
+        split_size_or_sections (int or list of ints): each piece's size (the last may be
+            smaller), or the list of sizes.
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Example::
+
+        >>> rustgrad.arange(5).split(2)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+        >>> rustgrad.arange(5).split([1, 4])
+        (tensor([0]), tensor([1, 2, 3, 4]))
+    """
     d = tensor._data
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -180,7 +227,18 @@ def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -
 
 @op(method="chunk", function="chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
-    """input cut along dim into at most chunks equal pieces, as views."""
+    """input cut along dim into at most chunks equal pieces, as views.
+
+    Args:
+        input (Tensor): the input tensor.
+        chunks (int): the number of pieces wanted.
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Example::
+
+        >>> rustgrad.arange(5).chunk(2)
+        (tensor([0, 1, 2]), tensor([3, 4]))
+    """
     d = input._data
     if d.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -216,7 +274,22 @@ def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="diagonal", function="diagonal", grad_fn="DiagonalBackward0")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """A view of the diagonal of input over dims dim1 and dim2."""
+    """A view of the diagonal of input over dims dim1 and dim2.
+
+    Args:
+        input (Tensor): the input tensor (at least 2-D).
+        offset (int, optional): which diagonal: above the main one when positive. Default: 0.
+        dim1 (int, optional): the first dim of the matrices. Default: 0.
+        dim2 (int, optional): the second dim of the matrices. Default: 1.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1, 2], [3, 4]])
+        >>> x.diagonal()
+        tensor([1, 4])
+        >>> x.diagonal(offset=1)
+        tensor([2])
+    """
     d = input._data
     d1, d2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
     if d1 == d2:
@@ -239,7 +312,18 @@ def mT(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
 
 @op(method=("moveaxis", "movedim"), function=("moveaxis", "movedim"))
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
-    """A view of input with the dims at source moved to destination."""
+    """A view of input with the dims at source moved to destination.
+
+    Args:
+        input (Tensor): the input tensor.
+        source (int or tuple of ints): the dims to move.
+        destination (int or tuple of ints): where they go.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3, 4).movedim(0, -1).shape
+        torch.Size([3, 4, 2])
+    """
     n = input._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -335,13 +419,39 @@ def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
 
 @op(method="tril", function="tril")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
-    """A copy of input with the entries above the diagonal set to zero."""
+    """A copy of input with the entries above the diagonal set to zero.
+
+    Args:
+        input (Tensor): the input tensor (at least 2-D; the last two dims are the matrices).
+        diagonal (int, optional): the diagonal kept last: above the main one when positive.
+            Default: 0.
+
+    Example::
+
+        >>> rustgrad.ones(3, 3).tril()
+        tensor([[1., 0., 0.],
+                [1., 1., 0.],
+                [1., 1., 1.]])
+    """
     return _tri(input, diagonal, False)
 
 
 @op(method="triu", function="triu")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
-    """A copy of input with the entries below the diagonal set to zero."""
+    """A copy of input with the entries below the diagonal set to zero.
+
+    Args:
+        input (Tensor): the input tensor (at least 2-D; the last two dims are the matrices).
+        diagonal (int, optional): the diagonal kept first: above the main one when positive.
+            Default: 0.
+
+    Example::
+
+        >>> rustgrad.ones(3, 3).triu(diagonal=1)
+        tensor([[0., 1., 1.],
+                [0., 0., 1.],
+                [0., 0., 0.]])
+    """
     return _tri(input, diagonal, True)
 
 
@@ -351,7 +461,18 @@ def _flip_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="flip", function="flip", grad_fn="FlipBackward0")
 def flip(input: Tensor, *dims: Any) -> Tensor:
-    """A copy of input reversed along the given dims."""
+    """A copy of input reversed along the given dims.
+
+    Args:
+        input (Tensor): the input tensor.
+        dims (int or tuple of ints): the dims to reverse.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).flip(1)
+        tensor([[2, 1],
+                [4, 3]])
+    """
     d = input._data
     dl = _int_list(dims) if dims else ()
     wd = tuple(_wrap_dim(x, d.ndim) for x in dl)
@@ -368,7 +489,19 @@ def _roll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="roll", function="roll", grad_fn="RollBackward0")
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
-    """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
+    """A copy of input rolled by shifts along dims (the flattened input when dims is None).
+
+    Args:
+        input (Tensor): the input tensor.
+        shifts (int or tuple of ints): by how many places; entries pushed off one end come back
+            at the other.
+        dims (int or tuple of ints, optional): the dims to roll along.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3, 4]).roll(1)
+        tensor([4, 1, 2, 3])
+    """
     d = input._data
     sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
     if dims is None:
@@ -402,7 +535,19 @@ def _repeat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="repeat", grad_fn="RepeatBackward0")
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
-    """input tiled sizes times along each dimension."""
+    """input tiled sizes times along each dimension.
+
+    Args:
+        input (Tensor): the input tensor.
+        sizes (ints or tuple of ints): the number of copies per dim (at least input.dim()
+            of them; extra leading ones add dims).
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2]).repeat(2, 2)
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     sizes = _int_list(sizes)
@@ -436,7 +581,23 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
 @op(method="repeat_interleave", function="repeat_interleave")
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
                       output_size: Any = None) -> Tensor:
-    """Each entry of input repeated repeats times along dim."""
+    """Each entry of input repeated repeats times along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        repeats (int or Tensor): the number of copies, for every entry or one per entry.
+        dim (int, optional): the dim to repeat along; the flattened input when None.
+        output_size (int, optional): keyword-only; the total size along dim, if known.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2]).repeat_interleave(2)
+        tensor([1, 1, 2, 2])
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).repeat_interleave(rustgrad.tensor([1, 2]), dim=0)
+        tensor([[1, 2],
+                [3, 4],
+                [3, 4]])
+    """
     from .gather import index_select
     xp = input._backend
     if repeats is None:  # repeat_interleave(counts): the indices repeated by the counts
@@ -515,7 +676,23 @@ def _try_view(d: Any, shape: tuple) -> Any:
 
 @op(method="view", grad_fn="ViewBackward0")
 def view(input: Tensor, *shape: Any) -> Tensor:
-    """A view of input with another shape (the same number of entries, compatible strides)."""
+    """A view of input with another shape (the same number of entries, compatible strides).
+
+    Args:
+        input (Tensor): the input tensor.
+        shape (ints or tuple of ints): the new shape; one entry may be -1, inferred.
+
+    Shares input's storage: writing to one shows in the other. Use reshape when the strides may
+    not allow a view.
+
+    Example::
+
+        >>> rustgrad.arange(6).view(2, 3)
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+        >>> rustgrad.arange(6).view(-1, 2).shape
+        torch.Size([3, 2])
+    """
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("view(dtype) is not supported")
     d = input._data
@@ -532,7 +709,19 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 @op(method="reshape", function="reshape",
     grad_fn=("UnsafeViewBackward0", "ViewBackward0", "ReshapeAliasBackward0"))
 def reshape(input: Tensor, *shape: Any) -> Tensor:
-    """input with another shape: a view when the strides allow it, else a copy."""
+    """input with another shape: a view when the strides allow it, else a copy.
+
+    Args:
+        input (Tensor): the input tensor.
+        shape (ints or tuple of ints): the new shape; one entry may be -1, inferred.
+
+    Example::
+
+        >>> rustgrad.arange(6).reshape(3, 2)
+        tensor([[0, 1],
+                [2, 3],
+                [4, 5]])
+    """
     d = input._data
     shape = _infer(_shape_arg(shape), d.size)
     v = _try_view(d, shape)
@@ -545,7 +734,20 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 @op(method="flatten", function="flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """input with dims start_dim .. end_dim merged into one."""
+    """input with dims start_dim .. end_dim merged into one.
+
+    Args:
+        input (Tensor): the input tensor.
+        start_dim (int, optional): the first dim merged. Default: 0.
+        end_dim (int, optional): the last dim merged. Default: -1.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3, 4).flatten().shape
+        torch.Size([24])
+        >>> rustgrad.zeros(2, 3, 4).flatten(1).shape
+        torch.Size([2, 12])
+    """
     d = input._data
     if d.ndim == 0:
         return reshape(input, 1)
@@ -563,7 +765,18 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @op(method="unflatten")
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
-    """input with dim split into sizes."""
+    """input with dim split into sizes.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim split.
+        sizes (tuple of ints): the sizes it becomes (one may be -1).
+
+    Example::
+
+        >>> rustgrad.zeros(2, 12).unflatten(1, (3, 4)).shape
+        torch.Size([2, 3, 4])
+    """
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
     return view(input, d.shape[:dim] + tuple(sizes) + d.shape[dim + 1 :])
@@ -575,7 +788,20 @@ def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    """A view of input with dims dim0 and dim1 swapped."""
+    """A view of input with dims dim0 and dim1 swapped.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim0 (int): the first dim.
+        dim1 (int): the second dim.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1)
+        tensor([[1, 4],
+                [2, 5],
+                [3, 6]])
+    """
     d = input._data
     d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
     out = input._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
@@ -588,7 +814,17 @@ def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="t", function="t", grad_fn="TBackward0")
 def t(input: Tensor) -> Tensor:
-    """The transpose of a tensor of at most 2 dims."""
+    """The transpose of a tensor of at most 2 dims (0-D and 1-D come back as they are).
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2]]).t()
+        tensor([[1],
+                [2]])
+    """
     d = input._data
     if d.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
@@ -601,7 +837,17 @@ def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="permute", function="permute", grad_fn="PermuteBackward0")
 def permute(input: Tensor, *dims: Any) -> Tensor:
-    """A view of input with its dims reordered."""
+    """A view of input with its dims reordered.
+
+    Args:
+        input (Tensor): the input tensor.
+        dims (ints or tuple of ints): the order: output dim i is input dim dims[i].
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3, 4).permute(2, 0, 1).shape
+        torch.Size([4, 2, 3])
+    """
     d = input._data
     dims = _shape_arg(dims)
     if len(dims) != d.ndim:
@@ -626,7 +872,20 @@ def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    """A view of input with a size-1 dim inserted at dim."""
+    """A view of input with a size-1 dim inserted at dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): where the new dim goes (negative counts from the end of the result).
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2]).unsqueeze(0)
+        tensor([[1, 2]])
+        >>> rustgrad.tensor([1, 2]).unsqueeze(-1)
+        tensor([[1],
+                [2]])
+    """
     d = input._data
     dim = _wrap_dim(dim, d.ndim + 1)
     out = d.reshape(d.shape[:dim] + (1,) + d.shape[dim:])
@@ -639,7 +898,19 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     grad_fn=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
 )
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
-    """A view of input without its size-1 dims (or only those in dim)."""
+    """A view of input without its size-1 dims (or only those in dim).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dims to remove if they have size 1.
+
+    Example::
+
+        >>> rustgrad.zeros(1, 2, 1).squeeze().shape
+        torch.Size([2])
+        >>> rustgrad.zeros(1, 2, 1).squeeze(0).shape
+        torch.Size([2, 1])
+    """
     d = input._data
     if dim is None:
         shape = tuple(s for s in d.shape if s != 1)
@@ -658,7 +929,22 @@ def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="expand", grad_fn="ExpandBackward0")
 def expand(input: Tensor, *sizes: Any) -> Tensor:
-    """A view of input broadcast to sizes (-1 keeps a size); no copy."""
+    """A view of input broadcast to sizes (-1 keeps a size); no copy.
+
+    Args:
+        input (Tensor): the input tensor.
+        sizes (ints or tuple of ints): the new sizes; only size-1 dims may grow, and new
+            leading dims may be added.
+
+    The expanded dims have stride 0, so the result should not be written to. The gradient is
+    summed over the expanded dims.
+
+    Example::
+
+        >>> rustgrad.tensor([[1], [2]]).expand(2, 3)
+        tensor([[1, 1, 1],
+                [2, 2, 2]])
+    """
     d = input._data
     sizes = _shape_arg(sizes)
     if len(sizes) < d.ndim:
@@ -716,7 +1002,24 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function=("cat", "concat"), grad_fn="CatBackward0")
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along an existing dim."""
+    """The tensors joined along an existing dim.
+
+    Args:
+        tensors (sequence of Tensors): tensors of the same shape except along dim (1-D empty
+            tensors are skipped, as torch's).
+        dim (int, optional): the dim to join along. Default: 0.
+
+    `concat` is the same op.
+
+    Example::
+
+        >>> a = rustgrad.tensor([[1, 2]])
+        >>> rustgrad.cat([a, a], dim=0)
+        tensor([[1, 2],
+                [1, 2]])
+        >>> rustgrad.cat([a, a], dim=1)
+        tensor([[1, 2, 1, 2]])
+    """
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -768,7 +1071,18 @@ def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function="stack", grad_fn="StackBackward0")
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along a new dim."""
+    """The tensors joined along a new dim.
+
+    Args:
+        tensors (sequence of Tensors): tensors of the same shape.
+        dim (int, optional): where the new dim goes. Default: 0.
+
+    Example::
+
+        >>> rustgrad.stack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])], dim=1)
+        tensor([[1, 3],
+                [2, 4]])
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -805,7 +1119,14 @@ _WARNED_T: list = []  # torch warns once per process
 
 @op(prop="T", grad_fn="PermuteBackward0")
 def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
-    """The dimensions reversed (permute), as torch's `.T` for every ndim."""
+    """The dimensions reversed (permute), as torch's `.T` for every ndim.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).T
+        tensor([[1, 3],
+                [2, 4]])
+    """
     if input._data.ndim not in (0, 2) and not _WARNED_T:
         import warnings
 
@@ -821,7 +1142,18 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
 # ---- shapes and joins ------------------------------------------------------------------------
 @op(method="broadcast_to", function="broadcast_to")
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
-    """A view of input broadcast to shape."""
+    """A view of input broadcast to shape.
+
+    Args:
+        input (Tensor): the input tensor.
+        shape (tuple of ints): the shape to broadcast to.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2]).broadcast_to((2, 2))
+        tensor([[1, 2],
+                [1, 2]])
+    """
     return input.expand(tuple(shape))
 
 
