@@ -37,16 +37,88 @@ class _WeightedLoss(_Loss):
 
 
 class L1Loss(_Loss):
+    """The mean absolute error: the loss of each element is ``|input - target|``.
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.L1Loss()
+        >>> loss(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 4.0]))
+        tensor(1.)
+    """
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
+    """The mean squared error: the loss of each element is ``(input - target)^2``.
+
+    The gradient with respect to ``input`` is ``2 * (input - target) / N`` with the mean.
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.MSELoss()
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> out = loss(x, torch.tensor([1.0, 4.0]))
+        >>> out
+        tensor(2., grad_fn=<MseLossBackward0>)
+        >>> out.backward()
+        >>> x.grad
+        tensor([ 0., -2.])
+    """
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class NLLLoss(_WeightedLoss):
+    """The negative log-likelihood loss: ``-input[n, target[n]]`` for each sample, given
+    log-probabilities (e.g. from :class:`LogSoftmax`).
+
+    With a ``weight``, each sample's loss is scaled by the weight of its class, and the mean
+    divides by the sum of those weights.
+
+    Args:
+        weight (Tensor, optional): a weight for each of the ``C`` classes.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        ignore_index (int): a target value whose samples add nothing to the loss or the mean.
+            Default: ``-100``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(N, C)``, ``(C)`` or ``(N, C, d1, d2, ...)``.
+        - Target: ``(N)``, ``()`` or ``(N, d1, d2, ...)`` of class indices in ``[0, C)``.
+        - Output: a scalar; the target's shape with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.NLLLoss()
+        >>> loss(torch.tensor([[-0.5, -1.0]]), torch.tensor([1]))
+        tensor(1.)
+    """
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean") -> None:
@@ -54,11 +126,46 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    """The cross entropy between the softmax of unnormalized scores ``input`` and ``target``.
+
+    The same as :class:`LogSoftmax` over the class dimension followed by :class:`NLLLoss`,
+    computed stably. ``target`` holds class indices, or class probabilities of the input's
+    shape. The gradient with respect to the scores is ``softmax(input) - one_hot(target)``
+    (divided by N with the mean).
+
+    Args:
+        weight (Tensor, optional): a weight for each of the ``C`` classes.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        ignore_index (int): a target index whose samples add nothing to the loss or the mean.
+            Default: ``-100``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+        label_smoothing (float): in [0, 1]; mixes the target with the uniform distribution
+            over the classes by this amount. Default: ``0.0``.
+
+    Shape:
+        - Input: ``(N, C)``, ``(C)`` or ``(N, C, d1, d2, ...)``.
+        - Target: ``(N)``, ``()`` or ``(N, d1, d2, ...)`` of class indices in ``[0, C)``,
+      or class probabilities of the input's shape.
+        - Output: a scalar; ``(N)`` (or ``(N, d1, ...)``) with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.CrossEntropyLoss()
+        >>> scores = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], requires_grad=True)
+        >>> out = loss(scores, torch.tensor([0, 2]))
+        >>> out
+        tensor(0.1755, grad_fn=<NllLossBackward0>)
+        >>> out.backward()
+        >>> scores.grad.shape
+        torch.Size([2, 3])
+    """
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
@@ -67,18 +174,58 @@ class CrossEntropyLoss(_WeightedLoss):
         self.label_smoothing = label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
 
 
 class BCELoss(_WeightedLoss):
+    """The binary cross entropy between probabilities ``input`` and targets in [0, 1]:
+    ``-(target * log(input) + (1 - target) * log(1 - input))``, the logs clamped to at
+    least -100.
+
+    Args:
+        weight (Tensor, optional): multiplies the loss of each element (broadcast).
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
+    """A sigmoid followed by :class:`BCELoss`, computed stably from the logits ``input``:
+    ``-(target * log(sigmoid(input)) + (1 - target) * log(1 - sigmoid(input)))``.
+
+    Args:
+        weight (Tensor, optional): multiplies the loss of each element (broadcast).
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+        pos_weight (Tensor, optional): a weight for the positive term of each class.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.BCEWithLogitsLoss()
+        >>> loss(torch.tensor([0.0, 2.0]), torch.tensor([0.0, 1.0]))
+        tensor(0.4100)
+    """
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean",
                  pos_weight: Optional[Tensor] = None) -> None:
@@ -87,22 +234,52 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """An L1 loss that is quadratic near zero: ``0.5 * d^2 / beta`` where ``|d| < beta`` and
+    ``|d| - 0.5 * beta`` elsewhere, with ``d = input - target``.
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+        beta (float): where the loss changes from quadratic to linear. Default: ``1.0``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
+    """The Huber loss: ``0.5 * d^2`` where ``|d| < delta`` and ``delta * (|d| - 0.5 * delta)``
+    elsewhere, with ``d = input - target``.
+
+    Args:
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+        delta (float): where the loss changes from quadratic to linear. Default: ``1.0``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         if not isinstance(delta, (float, int)):
             raise TypeError(f"delta must be a float or int, got: {type(delta)}")
@@ -110,58 +287,155 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
 class KLDivLoss(_Loss):
+    """The Kullback-Leibler divergence ``target * (log(target) - input)`` of each element, where
+    ``input`` holds log-probabilities (and ``target`` probabilities, or log-probabilities
+    with ``log_target=True``).
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'batchmean'`` | ``'sum'`` | ``'mean'``; ``'batchmean'``
+            divides the sum by the batch size, matching the definition of the divergence.
+            Default: ``'mean'`` (with a warning).
+        log_target (bool): whether ``target`` holds log-probabilities. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class SoftMarginLoss(_Loss):
+    """The two-class logistic loss ``log(1 + exp(-target * input))``, with targets 1 or -1.
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MarginRankingLoss(_Loss):
+    """The ranking loss ``max(0, -target * (input1 - input2) + margin)``: ``target`` is 1 where
+    ``input1`` should rank higher and -1 where ``input2`` should.
+
+    Args:
+        margin (float): the margin. Default: ``0.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input1, Input2, Target: ``(N)`` or ``()``.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+    """
     def __init__(self, margin: float = 0.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input1``, ``input2`` and ``target`` (see the class docstring)."""
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_Loss):
+    """The hinge embedding loss: ``input`` where ``target`` is 1 and ``max(0, margin - input)``
+    where it is -1; ``input`` is typically a distance between two embeddings.
+
+    Args:
+        margin (float): the margin. Default: ``1.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def __init__(self, margin: float = 1.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
+    """The cosine embedding loss: ``1 - cos(input1, input2)`` where ``target`` is 1 and
+    ``max(0, cos(input1, input2) - margin)`` where it is -1.
+
+    Args:
+        margin (float): the margin, in [-1, 1]. Default: ``0.0``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input1, Input2: ``(N, D)`` or ``(D)``.
+        - Target: ``(N)`` or ``()``.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+    """
     def __init__(self, margin: float = 0.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input1``, ``input2`` and ``target`` (see the class docstring)."""
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
 
 class PoissonNLLLoss(_Loss):
+    """The negative log-likelihood of ``target`` under a Poisson distribution: with
+    ``log_input=True``, ``exp(input) - target * input``; otherwise
+    ``input - target * log(input + eps)``.
+
+    Args:
+        log_input (bool): whether the input is the log of the rate. Default: ``True``.
+        full (bool): add Stirling's approximation of ``log(target!)``. Default: ``False``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        eps (float): avoids ``log(0)`` when ``log_input=False``. Default: ``1e-8``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(*)``, any number of dimensions.
+        - Target: ``(*)``, the shape of the input.
+        - Output: a scalar; ``(*)`` with ``reduction='none'``.
+    """
     def __init__(self, log_input: bool = True, full: bool = False,
                  size_average: Optional[bool] = None, eps: float = 1e-8,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
@@ -171,11 +445,26 @@ class PoissonNLLLoss(_Loss):
         self.eps = eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``log_input`` and ``target`` (see the class docstring)."""
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
                                   eps=self.eps, reduction=self.reduction)
 
 
 class GaussianNLLLoss(_Loss):
+    """The negative log-likelihood of ``target`` under a normal distribution of mean ``input``
+    and variance ``var``: ``0.5 * (log(var) + (input - target)^2 / var)``.
+
+    Args:
+        full (bool): add the constant ``0.5 * log(2 * pi)``. Default: ``False``.
+        eps (float): the smallest variance used (clamped). Default: ``1e-6``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input, Target: ``(N, *)`` or ``(*)``.
+        - Var: the input's shape, or with one dimension of size 1.
+        - Output: a scalar; the input's shape with ``reduction='none'``.
+    """
     def __init__(self, *, full: bool = False, eps: float = 1e-6,
                  reduction: str = "mean") -> None:
         super().__init__(None, None, reduction)
@@ -183,5 +472,6 @@ class GaussianNLLLoss(_Loss):
         self.eps = eps
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
+        """Computes the loss of ``input``, ``target`` and ``var`` (see the class docstring)."""
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)

@@ -10,8 +10,23 @@ __all__ = ["MultiLabelSoftMarginLoss"]
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
-    """F.multilabel_soft_margin_loss with this module's weight and reduction."""
+    """A multi-label one-versus-all loss: the binary logistic loss of each class, averaged over
+    the classes, for targets of 0 or 1 per class.
+
+    Args:
+        weight (Tensor, optional): a weight for each of the ``C`` classes.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the loss of each
+            element, their mean or their sum. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(N, C)`` or ``(C)``.
+        - Target: the input's shape, 0 or 1.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
