@@ -12,6 +12,22 @@ __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    """Adagrad: per-element learning rates shrunk by the sum of past squared gradients.
+
+    With g the gradient (plus ``weight_decay * p``) at step t: ``clr = lr / (1 + (t - 1) * lr_decay)``,
+    ``s += g**2``, ``p -= clr * g / (sqrt(s) + eps)``.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float): the learning rate. Default: ``1e-2``.
+        lr_decay (float): the learning rate decay. Default: 0.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        initial_accumulator_value (float): the starting value of s. Default: 0.
+        eps (float): added to the denominator for numerical stability. Default: ``1e-10``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
+            update is always used.
+    """
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: Optional[bool] = None, *, maximize: bool = False,
@@ -38,6 +54,14 @@ class Adagrad(Optimizer):
                 state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Updates every parameter of every group that has a ``.grad``, in place and outside
+        autograd; returns the closure's loss (or None).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

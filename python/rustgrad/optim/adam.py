@@ -11,6 +11,36 @@ __all__ = ["Adam"]
 
 
 class Adam(Optimizer):
+    """Adam: steps scaled by running estimates of the gradient's first and second moments.
+
+    With g the gradient (plus ``weight_decay * p``, or with ``decoupled_weight_decay`` instead
+    ``p *= 1 - lr * weight_decay``): ``m = b1 * m + (1 - b1) * g``, ``v = b2 * v + (1 - b2) * g**2``,
+    then ``p -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)`` at step t; amsgrad uses the
+    running maximum of v.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float): the learning rate. Default: ``1e-3``.
+        betas (Tuple[float, float]): the decay rates (b1, b2) of the moment estimates.
+            Default: ``(0.9, 0.999)``.
+        eps (float): added to the denominator for numerical stability. Default: ``1e-8``.
+        weight_decay (float): weight decay (L2 penalty). Default: 0.
+        amsgrad (bool): use the AMSGrad variant. Default: ``False``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
+            update is always used.
+        capturable (bool): accepted for torch compatibility.
+        decoupled_weight_decay (bool): decay the weights directly, as AdamW. Default: ``False``.
+
+    Example::
+
+        >>> w = torch.tensor([1.0], requires_grad=True)
+        >>> opt = torch.optim.Adam([w], lr=0.1)
+        >>> (w ** 2).sum().backward()
+        >>> opt.step()
+        >>> w
+        tensor([0.9000], requires_grad=True)
+    """
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: Optional[bool] = None, maximize: bool = False,
@@ -24,6 +54,14 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Updates every parameter of every group that has a ``.grad``, in place and outside
+        autograd; returns the closure's loss (or None).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

@@ -143,6 +143,22 @@ class Optimizer:
 
     # ---- param groups ---------------------------------------------------------------------
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
+        """Adds a group of parameters with its own options (e.g. a layer with another lr).
+
+        Options the group leaves out take the optimizer's defaults. A parameter may belong to only
+        one group.
+
+        Args:
+            param_group (dict): ``{"params": [...], <option>: value, ...}``.
+
+        Example::
+
+            >>> w = torch.zeros(1, requires_grad=True)
+            >>> opt = torch.optim.SGD([w], lr=0.1)
+            >>> opt.add_param_group({"params": [torch.zeros(2, requires_grad=True)], "lr": 0.01})
+            >>> [g["lr"] for g in opt.param_groups]
+            [0.1, 0.01]
+        """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -206,6 +222,14 @@ class Optimizer:
 
     # ---- grads ----------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the gradients of all the optimized parameters.
+
+        `backward` accumulates into ``.grad``, so call this before each step's backward.
+
+        Args:
+            set_to_none (bool): set ``.grad`` to None (the default, cheaper) instead of filling it
+                with zeros.
+        """
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -221,15 +245,29 @@ class Optimizer:
                     g.zero_()
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step; each optimizer class defines it.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss (required by
+                some optimizers, such as LBFGS).
+        """
         raise NotImplementedError
 
     # ---- hooks ----------------------------------------------------------------------------
     def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs)``, called before each `step`.
+
+        The hook may return a new ``(args, kwargs)`` for the step. Returns a handle with
+        ``remove()``.
+        """
         handle = RemovableHandle(self._optimizer_step_pre_hooks)
         self._optimizer_step_pre_hooks[handle.id] = hook
         return handle
 
     def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs)``, called after each `step`. Returns a handle
+        with ``remove()``.
+        """
         handle = RemovableHandle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
@@ -237,7 +275,22 @@ class Optimizer:
     # ---- state_dict -----------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
         """{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}, with
-        parameters numbered in group order, as torch."""
+        parameters numbered in group order, as torch.
+
+        The per-parameter state (momentum buffers, moment estimates, step counts) is keyed by
+        the parameter's position instead of the tensor, so the dict can be saved and loaded into
+        an optimizer over another model's parameters. The tensors in it are not copied.
+
+        Example::
+
+            >>> w = torch.tensor([1.0], requires_grad=True)
+            >>> opt = torch.optim.Adam([w], lr=0.1)
+            >>> (w ** 2).sum().backward()
+            >>> opt.step()
+            >>> sd = opt.state_dict()
+            >>> sorted(sd["state"][0]), sd["param_groups"][0]["params"]
+            (['exp_avg', 'exp_avg_sq', 'step'], [0])
+        """
         param_mappings: Dict[int, int] = {}
         start_index = 0
 
@@ -270,6 +323,15 @@ class Optimizer:
         return value
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the state and the group options from `state_dict` (as given by `state_dict()`).
+
+        The optimizer must have been built over parameter groups of the same sizes; its
+        parameters are matched to the saved state by position. Floating-point state tensors
+        (other than ``step``) are cast to their parameter's dtype and device.
+
+        Args:
+            state_dict (dict): the optimizer state, from `state_dict()`.
+        """
         state_dict = state_dict.copy()
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])

@@ -11,6 +11,26 @@ __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
+    """RMSprop: steps divided by a running root mean square of the gradients.
+
+    With g the gradient (plus ``weight_decay * p``): ``v = alpha * v + (1 - alpha) * g**2``; the
+    denominator is ``sqrt(v) + eps`` (centered: ``sqrt(v - a**2) + eps`` with a the running mean of
+    g); then ``p -= lr * g / denom``, or with momentum ``b = momentum * b + g / denom``,
+    ``p -= lr * b``.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float): the learning rate. Default: ``1e-2``.
+        alpha (float): the smoothing constant. Default: 0.99.
+        eps (float): added to the denominator for numerical stability. Default: ``1e-8``.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        momentum (float): the momentum factor. Default: 0.
+        centered (bool): normalize by an estimate of the gradient's variance. Default: ``False``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
+            update is always used.
+        capturable (bool): accepted for torch compatibility.
+    """
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, capturable: bool = False,
@@ -32,6 +52,14 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Updates every parameter of every group that has a ``.grad``, in place and outside
+        autograd; returns the closure's loss (or None).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

@@ -12,6 +12,34 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, with optional momentum (heavy-ball or Nesterov).
+
+    With g the gradient (plus ``weight_decay * p``): ``b = momentum * b + (1 - dampening) * g``
+    (b = g at the first step), then ``p -= lr * (g + momentum * b)`` with Nesterov, else
+    ``p -= lr * b``; without momentum ``p -= lr * g``.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float): the learning rate. Default: ``1e-3``.
+        momentum (float): the momentum factor. Default: 0.
+        dampening (float): the dampening of the momentum. Default: 0.
+        weight_decay (float): L2 penalty added to the gradient. Default: 0.
+        nesterov (bool): use Nesterov momentum. Default: ``False``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
+            update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0], requires_grad=True)
+        >>> opt = torch.optim.SGD([w], lr=0.1)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([0.6400], requires_grad=True)
+    """
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False, foreach: Optional[bool] = None,
@@ -30,6 +58,14 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Updates every parameter of every group that has a ``.grad``, in place and outside
+        autograd; returns the closure's loss (or None).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])
