@@ -68,18 +68,28 @@ class LRScheduler:
             self._is_initial = False
 
     def state_dict(self) -> Dict[str, Any]:
+        """The scheduler's state as a dict (every attribute but the optimizer), for
+        `load_state_dict`.
+        """
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the scheduler's state from a dict given by `state_dict`."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> List[float]:
+        """The learning rates the last `step` set, one per param group."""
         return self._last_lr
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         raise NotImplementedError
 
     def step(self, epoch: Optional[int] = None) -> None:
+        """Advances one epoch and sets each param group's lr to the schedule's value.
+
+        Call it after `optimizer.step()`. Passing `epoch` is deprecated, as in torch.
+        """
         if self._step_count == 1:
             if not getattr(self.optimizer.step, "_wrapped_by_lr_sched", False):
                 warnings.warn(
@@ -160,6 +170,10 @@ class _LambdaStateMixin:
     lr_lambdas: List[Callable[[int], float]]
 
     def state_dict(self) -> Dict[str, Any]:
+        """The scheduler's state as a dict (every attribute but the optimizer), for
+        `load_state_dict`. Of the lr_lambdas only callable objects are saved, by their
+        attributes; plain functions and lambdas are saved as None.
+        """
         sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         sd["lr_lambdas"] = [None] * len(self.lr_lambdas)
         for idx, fn in enumerate(self.lr_lambdas):
@@ -168,6 +182,7 @@ class _LambdaStateMixin:
         return sd
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the scheduler's state from a dict given by `state_dict`."""
         lr_lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
         state_dict["lr_lambdas"] = lr_lambdas
@@ -185,6 +200,7 @@ class LambdaLR(_LambdaStateMixin, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         return [base_lr * lmbda(self.last_epoch)
                 for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
@@ -202,6 +218,7 @@ class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if not self._is_initial:
             return [group["lr"] * lmbda(self.last_epoch)
@@ -219,6 +236,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if (self.last_epoch == 0) or (self.last_epoch % self.step_size != 0):
             return self._group_lrs()
@@ -239,6 +257,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self.last_epoch not in self.milestones:
             return self._group_lrs()
@@ -261,6 +280,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self.last_epoch == 0:
             return [group["lr"] * self.factor for group in self.optimizer.param_groups]
@@ -287,6 +307,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
@@ -311,6 +332,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self._is_initial:
             return self._group_lrs()
@@ -328,6 +350,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._group_lrs()
@@ -350,6 +373,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         if self._is_initial:
             return self._group_lrs()
@@ -387,12 +411,16 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         return [self.eta_min + (base_lr - self.eta_min)
                 * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base_lr in self.base_lrs]
 
     def step(self, epoch: Optional[float] = None) -> None:  # type: ignore[override]
+        """Advances the schedule; `epoch` may be fractional (e.g. ``epoch + i / iters``) to step
+        within an epoch.
+        """
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -461,6 +489,12 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics: Any, epoch: Optional[int] = None) -> None:  # type: ignore[override]
+        """Records a value of the monitored metric and reduces the lrs by `factor` after `patience`
+        epochs without improvement.
+
+        Args:
+            metrics: the value of the monitored quantity (a number or a one-element tensor).
+        """
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -500,6 +534,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self) -> bool:
+        """Whether the scheduler is in its cooldown period after a reduction."""
         return self.cooldown_counter > 0
 
     def _is_better(self, a: float, best: float) -> bool:
@@ -522,6 +557,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the scheduler's state from a dict given by `state_dict`."""
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
@@ -631,6 +667,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         lrs = []
         step_num = self.last_epoch
@@ -668,11 +705,16 @@ class _ComposedStateMixin:
     _schedulers: List[Any]
 
     def state_dict(self) -> Dict[str, Any]:
+        """The scheduler's state as a dict (every attribute but the optimizer), for
+        `load_state_dict`. Of the lr_lambdas only callable objects are saved, by their
+        attributes; plain functions and lambdas are saved as None.
+        """
         sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return sd
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the scheduler's state from a dict given by `state_dict`."""
         scheds = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
         state_dict["_schedulers"] = scheds
@@ -714,6 +756,7 @@ class SequentialLR(_ComposedStateMixin, LRScheduler):
         self._last_lr = schedulers[0].get_last_lr()
 
     def step(self) -> None:  # type: ignore[override]
+        """Steps the scheduler whose turn it is, switching to the next at each milestone."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -738,6 +781,7 @@ class ChainedScheduler(_ComposedStateMixin, LRScheduler):
         self._last_lr = self._group_lrs()
 
     def step(self) -> None:  # type: ignore[override]
+        """Steps every scheduler of the chain once."""
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = self._group_lrs()
@@ -822,6 +866,7 @@ class CyclicLR(LRScheduler):
         return self._scale_fn_ref(x)
 
     def get_lr(self) -> List[float]:
+        """The learning rates this scheduler sets at the current epoch, one per param group."""
         self._warn_get_lr()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
@@ -843,6 +888,9 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self) -> Dict[str, Any]:
+        """The scheduler's state as a dict (every attribute but the optimizer), for
+        `load_state_dict`.
+        """
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
         fn = state.pop("_scale_fn_custom")
@@ -853,6 +901,7 @@ class CyclicLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the scheduler's state from a dict given by `state_dict`."""
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
         if fn is not None:
