@@ -14,7 +14,16 @@ import numpy as _np
 class dtype:
     """A tensor element type, named and printed as torch's (`torch.float32`)."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_cat")
+    # a dict of slots gives each attribute a docstring (help() and the API reference show it)
+    __slots__ = {
+        "name": "The name without the module prefix, e.g. ``'float32'``.",
+        "np": "The NumPy dtype that stores this type's elements.",
+        "is_floating_point": "Whether this is a floating point type.",
+        "is_complex": "Whether this is a complex type.",
+        "is_signed": "Whether the type holds negative values (floating point and signed integers).",
+        "itemsize": "The size of one element in bytes.",
+        "_cat": "0 for bool, 1 for integer, 2 for floating point types.",
+    }
 
     def __init__(self, name: str, np_dtype: Any, category: int) -> None:
         self.name = name
@@ -32,6 +41,7 @@ class dtype:
         return self.name
 
     def to_real(self) -> dtype:
+        """The real counterpart of a complex type; the type itself otherwise."""
         return self
 
 
@@ -67,11 +77,13 @@ class _unsupported_dtype(dtype):
 
     @property  # type: ignore[override]
     def np(self) -> Any:
+        """Raises TypeError: no backend stores elements of this type."""
         raise TypeError(
             f"rustgrad: {self!r} is not supported: the NumPy and CuPy backends store only "
             "float16/32/64, (u)int8, int16/32/64 and bool tensors")
 
     def to_real(self) -> dtype:
+        """The real counterpart of a complex type; the type itself otherwise."""
         return BY_NAME[self._real_name] if self._real_name else self
 
     def to_complex(self) -> dtype:

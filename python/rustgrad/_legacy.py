@@ -73,7 +73,11 @@ def legacy_new(*args: Any, device: Any = None, **kwargs: Any) -> Tensor:
 
 
 def _typed(name: str, dtype_name: str) -> type:
-    return _TypedMeta(name, (), {"_dtype_name": dtype_name, "__module__": "torch"})
+    doc = (f"Legacy constructor of {dtype_name} tensors, as torch's {name}: ``{name}(data)`` "
+           f"copies data, ``{name}(*sizes)`` makes an uninitialized tensor, and "
+           f"``isinstance(t, {name})`` tests a tensor's dtype. Prefer ``rustgrad.tensor(data, "
+           f"dtype=rustgrad.{dtype_name})``.")
+    return _TypedMeta(name, (), {"_dtype_name": dtype_name, "__module__": "torch", "__doc__": doc})
 
 
 FloatTensor = _typed("FloatTensor", "float32")

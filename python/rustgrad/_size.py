@@ -10,6 +10,13 @@ class Size(tuple):
         return f"torch.Size({list(self)})"
 
     def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (the product of the sizes).
+
+        Example::
+
+            >>> torch.Size([2, 3]).numel()
+            6
+        """
         n = 1
         for s in self:
             n *= s
