@@ -96,7 +96,22 @@ def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="relu", function="relu", grad_fn="ReluBackward0",
     saved={"ReluBackward0": _SAVED_RESULT})
 def relu(input: Tensor) -> Tensor:
-    """max(input, 0)."""
+    """max(input, 0), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is 1 where input > 0 and 0 elsewhere, including at 0.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-1., 0., 2.], requires_grad=True)
+        >>> x.relu()
+        tensor([0., 0., 2.], grad_fn=<ReluBackward0>)
+        >>> x.relu().sum().backward()
+        >>> x.grad
+        tensor([0., 0., 1.])
+    """
     xp = input._backend
     d = input._data
     if d.dtype.kind == "b":
@@ -113,7 +128,18 @@ def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="sigmoid", function="sigmoid", functional="sigmoid", grad_fn="SigmoidBackward0",
     saved={"SigmoidBackward0": _SAVED_RESULT})
 def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + exp(-input))."""
+    """1 / (1 + exp(-input)), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    The gradient is sigmoid(input) * (1 - sigmoid(input)), from the saved result.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 2.]).sigmoid()
+        tensor([0.5000, 0.8808])
+    """
     xp = input._backend
     d = floating(input)
     # exp of a negative argument only, so large |x| neither overflows nor loses precision
@@ -133,7 +159,19 @@ def _softplus_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(functional="softplus", grad_fn="SoftplusBackward0",
     saved={"SoftplusBackward0": _SAVED_SELF})
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta input)) / beta, and input itself where beta input > threshold."""
+    """log(1 + exp(beta * input)) / beta, and input itself where beta * input > threshold.
+
+    Args:
+        input (Tensor): the input tensor.
+        beta (float, optional): the sharpness. Default: 1.
+        threshold (float, optional): above this, beta * input is returned as is (divided by
+            beta), for stability. Default: 20.
+
+    Example::
+
+        >>> rustgrad.nn.functional.softplus(rustgrad.tensor([0., 30.]))
+        tensor([ 0.6931, 30.0000])
+    """
     d = _require_float(input, "softplus_cpu")
     xp = input._backend
     with quiet_fp(xp):
@@ -161,7 +199,18 @@ def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(functional="gelu", grad_fn="GeluBackward0", saved={"GeluBackward0": _SAVED_SELF})
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """input * Phi(input) (Phi the standard normal CDF), or its tanh approximation."""
+    """input * Phi(input) (Phi the standard normal CDF), or its tanh approximation.
+
+    Args:
+        input (Tensor): the input tensor.
+        approximate (str, optional): "none" for the exact form, "tanh" for the tanh
+            approximation. Default: "none".
+
+    Example::
+
+        >>> rustgrad.nn.functional.gelu(rustgrad.tensor([-1., 0., 1.]))
+        tensor([-0.1587,  0.0000,  0.8413])
+    """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     d = _require_float(input, "GeluKernelImpl")
@@ -184,7 +233,17 @@ def _silu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(functional="silu", grad_fn="SiluBackward0", saved={"SiluBackward0": _SAVED_SELF})
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """input * sigmoid(input)."""
+    """input * sigmoid(input), elementwise (also called swish).
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.silu(rustgrad.tensor([0., 1.]))
+        tensor([0.0000, 0.7311])
+    """
     _require_float(input, "silu_cpu")
     src = inplace_input(input, inplace)
     d = src._data
@@ -238,7 +297,18 @@ def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1"))
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """input where positive, else negative_slope * input."""
+    """input where positive, else negative_slope * input.
+
+    Args:
+        input (Tensor): the input tensor.
+        negative_slope (float, optional): the slope for negative entries. Default: 0.01.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.leaky_relu(rustgrad.tensor([-2., 3.]), 0.1)
+        tensor([-0.2000,  3.0000])
+    """
     _require_float(input, "leaky_relu_cpu")
     src = inplace_input(input, inplace)
     d = src._data
@@ -275,7 +345,18 @@ def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace:
 
 @op(functional="elu", grad_fn=("EluBackward0", "EluBackward1"))
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """input where positive, else alpha * (exp(input) - 1)."""
+    """input where positive, else alpha * (exp(input) - 1).
+
+    Args:
+        input (Tensor): the input tensor.
+        alpha (float, optional): the negative saturation value. Default: 1.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.elu(rustgrad.tensor([-1., 2.]))
+        tensor([-0.6321,  2.0000])
+    """
     return _elu(input, alpha, 1.0, 1.0, inplace, "EluBackward1" if inplace else "EluBackward0")
 
 
@@ -305,7 +386,21 @@ def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(functional="hardtanh", grad_fn="HardtanhBackward0")
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
-    """input clamped to [min_val, max_val]."""
+    """input clamped to [min_val, max_val].
+
+    Args:
+        input (Tensor): the input tensor.
+        min_val (float, optional): the lower bound. Default: -1.
+        max_val (float, optional): the upper bound. Default: 1.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    The gradient is 1 strictly between the bounds and 0 at or outside them.
+
+    Example::
+
+        >>> rustgrad.nn.functional.hardtanh(rustgrad.tensor([-2., 0.5, 2.]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     src = inplace_input(input, inplace)
@@ -317,7 +412,17 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 @op(functional="relu6", grad_fn="HardtanhBackward0")
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(input, 0), 6) (torch's hardtanh(input, 0, 6))."""
+    """min(max(input, 0), 6), elementwise (torch's hardtanh(input, 0, 6)).
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.relu6(rustgrad.tensor([-1., 3., 8.]))
+        tensor([0., 3., 6.])
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
@@ -329,7 +434,17 @@ def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(functional="hardsigmoid", grad_fn="HardsigmoidBackward0")
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """clamp(input / 6 + 1/2, 0, 1)."""
+    """clamp(input / 6 + 1/2, 0, 1), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.hardsigmoid(rustgrad.tensor([-4., 0., 4.]))
+        tensor([0.0000, 0.5000, 1.0000])
+    """
     _require_float(input, "hardsigmoid_cpu")
     src = inplace_input(input, inplace)
     d = src._data
@@ -347,7 +462,17 @@ def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(functional="hardswish", grad_fn="HardswishBackward0")
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """input * hardsigmoid(input)."""
+    """input * hardsigmoid(input), elementwise.
+
+    Args:
+        input (Tensor): the input tensor.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> rustgrad.nn.functional.hardswish(rustgrad.tensor([-4., 1., 4.]))
+        tensor([-0.0000, 0.6667, 4.0000])
+    """
     _require_float(input, "hardswish_cpu")
     src = inplace_input(input, inplace)
     d = src._data
@@ -405,7 +530,19 @@ def _softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="softmax", function="softmax", grad_fn="SoftmaxBackward0")
 def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
             _stacklevel: int = 3) -> Tensor:
-    """exp(input) / exp(input).sum(dim), shifted by the max along dim."""
+    """exp(input) / exp(input).sum(dim), computed stably by shifting with the max along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim whose entries sum to 1 (leaving it out is deprecated, as in torch).
+        dtype (rustgrad.dtype, optional): the dtype input is cast to first.
+
+    Example::
+
+        >>> rustgrad.tensor([[0., 0.], [0., 1000.]]).softmax(dim=1)
+        tensor([[0.5000, 0.5000],
+                [0.0000, 1.0000]])
+    """
     input, dim = _softmax_input(input, dim, dtype, "softmax")
     xp = input._backend
     d = input._data
@@ -442,7 +579,18 @@ def _log_softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="log_softmax", function="log_softmax", grad_fn="LogSoftmaxBackward0")
 def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
                 _stacklevel: int = 3) -> Tensor:
-    """input - logsumexp(input, dim), shifted by the max along dim."""
+    """input - logsumexp(input, dim), computed stably by shifting with the max along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to normalize over (leaving it out is deprecated, as in torch).
+        dtype (rustgrad.dtype, optional): the dtype input is cast to first.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0.]).log_softmax(dim=0)
+        tensor([-0.6931, -0.6931])
+    """
     input, dim = _softmax_input(input, dim, dtype, "log_softmax")
     xp = input._backend
     d = input._data
@@ -460,7 +608,18 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
 @op(functional="softmin", grad_fn="SoftmaxBackward0")
 def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
             dtype: Any = None) -> Tensor:
-    """softmax(-input, dim)."""
+    """softmax(-input, dim).
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim whose entries sum to 1.
+        dtype (rustgrad.dtype, optional): the dtype input is cast to first.
+
+    Example::
+
+        >>> rustgrad.nn.functional.softmin(rustgrad.tensor([0., 0.]), dim=0)
+        tensor([0.5000, 0.5000])
+    """
     if dim is None:
         dim = _softmax_dim(input.ndim, "softmin")
     x = input.to(dtype) if dtype is not None else input

@@ -45,8 +45,27 @@ def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(function="where", grad_fn="WhereBackward0")
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
-    """input where condition holds, else other (elementwise, broadcast); where(condition) is
-    nonzero(as_tuple=True)."""
+    """input where condition holds, else other (elementwise, broadcast); where(condition) is nonzero(as_tuple=True).
+
+    Args:
+        condition (Tensor): a bool tensor choosing input (True) or other (False).
+        input (Tensor or Number): the values taken where condition is True.
+        other (Tensor or Number): the values taken where condition is False.
+
+    The gradient flows to input where condition is True and to other where it is False; the
+    branch not taken gets 0. That 0 still becomes NaN upstream where the branch's own
+    derivative is infinite (e.g. sqrt at 0), as in torch.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-1., 2., -3.], requires_grad=True)
+        >>> y = rustgrad.where(x > 0, x, rustgrad.tensor(0.))
+        >>> y
+        tensor([0., 2., 0.], grad_fn=<WhereBackward0>)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([0., 1., 0.])
+    """
     if input is None and other is None:
         return tuple(
             record(i.astype(_dtype.int64.np), (), "", None) for i in condition._data.nonzero()
@@ -115,13 +134,39 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
 
 @op(method="maximum", function="maximum")
 def maximum(input: Tensor, other: Any) -> Tensor:
-    """The elementwise maximum of input and other."""
+    """The elementwise maximum of input and other.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+
+    Where the two are equal, each gets half of the gradient. NaN wins.
+
+    Example::
+
+        >>> a = rustgrad.tensor([1., 5.], requires_grad=True)
+        >>> rustgrad.maximum(a, rustgrad.tensor([3., 5.])).sum().backward()
+        >>> a.grad
+        tensor([0.0000, 0.5000])
+    """
     return _binary_max(input, other, True)
 
 
 @op(method="minimum", function="minimum")
 def minimum(input: Tensor, other: Any) -> Tensor:
-    """The elementwise minimum of input and other."""
+    """The elementwise minimum of input and other.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+
+    Where the two are equal, each gets half of the gradient. NaN wins.
+
+    Example::
+
+        >>> rustgrad.minimum(rustgrad.tensor([1., 5.]), rustgrad.tensor([3., 2.]))
+        tensor([1., 2.])
+    """
     return _binary_max(input, other, False)
 
 
@@ -144,37 +189,97 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
 
 @op(method="eq", dunder="__eq__", function="eq")
 def eq(input: Tensor, other: Any) -> Any:
-    """input == other, elementwise, as a bool tensor."""
+    """input == other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3]) == 2
+        tensor([False,  True, False])
+    """
     return _compare(input, other, "equal")
 
 
 @op(method="ne", dunder="__ne__", function="ne")
 def ne(input: Tensor, other: Any) -> Any:
-    """input != other, elementwise, as a bool tensor."""
+    """input != other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3]).ne(rustgrad.tensor([1, 0, 3]))
+        tensor([False,  True, False])
+    """
     return _compare(input, other, "not_equal")
 
 
 @op(method="lt", dunder="__lt__", function="lt")
 def lt(input: Tensor, other: Any) -> Any:
-    """input < other, elementwise, as a bool tensor."""
+    """input < other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3]) < 2
+        tensor([ True, False, False])
+    """
     return _compare(input, other, "less")
 
 
 @op(method="le", dunder="__le__", function="le")
 def le(input: Tensor, other: Any) -> Any:
-    """input <= other, elementwise, as a bool tensor."""
+    """input <= other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3]) <= 2
+        tensor([ True,  True, False])
+    """
     return _compare(input, other, "less_equal")
 
 
 @op(method="gt", dunder="__gt__", function="gt")
 def gt(input: Tensor, other: Any) -> Any:
-    """input > other, elementwise, as a bool tensor."""
+    """input > other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 2., float('nan')]) > 1
+        tensor([False,  True, False])
+    """
     return _compare(input, other, "greater")
 
 
 @op(method="ge", dunder="__ge__", function="ge")
 def ge(input: Tensor, other: Any) -> Any:
-    """input >= other, elementwise, as a bool tensor."""
+    """input >= other, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the tensor to compare.
+        other (Tensor or Number): the value compared with, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.tensor([1, 2, 3]).ge(2)
+        tensor([False,  True,  True])
+    """
     return _compare(input, other, "greater_equal")
 
 
@@ -218,7 +323,18 @@ def invert(input: Tensor) -> Any:
 
 @op(method="where", grad_fn="WhereBackward0")
 def where_method(self: Tensor, condition: Tensor, other: Any) -> Any:
-    """self where condition holds, else other (torch's Tensor.where)."""
+    """self where condition holds, else other (torch's Tensor.where).
+
+    Args:
+        condition (Tensor): a bool tensor choosing self (True) or other (False).
+        other (Tensor or Number): the values taken where condition is False.
+
+    Example::
+
+        >>> x = rustgrad.tensor([-1., 2.])
+        >>> x.where(x > 0, 0.)
+        tensor([0., 2.])
+    """
     return where(condition, self, other)
 
 
@@ -226,7 +342,20 @@ def where_method(self: Tensor, condition: Tensor, other: Any) -> Any:
 @op(method="isclose", function="isclose")
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
-    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
+    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+        rtol (float, optional): the relative tolerance. Default: 1e-05.
+        atol (float, optional): the absolute tolerance. Default: 1e-08.
+        equal_nan (bool, optional): whether two NaNs count as close. Default: False.
+
+    Example::
+
+        >>> rustgrad.isclose(rustgrad.tensor([1., 1.1]), rustgrad.tensor([1.000001, 1.]))
+        tensor([ True, False])
+    """
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{_type_name(input.dtype)} did not match {_type_name(other.dtype)}")
     same_device(input._data, other._data)
@@ -242,13 +371,36 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 @op(method="allclose", function="allclose")
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
-    """Whether isclose holds everywhere (a Python bool)."""
+    """Whether isclose holds everywhere (a Python bool).
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+        rtol (float, optional): the relative tolerance. Default: 1e-05.
+        atol (float, optional): the absolute tolerance. Default: 1e-08.
+        equal_nan (bool, optional): whether two NaNs count as close. Default: False.
+
+    Example::
+
+        >>> rustgrad.allclose(rustgrad.tensor([1., 2.]), rustgrad.tensor([1., 2.000001]))
+        True
+    """
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
 @op(method="equal", function="equal")
 def equal(input: Tensor, other: Tensor) -> bool:
-    """Same shape and the same values (a Python bool)."""
+    """Whether input and other have the same shape and the same values (a Python bool).
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor.
+
+    Example::
+
+        >>> rustgrad.equal(rustgrad.tensor([1, 2]), rustgrad.tensor([1, 2]))
+        True
+    """
     same_device(input._data, other._data)
     a, b = input._data, other._data
     return a.shape == b.shape and bool((a == b).all())

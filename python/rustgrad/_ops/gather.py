@@ -134,7 +134,22 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 # ---- index_select ----------------------------------------------------------------------
 @op(method="index_select", function="index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """The entries of input at index along dim."""
+    """The entries of input at index along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to index.
+        index (Tensor): a 1-D int64 (or int32) tensor of positions; repeats allowed.
+
+    The gradient of a repeated index is accumulated.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4], [5, 6]]).index_select(0, rustgrad.tensor([2, 0, 2]))
+        tensor([[5, 6],
+                [1, 2],
+                [5, 6]])
+    """
     d = input._data
     idx = index._data
     same_device(d, idx)
@@ -191,7 +206,28 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
 
 @op(method="gather", function="gather")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
-    """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0)."""
+    """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0).
+
+    Args:
+        input (Tensor): the source tensor.
+        dim (int): the dim to pick along.
+        index (Tensor): int64 positions, with input's number of dims; the result has its shape.
+        sparse_grad (bool, optional): keyword-only; accepted for torch's signature (the gradient
+            is dense). Default: False.
+
+    The gradient is scattered back, added where index repeats.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        >>> x.gather(1, rustgrad.tensor([[0, 0], [1, 0]]))
+        tensor([[1., 1.],
+                [4., 3.]], grad_fn=<GatherBackward0>)
+        >>> x.gather(1, rustgrad.tensor([[0, 0], [1, 0]])).sum().backward()
+        >>> x.grad
+        tensor([[2., 0.],
+                [1., 1.]])
+    """
     d = input._data
     idx = index._data
     same_device(d, idx)
@@ -206,7 +242,19 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 @op(method="take_along_dim", function="take_along_dim")
 def take_along_dim(input: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
-    """Values of input picked by indices along dim (the flattened input when dim is None)."""
+    """Values of input picked by indices along dim (the flattened input when dim is None).
+
+    Args:
+        input (Tensor): the source tensor.
+        indices (Tensor): int64 positions, broadcast with input except along dim.
+        dim (int, optional): the dim to pick along.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[10, 30, 20]])
+        >>> x.take_along_dim(x.argsort(dim=1), dim=1)
+        tensor([[10, 20, 30]])
+    """
     idx = indices._data
     same_device(input._data, idx)
     if idx.dtype != _INT64:
@@ -305,7 +353,25 @@ def _scatter_forward(name: str, input: Tensor, dim: int, index: Tensor, src: Any
 @op(method="scatter", function="scatter", grad_fn=("ScatterBackward0", "ScatterBackward1"))
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: Any = None) -> Tensor:
-    """A copy of input with src (or value) written at index along dim, optionally reduced."""
+    """A copy of input with src (or value) written at index along dim, optionally reduced.
+
+    Args:
+        input (Tensor): the tensor written into (a copy of it).
+        dim (int): the dim index runs along.
+        index (Tensor): int64 positions: src[i][j] goes to out[index[i][j]][j] for dim 0.
+        src (Tensor or Number): the values written.
+        value (Number, optional): keyword-only; a number to write instead of src.
+        reduce (str, optional): keyword-only; "add" or "multiply" to combine with the
+            existing entries instead of overwriting.
+
+    Where index repeats without reduce, which write wins is unspecified.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3).scatter(1, rustgrad.tensor([[2], [0]]), rustgrad.tensor([[1.], [2.]]))
+        tensor([[0., 0., 1.],
+                [2., 0., 0.]])
+    """
     if reduce is not None:
         raise NotImplementedError("rustgrad: scatter(reduce=...) is not supported")
     if src is None:
@@ -324,7 +390,19 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 
 @op(method="scatter_add", function="scatter_add", grad_fn="ScatterAddBackward0")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """A copy of input with src added at index along dim."""
+    """A copy of input with src added at index along dim (repeated indices accumulate).
+
+    Args:
+        input (Tensor): the tensor added into (a copy of it).
+        dim (int): the dim index runs along.
+        index (Tensor): int64 positions: src[i][j] is added to out[index[i][j]][j] for dim 0.
+        src (Tensor): the values added.
+
+    Example::
+
+        >>> rustgrad.zeros(3).scatter_add(0, rustgrad.tensor([0, 0, 2]), rustgrad.tensor([1., 2., 5.]))
+        tensor([3., 0., 5.])
+    """
     out, dim, widx = _scatter_forward("scatter_add", input, dim, index, src, True)
     return record(out, (input, src), "ScatterAddBackward0", _scatter_add_bw, None,
                   (dim, widx, src._data.shape))
@@ -396,7 +474,21 @@ def _masked_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="masked_fill", function="masked_fill", grad_fn=("MaskedFillBackward0", "MaskedFillBackward1"))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """A copy of input with value where mask is True."""
+    """A copy of input with value where mask is True.
+
+    Args:
+        input (Tensor): the input tensor.
+        mask (Tensor): a bool tensor broadcast with input.
+        value (Number or 0-d Tensor): the value written.
+
+    The filled entries get no gradient.
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2., 3.])
+        >>> x.masked_fill(x > 1, 0.)
+        tensor([1., 0., 0.])
+    """
     md = mask._data
     if md.dtype.kind != "b":
         raise RuntimeError(
@@ -452,7 +544,18 @@ def _masked_select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="masked_select", function="masked_select", grad_fn="MaskedSelectBackward0")
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
-    """The entries of input where mask is True, as a 1-D tensor."""
+    """The entries of input where mask is True, as a 1-D tensor.
+
+    Args:
+        input (Tensor): the input tensor.
+        mask (Tensor): a bool tensor broadcast with input.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[1, 2], [3, 4]])
+        >>> x.masked_select(x % 2 == 0)
+        tensor([2, 4])
+    """
     md = mask._data
     if md.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
@@ -469,7 +572,22 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 # ---- nonzero ---------------------------------------------------------------------------
 @op(method="nonzero", function="nonzero")
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
-    """The indices of the non-zero entries (one row each, or a tuple of index tensors)."""
+    """The indices of the non-zero entries (one row each, or a tuple of index tensors).
+
+    Args:
+        input (Tensor): the input tensor.
+        as_tuple (bool, optional): keyword-only; give one 1-D index tensor per dim instead of
+            an (n, ndim) tensor. Default: False.
+
+    Example::
+
+        >>> x = rustgrad.tensor([[0, 1], [2, 0]])
+        >>> x.nonzero()
+        tensor([[0, 1],
+                [1, 0]])
+        >>> x.nonzero(as_tuple=True)
+        (tensor([0, 1]), tensor([1, 0]))
+    """
     d = input._data
     xp = input._backend
     if as_tuple:  # torch: the columns of nonzero(), as views of it
@@ -502,7 +620,20 @@ def _index_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="index_fill", function="index_fill", grad_fn=("IndexFillBackward0", "IndexFillBackward1"))
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    """A copy of input with value in the slices of dim that index names."""
+    """A copy of input with value in the slices of dim that index names.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim index runs along.
+        index (Tensor): the int64 positions filled.
+        value (Number or 0-d Tensor): the value written.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3).index_fill(1, rustgrad.tensor([0, 2]), 7.)
+        tensor([[7., 0., 7.],
+                [7., 0., 7.]])
+    """
     d = input._data
     xp = input._backend
     dim = _wrap_dim(dim, max(d.ndim, 1))

@@ -378,7 +378,29 @@ def _index_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="index_add", function="index_add", grad_fn="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-    """A copy of input with alpha * source added at index along dim."""
+    """A copy of input with alpha * source added at index along dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim index runs along.
+        index (Tensor): 1-D int64 positions, one per slice of source along dim; repeats allowed.
+        source (Tensor): the slices added.
+        alpha (Number, optional): keyword-only; source's multiplier. Default: 1.
+
+    Slices sent to a repeated index all add up. The gradient of source is the incoming
+    gradient gathered at index (so each repeat gets the full gradient of its target).
+
+    Example::
+
+        >>> x = rustgrad.zeros(3)
+        >>> src = rustgrad.tensor([1., 2., 4.], requires_grad=True)
+        >>> y = x.index_add(0, rustgrad.tensor([0, 0, 2]), src)
+        >>> y
+        tensor([3., 0., 4.], grad_fn=<IndexAddBackward0>)
+        >>> (y * rustgrad.tensor([1., 10., 100.])).sum().backward()
+        >>> src.grad
+        tensor([  1.,   1., 100.])
+    """
     d, s, idx = input._data, source._data, index._data
     same_device(d, idx)
     same_device(d, s)
@@ -425,7 +447,20 @@ def _index_put_op_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(method="index_put", function="index_put", grad_fn="IndexPutBackward0")
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
               accumulate: bool = False) -> Tensor:
-    """A copy of input with values written (or accumulated) at the index tensors."""
+    """A copy of input with values written (or accumulated) at the index tensors.
+
+    Args:
+        input (Tensor): the input tensor.
+        indices (tuple of Tensors): one index tensor per leading dim, broadcast together.
+        values (Tensor): the values written, broadcast to the indexed shape.
+        accumulate (bool, optional): add to the entries instead of overwriting (repeated
+            indices then all add up). Default: False.
+
+    Example::
+
+        >>> rustgrad.zeros(3).index_put((rustgrad.tensor([0, 0]),), rustgrad.tensor([1., 2.]), accumulate=True)
+        tensor([3., 0., 0.])
+    """
     d, v = input._data, values._data
     xp = input._backend
     idx = tuple(i._data for i in indices)
@@ -471,7 +506,26 @@ def _embedding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 @op(function="embedding", grad_fn="EmbeddingBackward0")
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """The rows of weight at indices; padding_idx >= 0 names a row that gets no gradient."""
+    """The rows of weight at indices; padding_idx >= 0 names a row that gets no gradient.
+
+    Args:
+        weight (Tensor): the embedding matrix (num_embeddings, embedding_dim).
+        indices (Tensor): int64 row numbers, of any shape.
+        padding_idx (int, optional): a row whose gradient stays 0. Default: -1 (none).
+        scale_grad_by_freq (bool, optional): divide each row's gradient by how often it occurs
+            in indices. Default: False.
+        sparse (bool, optional): accepted for torch's signature. Default: False.
+
+    Note the argument order of this op (weight first) is torch's aten order; use
+    nn.functional.embedding(input, weight) for the functional form.
+
+    Example::
+
+        >>> w = rustgrad.tensor([[0., 0.], [1., 1.], [2., 2.]])
+        >>> rustgrad.embedding(w, rustgrad.tensor([2, 1]))
+        tensor([[2., 2.],
+                [1., 1.]])
+    """
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported")
     idd = indices._data

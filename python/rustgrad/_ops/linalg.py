@@ -53,7 +53,17 @@ def _no_bool(kernel: str, *arrays: Any) -> None:
 
 @op(method="dot", function="dot", grad_fn="DotBackward0")
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
-    """The dot product of two 1-D tensors."""
+    """The dot product of two 1-D tensors.
+
+    Args:
+        input (Tensor): the first vector.
+        tensor (Tensor): the second vector, of the same size and dtype.
+
+    Example::
+
+        >>> rustgrad.dot(rustgrad.tensor([1., 2.]), rustgrad.tensor([3., 4.]))
+        tensor(11.)
+    """
     ad, bd = input._data, tensor._data
     same_device(ad, bd)
     if ad.ndim != 1 or bd.ndim != 1:
@@ -78,7 +88,18 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 @op(method=("ger", "outer"), function=("ger", "outer"))
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """The outer product of two 1-D tensors."""
+    """The outer product of two 1-D tensors.
+
+    Args:
+        input (Tensor): the first vector (rows).
+        vec2 (Tensor): the second vector (columns).
+
+    Example::
+
+        >>> rustgrad.outer(rustgrad.tensor([1, 2]), rustgrad.tensor([1, 10, 100]))
+        tensor([[  1,  10, 100],
+                [  2,  20, 200]])
+    """
     for name, t in (("self", input), ("vec2", vec2)):
         if t._data.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
@@ -95,7 +116,17 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="mv", function="mv", grad_fn="MvBackward0")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """Matrix @ vector."""
+    """The matrix-vector product input @ vec.
+
+    Args:
+        input (Tensor): a matrix (n, m).
+        vec (Tensor): a vector (m,).
+
+    Example::
+
+        >>> rustgrad.mv(rustgrad.tensor([[1., 2.], [3., 4.]]), rustgrad.tensor([1., 1.]))
+        tensor([3., 7.])
+    """
     ad, vd = input._data, vec._data
     if ad.ndim != 2 or vd.ndim != 1:
         raise RuntimeError(
@@ -140,7 +171,19 @@ def _check_mm(a: Any, b: Any, kernel: str = "mm") -> None:
 
 @op(method="mm", function="mm", grad_fn="MmBackward0")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Matrix @ matrix (2-D only; see matmul for broadcasting)."""
+    """The matrix product input @ mat2 of two 2-D tensors (see matmul for broadcasting).
+
+    Args:
+        input (Tensor): a matrix (n, m).
+        mat2 (Tensor): a matrix (m, p).
+
+    The gradients are grad @ mat2.T for input and input.T @ grad for mat2.
+
+    Example::
+
+        >>> rustgrad.mm(rustgrad.tensor([[1., 2.]]), rustgrad.tensor([[3.], [4.]]))
+        tensor([[11.]])
+    """
     ad, bd = input._data, mat2._data
     same_device(ad, bd)
     _check_mm(ad, bd)
@@ -170,7 +213,19 @@ def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="bmm", function="bmm", grad_fn="BmmBackward0")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Batched matrix @ matrix of two 3-D tensors with the same batch size."""
+    """Batched matrix product of two 3-D tensors with the same batch size.
+
+    Args:
+        input (Tensor): matrices (b, n, m).
+        mat2 (Tensor): matrices (b, m, p).
+
+    Example::
+
+        >>> rustgrad.bmm(rustgrad.ones(2, 1, 3), rustgrad.ones(2, 3, 1))
+        tensor([[[3.]],
+        <BLANKLINE>
+                [[3.]]])
+    """
     ad, bd = input._data, mat2._data
     _check_bmm(ad, bd)
     _same_dtype(input, mat2)
@@ -262,14 +317,41 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
 
 @op(method="addmm", function="addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-    """beta * input + alpha * (mat1 @ mat2)."""
+    """beta * input + alpha * (mat1 @ mat2).
+
+    Args:
+        input (Tensor): the matrix added, broadcast to (n, p).
+        mat1 (Tensor): a matrix (n, m).
+        mat2 (Tensor): a matrix (m, p).
+        beta (Number, optional): keyword-only; input's multiplier. Default: 1.
+        alpha (Number, optional): keyword-only; the product's multiplier. Default: 1.
+
+    Example::
+
+        >>> rustgrad.addmm(rustgrad.tensor([10., 20.]), rustgrad.eye(2), rustgrad.tensor([[1., 2.], [3., 4.]]))
+        tensor([[11., 22.],
+                [13., 24.]])
+    """
     return _addmm(input, mat1, mat2, beta, alpha, False)
 
 
 @op(method="baddbmm", function="baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
-    """beta * input + alpha * (batch1 @ batch2), batched."""
+    """beta * input + alpha * (batch1 @ batch2), batched.
+
+    Args:
+        input (Tensor): the tensor added, broadcast to (b, n, p).
+        batch1 (Tensor): matrices (b, n, m).
+        batch2 (Tensor): matrices (b, m, p).
+        beta (Number, optional): keyword-only; input's multiplier. Default: 1.
+        alpha (Number, optional): keyword-only; the product's multiplier. Default: 1.
+
+    Example::
+
+        >>> rustgrad.baddbmm(rustgrad.zeros(1, 1, 1), rustgrad.ones(1, 1, 2), rustgrad.ones(1, 2, 1), alpha=3)
+        tensor([[[6.]]])
+    """
     return _addmm(input, batch1, batch2, beta, alpha, True)
 
 
@@ -383,10 +465,29 @@ def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
 
 @op(function="einsum", grad_fn="MulBackward0")
 def einsum(equation: str, *operands: Any) -> Tensor:
-    """torch.einsum. Repeated subscripts in an operand take its diagonal; a subscript of one
-    operand that the output lacks is summed first; size-1 dims broadcast. One operand: the
-    result of diagonal/permute/sum (a view when nothing is summed); several: a product node,
-    viewed to the output shape when something is contracted (torch's ViewBackward0)."""
+    """Einstein summation: the operands' entries multiplied and summed as the equation says.
+
+    Args:
+        equation (str): subscripts per operand, comma-separated, with "->" and the output's
+            subscripts (implicit output: the subscripts seen once, in alphabetical order);
+            "..." stands for broadcast dims.
+        operands (Tensors): the operands, given separately or as one list.
+
+    A repeated subscript within an operand takes its diagonal; a subscript missing from the
+    output is summed; size-1 dims broadcast. With one operand the result is built from
+    diagonal, permute and sum (a view when nothing is summed).
+
+    Example::
+
+        >>> a = rustgrad.tensor([[1., 2.], [3., 4.]])
+        >>> rustgrad.einsum("ij->ji", a)
+        tensor([[1., 3.],
+                [2., 4.]])
+        >>> rustgrad.einsum("ii", a)
+        tensor(5.)
+        >>> rustgrad.einsum("ij,j->i", a, rustgrad.tensor([1., 1.]))
+        tensor([3., 7.])
+    """
     from .views import permute, squeeze
 
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -454,7 +555,19 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 # ---- tensordot, kron -------------------------------------------------------------------
 @op(function="tensordot")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
-    """Contracts a and b over the given dimensions."""
+    """Contracts a and b over the given dimensions.
+
+    Args:
+        a (Tensor): the left tensor.
+        b (Tensor): the right tensor.
+        dims (int or pair of lists, optional): contract the last dims of a with the first dims
+            of b (an int), or the listed dims of each. Default: 2.
+
+    Example::
+
+        >>> rustgrad.tensordot(rustgrad.ones(2, 3), rustgrad.ones(3, 4), dims=1).shape
+        torch.Size([2, 4])
+    """
     from .views import permute
 
     na, nb = a._data.ndim, b._data.ndim
@@ -511,7 +624,17 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="kron", function="kron", grad_fn="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
-    """The Kronecker product of input and other."""
+    """The Kronecker product of input and other.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor.
+
+    Example::
+
+        >>> rustgrad.kron(rustgrad.tensor([1, 2]), rustgrad.tensor([1, 10]))
+        tensor([ 1, 10,  2, 20])
+    """
     na, nb = input._data.ndim, other._data.ndim
     n = max(na, nb)
     ash = (1,) * (n - na) + tuple(input._data.shape)
@@ -539,7 +662,16 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="trace", function="trace", grad_fn="TraceBackward0")
 def trace(input: Tensor) -> Tensor:
-    """The sum of the main diagonal of a 2-D tensor."""
+    """The sum of the main diagonal of a 2-D tensor.
+
+    Args:
+        input (Tensor): a matrix.
+
+    Example::
+
+        >>> rustgrad.tensor([[1., 2.], [3., 4.]]).trace()
+        tensor(5.)
+    """
     d = input._data
     if d.dtype.kind == "b":
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
@@ -590,7 +722,20 @@ def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 @op(method="diag", function="diag")
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    """The diagonal of a matrix, or the matrix with a vector on its diagonal."""
+    """The diagonal of a matrix, or the matrix with a vector on its diagonal.
+
+    Args:
+        input (Tensor): a 1-D or 2-D tensor.
+        diagonal (int, optional): which diagonal: above the main one when positive. Default: 0.
+
+    Example::
+
+        >>> rustgrad.diag(rustgrad.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
+        >>> rustgrad.diag(rustgrad.tensor([[1, 2], [3, 4]]))
+        tensor([1, 4])
+    """
     d = input._data
     if d.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
@@ -633,7 +778,25 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     grad_fn=("DotBackward0", "MmBackward0", "MvBackward0"),
 )
 def matmul(input: Tensor, other: Any) -> Any:
-    """The matrix product with torch's rules for 1-D, 2-D and batched operands."""
+    """The matrix product with torch's rules for 1-D, 2-D and batched operands.
+
+    Args:
+        input (Tensor): the left operand.
+        other (Tensor): the right operand.
+
+    A 1-D left operand is a row vector and a 1-D right operand a column vector, their added
+    dim removed from the result; batch dims (all but the last two) broadcast. `@` is the same.
+
+    Example::
+
+        >>> a = rustgrad.tensor([[1., 2.], [3., 4.]])
+        >>> a @ rustgrad.tensor([1., 1.])
+        tensor([3., 7.])
+        >>> rustgrad.tensor([1., 1.]) @ a
+        tensor([4., 6.])
+        >>> (rustgrad.ones(3, 1, 2) @ a).shape
+        torch.Size([3, 1, 2])
+    """
     if not isinstance(other, Tensor):
         return NotImplemented
     ad, bd = input._data, other._data
