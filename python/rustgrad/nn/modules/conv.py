@@ -113,9 +113,50 @@ class _ConvNd(Module):
 
 
 class Conv2d(_ConvNd):
+    """Applies a 2-D convolution (a cross-correlation, as torch) over an input of several planes.
+
+    Each output channel is the sum over the input channels of the input correlated with a
+    ``kernel_size`` filter, plus a bias. The weight is initialized with
+    ``kaiming_uniform_(a=sqrt(5))`` and the bias uniformly in ``(-1/sqrt(fan_in),
+    1/sqrt(fan_in))``.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the convolution produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step between applications of the filter. Default: ``1``.
+        padding (int, tuple or str): implicit padding on both sides, or ``'valid'`` (none) or
+            ``'same'`` (the output as large as the input; stride 1 only). Default: ``0``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        groups (int): splits the channels into groups convolved separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+            Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` and likewise for ``W_out``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> m = nn.Conv2d(3, 8, 3, padding=1)
+        >>> m
+        Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+        >>> m(torch.randn(2, 3, 16, 16)).shape
+        torch.Size([2, 8, 16, 16])
+        >>> nn.Conv2d(3, 8, 3, stride=2)(torch.randn(2, 3, 16, 16)).shape
+        torch.Size([2, 8, 7, 7])
+    """
     _n = 2
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolves ``input`` (``(N, C_in, H, W)`` or ``(C_in, H, W)``) with the layer's weight and bias.
+        """
         padded = self._mode_pad(input)
         if padded is not None:
             return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation,
@@ -125,9 +166,40 @@ class Conv2d(_ConvNd):
 
 
 class Conv1d(_ConvNd):
+    """Applies a 1-D convolution (a cross-correlation, as torch) over an input of several
+    channels.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the convolution produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step between applications of the filter. Default: ``1``.
+        padding (int, tuple or str): implicit padding on both sides, or ``'valid'`` or
+            ``'same'``. Default: ``0``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        groups (int): splits the channels into groups convolved separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+            Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride + 1)``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> nn.Conv1d(4, 6, 3)(torch.randn(2, 4, 10)).shape
+        torch.Size([2, 6, 8])
+    """
     _n = 1
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolves ``input`` (``(N, C_in, L)`` or ``(C_in, L)``) with the layer's weight and bias.
+        """
         padded = self._mode_pad(input)
         if padded is not None:
             return F.conv1d(padded, self.weight, self.bias, self.stride, 0, self.dilation,

@@ -15,6 +15,32 @@ __all__ = ["LayerNorm", "GroupNorm"]
 
 
 class LayerNorm(Module):
+    """Normalizes each sample over its last ``len(normalized_shape)`` dimensions:
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (Ba et al., 2016).
+
+    The mean and biased variance are computed per sample, in training and evaluation mode
+    alike. ``weight`` (ones) and ``bias`` (zeros) have shape ``normalized_shape``.
+
+    Args:
+        normalized_shape (int or sequence of int): the trailing shape to normalize over.
+        eps (float): added to the variance for numerical stability. Default: ``1e-5``.
+        elementwise_affine (bool): whether the layer has a learnable weight (and bias).
+            Default: ``True``.
+        bias (bool): whether the layer has a learnable bias (with ``elementwise_affine``).
+            Default: ``True``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, *)``, ending with ``normalized_shape``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> ln = nn.LayerNorm(4)
+        >>> ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
+        tensor([[-1.3416, -0.4472,  0.4472,  1.3416]], grad_fn=<NativeLayerNormBackward0>)
+    """
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
                  elementwise_affine: bool = True, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
@@ -38,20 +64,40 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Sets the weight to ones and the bias to zeros."""
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalizes ``input`` over its trailing ``normalized_shape`` dimensions."""
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The normalized shape, ``eps`` and ``elementwise_affine``."""
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
+    """Splits the channels into ``num_groups`` groups and normalizes each group of each sample
+    over its channels and spatial elements (Wu and He, 2018), then applies a per-channel
+    affine map.
+
+    Args:
+        num_groups (int): the number of groups; it must divide ``num_channels``.
+        num_channels (int): the number of channels ``C``.
+        eps (float): added to the variance for numerical stability. Default: ``1e-5``.
+        affine (bool): whether the layer has a learnable per-channel weight and bias.
+            Default: ``True``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+    """
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device: Any = None, dtype: Any = None, *,
                  bias: bool = True) -> None:
@@ -76,8 +122,10 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalizes ``input`` per group of channels of each sample."""
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """``num_groups``, ``num_channels``, ``eps`` and ``affine``."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")

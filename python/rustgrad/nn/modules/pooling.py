@@ -30,18 +30,76 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool2d(_MaxPoolNd):
+    """Takes the maximum over ``kernel_size`` windows of each channel of a 2-D input.
+
+    The gradient flows only to the element that was the maximum of each window.
+
+    Args:
+        kernel_size (int or tuple): the size of the window.
+        stride (int or tuple, optional): the step of the window. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the flat indices of the maxima. Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` (ceil with ``ceil_mode``) and likewise for ``W_out``.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> nn.MaxPool2d(2)(x)
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+    """
     def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class MaxPool1d(_MaxPoolNd):
+    """Takes the maximum over ``kernel_size`` windows of each channel of a 1-D input.
+
+    Args:
+        kernel_size (int): the size of the window.
+        stride (int, optional): the step of the window. Default: ``kernel_size``.
+        padding (int): implicit ``-inf`` padding on both sides. Default: ``0``.
+        dilation (int): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the indices of the maxima. Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride + 1)``.
+    """
     def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class AvgPool2d(Module):
+    """Averages ``kernel_size`` windows of each channel of a 2-D input.
+
+    Args:
+        kernel_size (int or tuple): the size of the window.
+        stride (int or tuple, optional): the step of the window. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor. Default: ``True``.
+        divisor_override (int, optional): divide by this instead of the window size.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)`` and
+          likewise for ``W_out``.
+    """
     def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: Optional[int] = None) -> None:
@@ -54,14 +112,30 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def extra_repr(self) -> str:
+        """The window size, stride and padding."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input``."""
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
 class AvgPool1d(Module):
+    """Averages ``kernel_size`` windows of each channel of a 1-D input.
+
+    Args:
+        kernel_size (int): the size of the window.
+        stride (int, optional): the step of the window. Default: ``kernel_size``.
+        padding (int): implicit zero padding on both sides. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor. Default: ``True``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - kernel_size) / stride + 1)``.
+    """
     def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:
         super().__init__()
@@ -72,9 +146,11 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def extra_repr(self) -> str:
+        """The window size, stride and padding."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input``."""
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
@@ -84,17 +160,46 @@ def _single(v: Any) -> Any:
 
 
 class AdaptiveAvgPool2d(Module):
+    """Averages each channel of a 2-D input over windows chosen so that the output has size
+    ``output_size``, whatever the input's size.
+
+    Args:
+        output_size (int or tuple): the output's ``(H_out, W_out)``; an int for a square;
+            None in a position keeps the input's size there.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveAvgPool2d((1, 1))(torch.ones(2, 8, 7, 5)).shape
+        torch.Size([2, 8, 1, 1])
+    """
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
 
     def extra_repr(self) -> str:
+        """The output size."""
         return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Averages each channel of a 1-D input over windows chosen so that the output has length
+    ``output_size``.
+
+    Args:
+        output_size (int): the output's length.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, output_size)`` or ``(C, output_size)``.
+    """
     def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool1d(input, self.output_size)

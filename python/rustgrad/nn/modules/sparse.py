@@ -16,6 +16,38 @@ __all__ = ["Embedding"]
 
 
 class Embedding(Module):
+    """A lookup table: each index of the input selects a row of ``weight``.
+
+    The weight is initialized from N(0, 1) (the ``padding_idx`` row with zeros). In backward,
+    each row's gradient is the sum of the output gradients of the positions that selected
+    it; the ``padding_idx`` row gets none.
+
+    Args:
+        num_embeddings (int): the number of rows (the size of the vocabulary).
+        embedding_dim (int): the size of each row.
+        padding_idx (int, optional): a row that is zero and receives no gradient.
+        max_norm (float, optional): rows looked up with a larger norm are rescaled to this
+            norm in place.
+        norm_type (float): the p of the norm for ``max_norm``. Default: ``2.0``.
+        scale_grad_by_freq (bool): scale the gradients by the inverse frequency of the
+            indices in the batch. Default: ``False``.
+        sparse (bool): accepted for torch compatibility; gradients are dense.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(*)``, integer indices of any shape.
+        - Output: ``(*, embedding_dim)``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> emb = nn.Embedding(10, 3)
+        >>> emb
+        Embedding(10, 3)
+        >>> emb(torch.tensor([[1, 2], [4, 9]])).shape
+        torch.Size([2, 2, 3])
+    """
     def __init__(self, num_embeddings: int, embedding_dim: int,
                  padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
@@ -49,6 +81,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Re-draws the weight from N(0, 1) and zeroes the ``padding_idx`` row."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -58,10 +91,12 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input: Tensor) -> Tensor:
+        """Returns the rows of ``weight`` selected by the indices in ``input``."""
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
+        """The table's size and the options that differ from their defaults."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -80,6 +115,23 @@ class Embedding(Module):
                         padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
                         norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                         sparse: bool = False) -> Embedding:
+        """Creates an Embedding whose weight is ``embeddings`` (its rows are the vectors).
+
+        Args:
+            embeddings (Tensor): ``(num_embeddings, embedding_dim)``.
+            freeze (bool): keep the weight fixed (``requires_grad=False``). Default: ``True``.
+            padding_idx (int, optional): see :class:`Embedding`.
+            max_norm (float, optional): see :class:`Embedding`.
+            norm_type (float): see :class:`Embedding`. Default: ``2.0``.
+            scale_grad_by_freq (bool): see :class:`Embedding`. Default: ``False``.
+            sparse (bool): see :class:`Embedding`. Default: ``False``.
+
+        Example::
+
+            >>> emb = nn.Embedding.from_pretrained(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            >>> emb(torch.tensor([1]))
+            tensor([[3., 4.]])
+        """
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
