@@ -131,7 +131,11 @@ def _mini_batch(rnn: Any, input: Tensor, batch_sizes: Any) -> int:
 
 # ---- the sequence modules -----------------------------------------------------------------
 class RNNBase(Module):
-    """The shared constructor, parameters and checks of RNN, LSTM and GRU."""
+    """The shared base of :class:`RNN`, :class:`LSTM` and :class:`GRU`: their constructor,
+    parameters (``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}``,
+    with ``_reverse`` for the backward direction), initialization (uniform in
+    ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``) and argument checks.
+    """
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -221,18 +225,24 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> List[List[Parameter]]:
+        """The parameters of each layer and direction, as a list of lists in torch's order."""
         return [[getattr(self, n) for n in names] for names in self._all_weights]
 
     def flatten_parameters(self) -> None:
         """A no-op, as torch's on CPU (it packs weights for cuDNN)."""
 
     def reset_parameters(self) -> None:
+        """Re-draws every parameter uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
     # ---- checks (torch's messages) --------------------------------------------------------
     def check_input(self, input: Tensor, batch_sizes: Any = None) -> None:
+        """Raises if ``input`` does not fit the layer: its dtype differs from the weights', it does
+        not have 3 dimensions (2 when packed, with ``batch_sizes``), or its last dimension is not
+        ``input_size``.
+        """
         w0 = self._flat_weights[0]
         if w0 is not None and input.dtype != w0.dtype:
             raise ValueError(
@@ -250,6 +260,8 @@ class RNNBase(Module):
 
     def get_expected_hidden_size(self, input: Tensor,
                                  batch_sizes: Any = None) -> Tuple[int, int, int]:
+        """The shape ``(num_layers * num_directions, N, H_out)`` the hidden state must have for ``input``.
+        """
         mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -257,17 +269,22 @@ class RNNBase(Module):
 
     def check_hidden_size(self, hx: Tensor, expected_hidden_size: Tuple[int, int, int],
                           msg: str = "Expected hidden size {}, got {}") -> None:
+        """Raises a RuntimeError (with ``msg``) if ``hx`` does not have the shape ``expected_hidden_size``.
+        """
         if tuple(hx.size()) != tuple(expected_hidden_size):
             raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
 
     def check_forward_args(self, input: Tensor, hidden: Tensor, batch_sizes: Any = None) -> None:
+        """Checks ``input`` and the shape of the initial hidden state ``hidden``."""
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
     def permute_hidden(self, hx: Any, permutation: Any) -> Any:
+        """Returns ``hx`` reordered by ``permutation``; this base returns it unchanged."""
         return hx
 
     def extra_repr(self) -> str:
+        """The sizes and the options that differ from their defaults."""
         s = "{input_size}, {hidden_size}"
         if self.proj_size != 0:
             s += ", proj_size={proj_size}"
@@ -435,19 +452,70 @@ class GRU(_SingleStateRNN):
 
 
 class LSTM(RNNBase):
-    """Long short-term memory, gates (i, f, g, o) in torch's order; optional proj_size."""
+    """Applies a multi-layer long short-term memory RNN to a sequence.
+
+    For each step ``t`` each layer computes, with the gates in torch's order (i, f, g, o)::
+
+        i_t = sigmoid(W_ii x_t + b_ii + W_hi h_(t-1) + b_hi)
+        f_t = sigmoid(W_if x_t + b_if + W_hf h_(t-1) + b_hf)
+        g_t = tanh(W_ig x_t + b_ig + W_hg h_(t-1) + b_hg)
+        o_t = sigmoid(W_io x_t + b_io + W_ho h_(t-1) + b_ho)
+        c_t = f_t * c_(t-1) + i_t * g_t
+        h_t = o_t * tanh(c_t)
+
+    The input of layer ``k > 1`` is the output ``h_t`` of layer ``k - 1``. The steps are
+    recorded ops, so backward runs back through time.
+
+    Args:
+        input_size (int): the number of features of each input step.
+        hidden_size (int): the number of features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the output of the one
+            before. Default: ``1``.
+        bias (bool): whether the layers have the biases ``b_ih`` and ``b_hh``. Default: ``True``.
+        batch_first (bool): take and return ``(N, L, *)`` instead of ``(L, N, *)`` (the hidden
+            states stay ``(layers, N, H)``). Default: ``False``.
+        dropout (float): the probability of dropout on the outputs of every layer but the
+            last, in training mode. Default: ``0.0``.
+        bidirectional (bool): run a second pass backwards in time and concatenate the two.
+            Default: ``False``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+        proj_size (int): if > 0, ``h_t`` is projected to this size by ``weight_hr_l{k}``.
+            Default: ``0``.
+
+    Shape:
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, ``(L, H_in)``
+          unbatched, or a ``PackedSequence``.
+        - ``hx``: an optional ``(h_0, c_0)``, each ``(D * num_layers, N, H)`` (zeros if
+          omitted), where ``D`` is 2 if bidirectional else 1.
+        - Output: ``(output, (h_n, c_n))``: ``output`` is ``(L, N, D * H_out)`` (the last
+          layer's ``h_t`` for every step), ``h_n`` and ``c_n`` the final states of every layer.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> lstm = nn.LSTM(10, 20, num_layers=2)
+        >>> lstm
+        LSTM(10, 20, num_layers=2)
+        >>> output, (h_n, c_n) = lstm(torch.randn(5, 3, 10))
+        >>> output.shape, h_n.shape, c_n.shape
+        (torch.Size([5, 3, 20]), torch.Size([2, 3, 20]), torch.Size([2, 3, 20]))
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor,
                                batch_sizes: Any = None) -> Tuple[int, int, int]:
+        """The shape ``(num_layers * num_directions, N, hidden_size)`` the cell state must have for ``input``.
+        """
         mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         return (self.num_layers * num_directions, mini_batch, self.hidden_size)
 
     def check_forward_args(self, input: Tensor, hidden: Any,  # type: ignore[override]
                            batch_sizes: Any = None) -> None:
+        """Checks ``input`` and the shapes of ``hidden = (h_0, c_0)``."""
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
                                "Expected hidden[0] size {}, got {}")
@@ -457,6 +525,11 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor,  # type: ignore[override]
                 hx: Optional[Tuple[Tensor, Tensor]] = None
                 ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        """Runs the LSTM over ``input`` from ``hx = (h_0, c_0)`` (zeros if None).
+
+        Returns:
+            ``(output, (h_n, c_n))``; ``output`` is a ``PackedSequence`` when ``input`` is one.
+        """
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)  # type: ignore[return-value]
         input, is_batched, batch_dim = self._prepare(input, "LSTM")
@@ -487,6 +560,11 @@ class LSTM(RNNBase):
 
 # ---- cells --------------------------------------------------------------------------------
 class RNNCellBase(Module):
+    """The shared base of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`: parameters
+    ``weight_ih`` ``(chunks * hidden_size, input_size)``, ``weight_hh``
+    ``(chunks * hidden_size, hidden_size)`` and the biases ``bias_ih``, ``bias_hh``, all
+    initialized uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
@@ -506,6 +584,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def extra_repr(self) -> str:
+        """The sizes and the options that differ from their defaults."""
         s = "{input_size}, {hidden_size}"
         if "bias" in self.__dict__ and self.bias is not True:
             s += ", bias={bias}"
@@ -514,6 +593,7 @@ class RNNCellBase(Module):
         return s.format(**self.__dict__)
 
     def reset_parameters(self) -> None:
+        """Re-draws every parameter uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -531,12 +611,27 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN: ``h' = tanh(x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh)``
+    (or ReLU).
+
+    Args:
+        input_size (int): the number of features of the input.
+        hidden_size (int): the number of features of the hidden state.
+        bias (bool): whether the cell has the biases. Default: ``True``.
+        nonlinearity (str): ``'tanh'`` or ``'relu'``. Default: ``'tanh'``.
+
+    Shape:
+        - Input: ``(N, input_size)`` or ``(input_size)``.
+        - ``hx``: ``(N, hidden_size)`` or ``(hidden_size)``; zeros if omitted.
+        - Output: ``h'``, the shape of ``hx``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        """Returns the next hidden state from ``input`` and ``hx`` (zeros if None)."""
         is_batched = self._check("RNNCell", input, hx)
         if not is_batched:
             input = input.unsqueeze(0)
@@ -550,11 +645,29 @@ class RNNCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a gated recurrent unit, with the gates in torch's order (r, z, n)::
+
+        r = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
+        z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+        n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+        h' = (1 - z) * n + z * h
+
+    Args:
+        input_size (int): the number of features of the input.
+        hidden_size (int): the number of features of the hidden state.
+        bias (bool): whether the cell has the biases. Default: ``True``.
+
+    Shape:
+        - Input: ``(N, input_size)`` or ``(input_size)``.
+        - ``hx``: ``(N, hidden_size)`` or ``(hidden_size)``; zeros if omitted.
+        - Output: ``h'``, the shape of ``hx``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        """Returns the next hidden state from ``input`` and ``hx`` (zeros if None)."""
         is_batched = self._check("GRUCell", input, hx)
         if not is_batched:
             input = input.unsqueeze(0)
@@ -565,12 +678,33 @@ class GRUCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of an LSTM (see :class:`LSTM` for the equations).
+
+    Args:
+        input_size (int): the number of features of the input.
+        hidden_size (int): the number of features of the hidden and cell states.
+        bias (bool): whether the cell has the biases. Default: ``True``.
+
+    Shape:
+        - Input: ``(N, input_size)`` or ``(input_size)``.
+        - ``hx``: an optional ``(h, c)``, each ``(N, hidden_size)`` or ``(hidden_size)``.
+        - Output: ``(h', c')``, the shapes of ``(h, c)``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> cell = nn.LSTMCell(4, 6)
+        >>> h, c = cell(torch.randn(3, 4))
+        >>> h.shape, c.shape
+        (torch.Size([3, 6]), torch.Size([3, 6]))
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor,
                 hx: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+        """Returns the next ``(h, c)`` from ``input`` and ``hx = (h, c)`` (zeros if None)."""
         if input.dim() not in (1, 2):
             raise ValueError(
                 f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead"
