@@ -111,7 +111,26 @@ def _nll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
              size_average: Optional[bool] = None, ignore_index: int = -100,
              reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
-    """The negative log-likelihood of class-index targets, given log-probabilities."""
+    """The negative log-likelihood of class-index targets, given log-probabilities.
+
+    Args:
+        input (Tensor): log-probabilities (N, C) or (N, C, d1, ...), or (C,) for one sample.
+        target (Tensor): int64 class indices (N) or (N, d1, ...).
+        weight (Tensor, optional): a weight per class (C,).
+        size_average (bool, optional): deprecated; use reduction.
+        ignore_index (int, optional): a target value that contributes nothing (nor to the
+            mean's divisor). Default: -100.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
+
+    With weights, "mean" divides by the sum of the weights of the targets used.
+
+    Example::
+
+        >>> logp = rustgrad.tensor([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]).log()
+        >>> rustgrad.nn.functional.nll_loss(logp, rustgrad.tensor([0, 2]))
+        tensor(0.4581)
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     xd, td = input._data, target._data
     xp = input._backend
@@ -189,7 +208,21 @@ def _mse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
              reduce: Optional[bool] = None, reduction: str = "mean",
              weight: Optional[Tensor] = None) -> Tensor:
-    """The (weighted) squared error (input - target)^2, reduced."""
+    """The (weighted) squared error (input - target)^2, reduced.
+
+    Args:
+        input (Tensor): the predictions.
+        target (Tensor): the targets, of input's shape.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
+        weight (Tensor, optional): a weight per entry, broadcast with input.
+
+    Example::
+
+        >>> rustgrad.nn.functional.mse_loss(rustgrad.tensor([1., 2.]), rustgrad.tensor([0., 4.]))
+        tensor(2.5000)
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     if weight is not None:
         d = input - target
@@ -238,7 +271,22 @@ def _smooth_l1(a: Tensor, b: Tensor, reduction: str, beta: float, huber: bool) -
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                    reduce: Optional[bool] = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
-    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced."""
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced.
+
+    Args:
+        input (Tensor): the predictions.
+        target (Tensor): the targets, of input's shape.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
+        beta (float, optional): where the loss turns from quadratic to linear. Default: 1.
+
+    Example::
+
+        >>> F = rustgrad.nn.functional
+        >>> F.smooth_l1_loss(rustgrad.tensor([0.5, 3.]), rustgrad.tensor([0., 0.]), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     return _smooth_l1(input, target, legacy_reduction(size_average, reduce, reduction), beta,
@@ -272,7 +320,21 @@ def _bce_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                          reduction: str = "mean") -> Tensor:
-    """-(t log(x) + (1 - t) log(1 - x)) of probabilities x, logs clamped at -100, reduced."""
+    """-(t log(x) + (1 - t) log(1 - x)) of probabilities x, logs clamped at -100, reduced.
+
+    Args:
+        input (Tensor): probabilities in [0, 1].
+        target (Tensor): targets in [0, 1], of input's shape.
+        weight (Tensor, optional): a weight per entry, broadcast with input.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
+
+    Example::
+
+        >>> rustgrad.nn.functional.binary_cross_entropy(rustgrad.tensor([0.5, 0.9]), rustgrad.tensor([1., 1.]))
+        tensor(0.3993)
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, t = input, target
     if weight is not None and weight.shape != x.shape:
@@ -337,7 +399,23 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      size_average: Optional[bool] = None,
                                      reduce: Optional[bool] = None, reduction: str = "mean",
                                      pos_weight: Optional[Tensor] = None) -> Tensor:
-    """binary_cross_entropy of sigmoid(input), computed stably from the logits, reduced."""
+    """binary_cross_entropy of sigmoid(input), computed stably from the logits, reduced.
+
+    Args:
+        input (Tensor): logits.
+        target (Tensor): targets in [0, 1], of input's shape.
+        weight (Tensor, optional): a weight per entry, broadcast with input.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
+        pos_weight (Tensor, optional): a weight for the positive term, per class (last dim).
+
+    Example::
+
+        >>> F = rustgrad.nn.functional
+        >>> F.binary_cross_entropy_with_logits(rustgrad.tensor([0., 100.]), rustgrad.tensor([1., 1.]))
+        tensor(0.3466)
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, t = input, target
     if x._data.shape != t._data.shape:

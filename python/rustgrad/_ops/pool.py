@@ -49,7 +49,27 @@ def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
                padding: IntOrPair = 0, dilation: IntOrPair = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
-    """The max of each window of (N, C, H, W) or (C, H, W) input (and its flat index)."""
+    """The max of each window of (N, C, H, W) or (C, H, W) input (and its flat index).
+
+    Args:
+        input (Tensor): the input tensor.
+        kernel_size (int or pair of ints): the window's size.
+        stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
+        padding (int or pair of ints, optional): implicit -inf padding on each side. Default: 0.
+        dilation (int or pair of ints, optional): the spacing of the window's entries. Default: 1.
+        ceil_mode (bool, optional): round the output size up instead of down. Default: False.
+        return_indices (bool, optional): also return each max's flat index in its (H, W) plane.
+            Default: False.
+
+    Each window's gradient goes to its max (the first one among ties).
+
+    Example::
+
+        >>> x = rustgrad.arange(16.).view(1, 1, 4, 4)
+        >>> rustgrad.nn.functional.max_pool2d(x, 2)
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+    """
     xd = input._data
     if xd.ndim == 3:
         res = max_pool2d(input.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode,
@@ -147,7 +167,24 @@ def _avg_pool2d(x: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mod
 def avg_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None,
                padding: IntOrPair = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: Optional[int] = None) -> Tensor:
-    """The mean of each window of (N, C, H, W) or (C, H, W) input."""
+    """The mean of each window of (N, C, H, W) or (C, H, W) input.
+
+    Args:
+        input (Tensor): the input tensor.
+        kernel_size (int or pair of ints): the window's size.
+        stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
+        padding (int or pair of ints, optional): implicit zero padding on each side. Default: 0.
+        ceil_mode (bool, optional): round the output size up instead of down. Default: False.
+        count_include_pad (bool, optional): count the padding in the divisor. Default: True.
+        divisor_override (int, optional): a fixed divisor instead of the window's size.
+
+    Example::
+
+        >>> x = rustgrad.arange(16.).view(1, 1, 4, 4)
+        >>> rustgrad.nn.functional.avg_pool2d(x, 2)
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+    """
     return _avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                        divisor_override, "AvgPool2DBackward0")
 
@@ -169,7 +206,18 @@ def _adaptive_bins(n: int, o: int) -> List[Tuple[int, int]]:
 
 @op(functional="adaptive_avg_pool2d", grad_fn="AdaptiveAvgPool2DBackward0")
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    """The mean over output_size bins of the last two dims (bins as torch's: they may overlap)."""
+    """The mean over output_size bins of the last two dims (bins as torch's: they may overlap).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        output_size (int or pair of ints): the output's (H, W); None keeps that dim's size.
+
+    Example::
+
+        >>> x = rustgrad.arange(16.).view(1, 1, 4, 4)
+        >>> rustgrad.nn.functional.adaptive_avg_pool2d(x, 1)
+        tensor([[[[7.5000]]]])
+    """
     h, w = input.shape[-2], input.shape[-1]
     if isinstance(output_size, (tuple, list)):
         oh = h if output_size[0] is None else int(output_size[0])
