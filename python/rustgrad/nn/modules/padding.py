@@ -31,9 +31,11 @@ class _PadNd(Module):
         self.padding = _pads(padding, self._n)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Pads ``input`` by ``self.padding`` with this layer's mode."""
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:
+        """The padding."""
         return f"{self.padding}"
 
 
@@ -43,9 +45,11 @@ class _ConstantPadNd(_PadNd):
         self.value = value
 
     def forward(self, input: Tensor) -> Tensor:
+        """Pads ``input`` by ``self.padding`` with ``self.value``."""
         return F.pad(input, self.padding, "constant", self.value)
 
     def extra_repr(self) -> str:
+        """The padding and the value."""
         return f"padding={self.padding}, value={self.value}"
 
 
@@ -62,22 +66,47 @@ class ConstantPad2d(_ConstantPadNd):
 
 
 class ZeroPad1d(ConstantPad1d):
-    """Pads the last dim with zeros."""
+    """Pads the last dimension of the input with zeros.
+
+    Args:
+        padding (int or tuple): the same amount on both sides, or ``(left, right)``.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> nn.ZeroPad1d((1, 2))(torch.ones(1, 2))
+        tensor([[0., 1., 1., 0., 0.]])
+    """
 
     def __init__(self, padding: Union[int, Sequence[int]]) -> None:
         super().__init__(padding, 0.0)
 
     def extra_repr(self) -> str:
+        """The padding."""
         return f"{self.padding}"
 
 
 class ZeroPad2d(ConstantPad2d):
-    """Pads the last two dims with zeros."""
+    """Pads the last two dimensions of the input with zeros.
+
+    Args:
+        padding (int or tuple): the same amount on all sides, or
+            ``(left, right, top, bottom)``.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``.
+        - Output: the same with ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+    """
 
     def __init__(self, padding: Union[int, Sequence[int]]) -> None:
         super().__init__(padding, 0.0)
 
     def extra_repr(self) -> str:
+        """The padding."""
         return f"{self.padding}"
 
 
@@ -126,12 +155,22 @@ class ConstantPad3d(_ConstantPadNd):
 
 
 class ZeroPad3d(ConstantPad3d):
-    """Pads the last three dims with zeros."""
+    """Pads the last three dimensions of the input with zeros.
+
+    Args:
+        padding (int or tuple): the same amount on all sides, or
+            ``(left, right, top, bottom, front, back)``.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Output: the same with each padded dimension grown by its two amounts.
+    """
 
     def __init__(self, padding: Union[int, Sequence[int]]) -> None:
         super().__init__(padding, 0.0)
 
     def extra_repr(self) -> str:
+        """The padding."""
         return f"{self.padding}"
 
 

@@ -12,7 +12,31 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class Upsample(Module):
-    """Resamples its input to `size` or by `scale_factor` with F.interpolate's `mode`."""
+    """Resamples a 1-D, 2-D or 3-D (multi-channel) input to ``size`` or by ``scale_factor``.
+
+    Args:
+        size (int or tuple, optional): the output's spatial size.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size (give
+            ``size`` or ``scale_factor``, not both).
+        mode (str): ``'nearest'``, ``'linear'``, ``'bilinear'``, ``'bicubic'`` or
+            ``'trilinear'``. Default: ``'nearest'``.
+        align_corners (bool, optional): for the linear modes, align the corner pixels of input
+            and output instead of their edges.
+        recompute_scale_factor (bool, optional): compute the interpolation from the output
+            size rather than from ``scale_factor``.
+
+    Shape:
+        - Input: ``(N, C, W_in)``, ``(N, C, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, W_out)``, ``(N, C, H_out, W_out)`` or
+          ``(N, C, D_out, H_out, W_out)``.
+
+    Example::
+
+        >>> up = nn.Upsample(scale_factor=2, mode="nearest")
+        >>> up(torch.tensor([[[[1.0, 2.0]]]]))
+        tensor([[[[1., 1., 2., 2.],
+                  [1., 1., 2., 2.]]]])
+    """
 
     def __init__(self, size: Optional[Any] = None, scale_factor: Optional[Any] = None,
                  mode: str = "nearest", align_corners: Optional[bool] = None,
@@ -30,7 +54,7 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        """F.interpolate of input with this layer's settings."""
+        """Resamples ``input`` with ``F.interpolate`` and this layer's settings."""
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 
@@ -40,6 +64,7 @@ class Upsample(Module):
         super().__setstate__(state)
 
     def extra_repr(self) -> str:
+        """The scale factor (or size) and the mode."""
         if self.scale_factor is not None:
             info = f"scale_factor={self.scale_factor!r}"
         else:
