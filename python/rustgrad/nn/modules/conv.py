@@ -255,6 +255,31 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """Applies a 1-D transposed convolution, the gradient of :class:`Conv1d` with respect to its
+    input.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the layer produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step of the filter over the output. Default: ``1``.
+        padding (int or tuple): ``dilation * (kernel_size - 1) - padding`` zeros of implicit
+            padding, as torch. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output, to pick
+            among the sizes a strided layer can produce. Default: ``0``.
+        groups (int): splits the channels into groups handled separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = (L_in - 1) * stride - 2 * padding + dilation * (kernel_size - 1)
+          + output_padding + 1``.
+    """
     _n = 1
 
     def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:
@@ -266,6 +291,40 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """Applies a 2-D transposed convolution, the gradient of :class:`Conv2d` with respect to its
+    input (sometimes called a fractionally strided convolution); used to upsample.
+
+    The weight has torch's shape ``(in_channels, out_channels / groups, *kernel_size)``.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the layer produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step of the filter over the output. Default: ``1``.
+        padding (int or tuple): ``dilation * (kernel_size - 1) - padding`` zeros of implicit
+            padding, as torch. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output, to pick
+            among the sizes a strided layer can produce. Default: ``0``.
+        groups (int): splits the channels into groups handled separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = (H_in - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kernel_size[0] - 1)
+          + output_padding[0] + 1`` and likewise for ``W_out``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> up = nn.ConvTranspose2d(4, 2, 3, stride=2)
+        >>> up(torch.randn(1, 4, 5, 5)).shape
+        torch.Size([1, 2, 11, 11])
+    """
     _n = 2
 
     def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:

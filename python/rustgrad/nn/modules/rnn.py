@@ -419,7 +419,44 @@ class _SingleStateRNN(RNNBase):
 
 
 class RNN(_SingleStateRNN):
-    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
+    """Applies a multi-layer Elman RNN to a sequence: for each step ``t`` each layer computes
+    ``h_t = tanh(x_t @ W_ih.T + b_ih + h_(t-1) @ W_hh.T + b_hh)`` (or ReLU).
+
+    The input of layer ``k > 1`` is the output of layer ``k - 1``. The steps are recorded ops,
+    so backward runs back through time.
+
+    Args:
+        input_size (int): the number of features of each input step.
+        hidden_size (int): the number of features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the output of the one
+            before. Default: ``1``.
+        bias (bool): whether the layers have the biases ``b_ih`` and ``b_hh``. Default: ``True``.
+        batch_first (bool): take and return ``(N, L, *)`` instead of ``(L, N, *)`` (the hidden
+            states stay ``(layers, N, H)``). Default: ``False``.
+        dropout (float): the probability of dropout on the outputs of every layer but the
+            last, in training mode. Default: ``0.0``.
+        bidirectional (bool): run a second pass backwards in time and concatenate the two.
+            Default: ``False``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+        nonlinearity (str): ``'tanh'`` or ``'relu'``. Default: ``'tanh'``.
+
+    Shape:
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, ``(L, H_in)``
+          unbatched, or a ``PackedSequence``.
+        - ``hx``: ``(D * num_layers, N, H_out)``, zeros if omitted (``D`` is 2 if
+          bidirectional else 1).
+        - Output: ``(output, h_n)``: ``output`` is ``(L, N, D * H_out)``, ``h_n`` the final
+          hidden state of every layer.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> rnn = nn.RNN(4, 8)
+        >>> output, h_n = rnn(torch.randn(6, 2, 4))
+        >>> output.shape, h_n.shape
+        (torch.Size([6, 2, 8]), torch.Size([1, 2, 8]))
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if "proj_size" in kwargs:
@@ -441,7 +478,45 @@ class RNN(_SingleStateRNN):
 
 
 class GRU(_SingleStateRNN):
-    """Gated recurrent unit, gates (r, z, n) in torch's order."""
+    """Applies a multi-layer gated recurrent unit RNN to a sequence (Cho et al., 2014).
+
+    For each step ``t`` each layer computes, with the gates in torch's order (r, z, n)::
+
+        r_t = sigmoid(W_ir x_t + b_ir + W_hr h_(t-1) + b_hr)
+        z_t = sigmoid(W_iz x_t + b_iz + W_hz h_(t-1) + b_hz)
+        n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_(t-1) + b_hn))
+        h_t = (1 - z_t) * n_t + z_t * h_(t-1)
+
+    Args:
+        input_size (int): the number of features of each input step.
+        hidden_size (int): the number of features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the output of the one
+            before. Default: ``1``.
+        bias (bool): whether the layers have the biases ``b_ih`` and ``b_hh``. Default: ``True``.
+        batch_first (bool): take and return ``(N, L, *)`` instead of ``(L, N, *)`` (the hidden
+            states stay ``(layers, N, H)``). Default: ``False``.
+        dropout (float): the probability of dropout on the outputs of every layer but the
+            last, in training mode. Default: ``0.0``.
+        bidirectional (bool): run a second pass backwards in time and concatenate the two.
+            Default: ``False``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, ``(L, H_in)``
+          unbatched, or a ``PackedSequence``.
+        - ``hx``: ``(D * num_layers, N, H_out)``, zeros if omitted.
+        - Output: ``(output, h_n)``: ``output`` is ``(L, N, D * H_out)``, ``h_n`` the final
+          hidden state of every layer.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> gru = nn.GRU(4, 8, batch_first=True)
+        >>> output, h_n = gru(torch.randn(2, 6, 4))
+        >>> output.shape, h_n.shape
+        (torch.Size([2, 6, 8]), torch.Size([1, 2, 8]))
+    """
 
     _name = "GRU"
 
