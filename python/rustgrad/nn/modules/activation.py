@@ -43,6 +43,7 @@ class ReLU(_Inplace):
         >>> m(torch.tensor([-1.0, 0.0, 2.0]))
         tensor([0., 0., 2.])
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies ReLU to ``input`` elementwise."""
         return F.relu(input, inplace=self.inplace)
@@ -59,6 +60,7 @@ class SiLU(_Inplace):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies SiLU to ``input`` elementwise."""
         return F.silu(input, inplace=self.inplace)
@@ -75,6 +77,7 @@ class Mish(_Inplace):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Mish to ``input`` elementwise."""
         return F.mish(input, inplace=self.inplace)
@@ -93,6 +96,7 @@ class SELU(_Inplace):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies SELU to ``input`` elementwise."""
         return F.selu(input, inplace=self.inplace)
@@ -110,6 +114,7 @@ class Hardsigmoid(_Inplace):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Hardsigmoid to ``input`` elementwise."""
         return F.hardsigmoid(input, self.inplace)
@@ -127,6 +132,7 @@ class Hardswish(_Inplace):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Hardswish to ``input`` elementwise."""
         return F.hardswish(input, self.inplace)
@@ -147,6 +153,7 @@ class Hardtanh(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
                  inplace: bool = False) -> None:
         super().__init__()
@@ -177,6 +184,7 @@ class ReLU6(Hardtanh):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
@@ -202,6 +210,7 @@ class LeakyReLU(Module):
         >>> nn.LeakyReLU(0.1)(torch.tensor([-2.0, 3.0]))
         tensor([-0.2000,  3.0000])
     """
+
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
@@ -230,6 +239,7 @@ class ELU(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
@@ -258,6 +268,7 @@ class CELU(ELU):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies CELU to ``input`` elementwise."""
         return F.celu(input, self.alpha, self.inplace)
@@ -275,6 +286,7 @@ class GELU(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
@@ -300,6 +312,7 @@ class Sigmoid(Module):
         >>> nn.Sigmoid()(torch.tensor([0.0]))
         tensor([0.5000])
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Sigmoid to ``input`` elementwise."""
         return F.sigmoid(input)
@@ -312,6 +325,7 @@ class Tanh(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Tanh to ``input`` elementwise."""
         return F.tanh(input)
@@ -324,6 +338,7 @@ class LogSigmoid(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies LogSigmoid to ``input`` elementwise."""
         return F.logsigmoid(input)
@@ -336,6 +351,7 @@ class Softsign(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Softsign to ``input`` elementwise."""
         return F.softsign(input)
@@ -348,6 +364,7 @@ class Tanhshrink(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies Tanhshrink to ``input`` elementwise."""
         return F.tanhshrink(input)
@@ -366,6 +383,7 @@ class Softplus(Module):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
@@ -412,6 +430,7 @@ class Softmax(_SoftmaxBase):
         tensor([[0.5000, 0.5000],
                 [0.1192, 0.8808]])
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies softmax to ``input`` along ``self.dim``."""
         return F.softmax(input, self.dim, _stacklevel=5)
@@ -428,6 +447,7 @@ class Softmin(_SoftmaxBase):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     _check_dim = False
 
     def forward(self, input: Tensor) -> Tensor:
@@ -448,6 +468,7 @@ class LogSoftmax(_SoftmaxBase):
         - Input: ``(*)``, any number of dimensions.
         - Output: ``(*)``, the shape of the input.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies log-softmax to ``input`` along ``self.dim``."""
         return F.log_softmax(input, self.dim, _stacklevel=5)

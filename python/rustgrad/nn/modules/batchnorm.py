@@ -130,6 +130,7 @@ class BatchNorm1d(_BatchNorm):
         >>> bn.num_batches_tracked
         tensor(1)
     """
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 2 and input.dim() != 3:
             raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
@@ -171,6 +172,7 @@ class BatchNorm2d(_BatchNorm):
         >>> bn(x).shape
         torch.Size([2, 4, 5, 5])
     """
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
@@ -196,6 +198,7 @@ class BatchNorm3d(_BatchNorm):
         - Input: ``(N, C, D, H, W)``.
         - Output: the input's shape.
     """
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")

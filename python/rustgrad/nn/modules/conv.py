@@ -152,6 +152,7 @@ class Conv2d(_ConvNd):
         >>> nn.Conv2d(3, 8, 3, stride=2)(torch.randn(2, 3, 16, 16)).shape
         torch.Size([2, 8, 7, 7])
     """
+
     _n = 2
 
     def forward(self, input: Tensor) -> Tensor:
@@ -195,6 +196,7 @@ class Conv1d(_ConvNd):
         >>> nn.Conv1d(4, 6, 3)(torch.randn(2, 4, 10)).shape
         torch.Size([2, 6, 8])
     """
+
     _n = 1
 
     def forward(self, input: Tensor) -> Tensor:
@@ -280,6 +282,7 @@ class ConvTranspose1d(_ConvTransposeNd):
           ``L_out = (L_in - 1) * stride - 2 * padding + dilation * (kernel_size - 1)
           + output_padding + 1``.
     """
+
     _n = 1
 
     def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:
@@ -325,6 +328,7 @@ class ConvTranspose2d(_ConvTransposeNd):
         >>> up(torch.randn(1, 4, 5, 5)).shape
         torch.Size([1, 2, 11, 11])
     """
+
     _n = 2
 
     def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:

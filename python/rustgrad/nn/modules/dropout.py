@@ -51,6 +51,7 @@ class Dropout(_DropoutNd):
         >>> sorted(set(m(x).flatten().tolist()) - {0.0, 2.0})
         []
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies dropout to ``input`` in training mode; returns it unchanged in evaluation mode.
         """
@@ -69,6 +70,7 @@ class Dropout2d(_DropoutNd):
         - Input: ``(N, C, H, W)`` or ``(C, H, W)``.
         - Output: the input's shape.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies channel dropout to ``input`` in training mode; the identity in evaluation mode.
         """
@@ -87,6 +89,7 @@ class Dropout1d(_DropoutNd):
         - Input: ``(N, C, L)`` or ``(C, L)``.
         - Output: the input's shape.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Applies channel dropout to ``input`` in training mode; the identity in evaluation mode.
         """

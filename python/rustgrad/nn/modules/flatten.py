@@ -27,6 +27,7 @@ class Flatten(Module):
         >>> nn.Flatten()(torch.ones(2, 3, 4)).shape
         torch.Size([2, 12])
     """
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim = start_dim
@@ -58,6 +59,7 @@ class Unflatten(Module):
         >>> nn.Unflatten(1, (2, 2))(torch.ones(3, 4)).shape
         torch.Size([3, 2, 2])
     """
+
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
         self.dim = dim

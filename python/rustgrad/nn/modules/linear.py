@@ -120,6 +120,7 @@ class Bilinear(Module):
         - Input2: ``(*, in2_features)``, the same leading dimensions.
         - Output: ``(*, out_features)``.
     """
+
     def __init__(self, in1_features: int, in2_features: int, out_features: int,
                  bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()

@@ -56,6 +56,7 @@ class L1Loss(_Loss):
         >>> loss(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 4.0]))
         tensor(1.)
     """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.l1_loss(input, target, reduction=self.reduction)
@@ -88,6 +89,7 @@ class MSELoss(_Loss):
         >>> x.grad
         tensor([ 0., -2.])
     """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -119,6 +121,7 @@ class NLLLoss(_WeightedLoss):
         >>> loss(torch.tensor([[-0.5, -1.0]]), torch.tensor([1]))
         tensor(1.)
     """
+
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean") -> None:
@@ -166,6 +169,7 @@ class CrossEntropyLoss(_WeightedLoss):
         >>> scores.grad.shape
         torch.Size([2, 3])
     """
+
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
@@ -197,6 +201,7 @@ class BCELoss(_WeightedLoss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.binary_cross_entropy(input, target, weight=self.weight,
@@ -226,6 +231,7 @@ class BCEWithLogitsLoss(_Loss):
         >>> loss(torch.tensor([0.0, 2.0]), torch.tensor([0.0, 1.0]))
         tensor(0.4100)
     """
+
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean",
                  pos_weight: Optional[Tensor] = None) -> None:
@@ -256,6 +262,7 @@ class SmoothL1Loss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
@@ -280,6 +287,7 @@ class HuberLoss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         if not isinstance(delta, (float, int)):
             raise TypeError(f"delta must be a float or int, got: {type(delta)}")
@@ -309,6 +317,7 @@ class KLDivLoss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
@@ -333,6 +342,7 @@ class SoftMarginLoss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.soft_margin_loss(input, target, reduction=self.reduction)
@@ -353,6 +363,7 @@ class MarginRankingLoss(_Loss):
         - Input1, Input2, Target: ``(N)`` or ``()``.
         - Output: a scalar; ``(N)`` with ``reduction='none'``.
     """
+
     def __init__(self, margin: float = 0.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -380,6 +391,7 @@ class HingeEmbeddingLoss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def __init__(self, margin: float = 1.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -407,6 +419,7 @@ class CosineEmbeddingLoss(_Loss):
         - Target: ``(N)`` or ``()``.
         - Output: a scalar; ``(N)`` with ``reduction='none'``.
     """
+
     def __init__(self, margin: float = 0.0, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -436,6 +449,7 @@ class PoissonNLLLoss(_Loss):
         - Target: ``(*)``, the shape of the input.
         - Output: a scalar; ``(*)`` with ``reduction='none'``.
     """
+
     def __init__(self, log_input: bool = True, full: bool = False,
                  size_average: Optional[bool] = None, eps: float = 1e-8,
                  reduce: Optional[bool] = None, reduction: str = "mean") -> None:
@@ -465,6 +479,7 @@ class GaussianNLLLoss(_Loss):
         - Var: the input's shape, or with one dimension of size 1.
         - Output: a scalar; the input's shape with ``reduction='none'``.
     """
+
     def __init__(self, *, full: bool = False, eps: float = 1e-6,
                  reduction: str = "mean") -> None:
         super().__init__(None, None, reduction)

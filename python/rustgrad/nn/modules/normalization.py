@@ -41,6 +41,7 @@ class LayerNorm(Module):
         >>> ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
         tensor([[-1.3416, -0.4472,  0.4472,  1.3416]], grad_fn=<NativeLayerNormBackward0>)
     """
+
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
                  elementwise_affine: bool = True, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
@@ -98,6 +99,7 @@ class GroupNorm(Module):
         - Input: ``(N, C, *)``.
         - Output: the input's shape.
     """
+
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device: Any = None, dtype: Any = None, *,
                  bias: bool = True) -> None:

@@ -55,6 +55,7 @@ class MaxPool2d(_MaxPoolNd):
         tensor([[[[ 5.,  7.],
                   [13., 15.]]]])
     """
+
     def forward(self, input: Tensor) -> Any:
         """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -77,6 +78,7 @@ class MaxPool1d(_MaxPoolNd):
         - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
           ``L_out = floor((L_in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride + 1)``.
     """
+
     def forward(self, input: Tensor) -> Any:
         """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -100,6 +102,7 @@ class AvgPool2d(Module):
           ``H_out = floor((H_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)`` and
           likewise for ``W_out``.
     """
+
     def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: Optional[int] = None) -> None:
@@ -136,6 +139,7 @@ class AvgPool1d(Module):
         - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
           ``L_out = floor((L_in + 2 * padding - kernel_size) / stride + 1)``.
     """
+
     def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:
         super().__init__()
@@ -176,6 +180,7 @@ class AdaptiveAvgPool2d(Module):
         >>> nn.AdaptiveAvgPool2d((1, 1))(torch.ones(2, 8, 7, 5)).shape
         torch.Size([2, 8, 1, 1])
     """
+
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
@@ -200,6 +205,7 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
         - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
         - Output: ``(N, C, output_size)`` or ``(C, output_size)``.
     """
+
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool1d(input, self.output_size)

@@ -640,6 +640,7 @@ class RNNCellBase(Module):
     ``(chunks * hidden_size, hidden_size)`` and the biases ``bias_ih``, ``bias_hh``, all
     initialized uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``.
     """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
@@ -700,6 +701,7 @@ class RNNCell(RNNCellBase):
         - ``hx``: ``(N, hidden_size)`` or ``(hidden_size)``; zeros if omitted.
         - Output: ``h'``, the shape of ``hx``.
     """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
@@ -737,6 +739,7 @@ class GRUCell(RNNCellBase):
         - ``hx``: ``(N, hidden_size)`` or ``(hidden_size)``; zeros if omitted.
         - Output: ``h'``, the shape of ``hx``.
     """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
@@ -773,6 +776,7 @@ class LSTMCell(RNNCellBase):
         >>> h.shape, c.shape
         (torch.Size([3, 6]), torch.Size([3, 6]))
     """
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)

@@ -48,6 +48,7 @@ class Embedding(Module):
         >>> emb(torch.tensor([[1, 2], [4, 9]])).shape
         torch.Size([2, 2, 3])
     """
+
     def __init__(self, num_embeddings: int, embedding_dim: int,
                  padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
