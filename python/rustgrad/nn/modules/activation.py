@@ -475,9 +475,37 @@ class LogSoftmax(_SoftmaxBase):
 
 
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention: parameters (in_proj_weight or q/k/v_proj_weight,
-    in_proj_bias, out_proj, bias_k/bias_v) and initialization as torch's; forward is
-    F.multi_head_attention_forward (torch's CPU fast path computes the same values)."""
+    """Multi-head attention (Vaswani et al., 2017): ``Concat(head_1, ..., head_h) @ W_o.T``,
+    with ``head_i = softmax(Q_i @ K_i.T / sqrt(d_k)) @ V_i`` over the projections ``Q_i``,
+    ``K_i``, ``V_i`` of query, key and value.
+
+    The projections are ``in_proj_weight`` (or ``q_proj_weight``, ``k_proj_weight``,
+    ``v_proj_weight`` when ``kdim``/``vdim`` differ from ``embed_dim``) and ``out_proj``, as
+    torch; the computation is ``F.multi_head_attention_forward``.
+
+    Args:
+        embed_dim (int): the number of features of the query (and of the output).
+        num_heads (int): the number of heads; it must divide ``embed_dim``.
+        dropout (float): the dropout probability on the attention weights. Default: ``0.0``.
+        bias (bool): whether the projections have biases. Default: ``True``.
+        add_bias_kv (bool): add a learned bias step to the keys and values. Default: ``False``.
+        add_zero_attn (bool): add a step of zeros to the keys and values. Default: ``False``.
+        kdim (int, optional): the number of features of the key. Default: ``embed_dim``.
+        vdim (int, optional): the number of features of the value. Default: ``embed_dim``.
+        batch_first (bool): take and return ``(N, L, E)`` instead of ``(L, N, E)``.
+            Default: ``False``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> attn = nn.MultiheadAttention(16, 4, batch_first=True)
+        >>> x = torch.randn(2, 5, 16)
+        >>> out, weights = attn(x, x, x)
+        >>> out.shape, weights.shape
+        (torch.Size([2, 5, 16]), torch.Size([2, 5, 5]))
+    """
 
     __constants__ = ["batch_first"]
     bias_k: Optional[Tensor]

@@ -69,7 +69,37 @@ def _get_clones(module: Module, n: int) -> ModuleList:
 
 
 class TransformerEncoderLayer(Module):
-    """Self-attention then a feed-forward network, each with residual, dropout and LayerNorm."""
+    """One encoder layer of the Transformer: self-attention then a feed-forward network
+    (``linear2(dropout(activation(linear1(x))))``), each added to its input (a residual
+    connection) and normalized with LayerNorm.
+
+    Args:
+        d_model (int): the number of features of the input.
+        nhead (int): the number of attention heads.
+        dim_feedforward (int): the hidden size of the feed-forward network. Default: ``2048``.
+        dropout (float): the dropout probability. Default: ``0.1``.
+        activation (str or Callable): the feed-forward activation, ``"relu"``, ``"gelu"`` or
+            a function. Default: ``F.relu``.
+        layer_norm_eps (float): the ``eps`` of the LayerNorms. Default: ``1e-5``.
+        batch_first (bool): take and return ``(N, S, E)`` instead of ``(S, N, E)``.
+            Default: ``False``.
+        norm_first (bool): apply each LayerNorm before its block (pre-norm) instead of after.
+            Default: ``False``.
+        bias (bool): whether the linear layers and LayerNorms have biases. Default: ``True``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - ``src``: ``(S, N, E)``, ``(N, S, E)`` with ``batch_first``, or ``(S, E)``.
+        - Output: the shape of ``src``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+        >>> layer(torch.randn(2, 5, 16)).shape
+        torch.Size([2, 5, 16])
+    """
 
     __constants__ = ["norm_first"]
 
@@ -135,7 +165,31 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention, attention over the memory, then a feed-forward network."""
+    """One decoder layer of the Transformer: self-attention over the target, attention over the
+    encoder's output (``memory``), then a feed-forward network, each with a residual
+    connection and LayerNorm.
+
+    Args:
+        d_model (int): the number of features of the input.
+        nhead (int): the number of attention heads.
+        dim_feedforward (int): the hidden size of the feed-forward network. Default: ``2048``.
+        dropout (float): the dropout probability. Default: ``0.1``.
+        activation (str or Callable): the feed-forward activation, ``"relu"``, ``"gelu"`` or
+            a function. Default: ``F.relu``.
+        layer_norm_eps (float): the ``eps`` of the LayerNorms. Default: ``1e-5``.
+        batch_first (bool): take and return ``(N, S, E)`` instead of ``(S, N, E)``.
+            Default: ``False``.
+        norm_first (bool): apply each LayerNorm before its block (pre-norm) instead of after.
+            Default: ``False``.
+        bias (bool): whether the linear layers and LayerNorms have biases. Default: ``True``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - ``tgt``: ``(T, N, E)``, ``(N, T, E)`` with ``batch_first``, or ``(T, E)``.
+        - ``memory``: ``(S, N, E)``, ``(N, S, E)`` with ``batch_first``, or ``(S, E)``.
+        - Output: the shape of ``tgt``.
+    """
 
     __constants__ = ["norm_first"]
 
@@ -236,7 +290,26 @@ def _left_aligned(key_padding_mask: Tensor) -> bool:
 
 
 class TransformerEncoder(Module):
-    """A stack of num_layers deep copies of encoder_layer, then an optional norm."""
+    """A stack of ``num_layers`` encoder layers (deep copies of ``encoder_layer``), followed by
+    an optional normalization.
+
+    Args:
+        encoder_layer (TransformerEncoderLayer): the layer to copy.
+        num_layers (int): the number of layers.
+        norm (Module, optional): applied to the output of the last layer.
+        enable_nested_tensor (bool): accepted for torch compatibility; padded positions come
+            back as zeros where torch's nested-tensor path would give them.
+            Default: ``True``.
+        mask_check (bool): check the padding mask as torch does. Default: ``True``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+        >>> encoder = nn.TransformerEncoder(layer, num_layers=2)
+        >>> encoder(torch.randn(2, 5, 16)).shape
+        torch.Size([2, 5, 16])
+    """
 
     __constants__ = ["norm"]
 
@@ -301,7 +374,14 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoder(Module):
-    """A stack of num_layers deep copies of decoder_layer, then an optional norm."""
+    """A stack of ``num_layers`` decoder layers (deep copies of ``decoder_layer``), followed by
+    an optional normalization.
+
+    Args:
+        decoder_layer (TransformerDecoderLayer): the layer to copy.
+        num_layers (int): the number of layers.
+        norm (Module, optional): applied to the output of the last layer.
+    """
 
     __constants__ = ["norm"]
 
@@ -333,7 +413,32 @@ class TransformerDecoder(Module):
 
 
 class Transformer(Module):
-    """The encoder-decoder Transformer of "Attention Is All You Need", as torch.nn.Transformer."""
+    """The encoder-decoder Transformer (Vaswani et al., 2017): a :class:`TransformerEncoder`
+    turns ``src`` into a memory, and a :class:`TransformerDecoder` attends to it while
+    processing ``tgt``. Both stacks end with a LayerNorm.
+
+    Args:
+        d_model (int): the number of features of the inputs. Default: ``512``.
+        nhead (int): the number of attention heads. Default: ``8``.
+        num_encoder_layers (int): the number of encoder layers. Default: ``6``.
+        num_decoder_layers (int): the number of decoder layers. Default: ``6``.
+        dim_feedforward (int): the hidden size of the feed-forward networks. Default: ``2048``.
+        dropout (float): the dropout probability. Default: ``0.1``.
+        activation (str or Callable): the feed-forward activation. Default: ``F.relu``.
+        custom_encoder (Module, optional): an encoder to use instead of the default one.
+        custom_decoder (Module, optional): a decoder to use instead of the default one.
+        layer_norm_eps (float): the ``eps`` of the LayerNorms. Default: ``1e-5``.
+        batch_first (bool): take and return batch-first tensors. Default: ``False``.
+        norm_first (bool): pre-norm layers. Default: ``False``.
+        bias (bool): whether the linear layers and LayerNorms have biases. Default: ``True``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - ``src``: ``(S, N, E)`` (``(N, S, E)`` with ``batch_first``).
+        - ``tgt``: ``(T, N, E)`` (``(N, T, E)`` with ``batch_first``).
+        - Output: the shape of ``tgt``.
+    """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048,

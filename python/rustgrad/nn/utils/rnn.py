@@ -111,7 +111,26 @@ def _batch_sizes(lengths: List[int]) -> List[int]:
 def pack_padded_sequence(input: Tensor, lengths: Union[Tensor, List[int]],
                          batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
-    """Packs a padded batch (T, B, *) (or (B, T, *)) of sequences of the given lengths."""
+    """Packs a padded batch of variable-length sequences into a :class:`PackedSequence`, which
+    the recurrent layers run over without computing the padded steps.
+
+    Args:
+        input (Tensor): ``(T, B, *)``, or ``(B, T, *)`` with ``batch_first``.
+        lengths (Tensor or list of int): the length of each sequence.
+        batch_first (bool): whether ``input`` is batch first. Default: ``False``.
+        enforce_sorted (bool): require the lengths in decreasing order; otherwise the batch
+            is sorted here and unsorted on unpacking. Default: ``True``.
+
+    Example::
+
+        >>> from rustgrad.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        >>> packed = pack_padded_sequence(torch.ones(3, 2, 4), [3, 1])
+        >>> packed.batch_sizes
+        tensor([2, 1, 1])
+        >>> padded, lengths = pad_packed_sequence(packed)
+        >>> padded.shape, lengths
+        (torch.Size([3, 2, 4]), tensor([3, 1]))
+    """
     if isinstance(lengths, Tensor):
         lengths = lengths.to(dtype=_dtype.int64, device="cpu")
     else:
@@ -153,7 +172,18 @@ def pack_padded_sequence(input: Tensor, lengths: Union[Tensor, List[int]],
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0,
                         total_length: Optional[int] = None) -> Tuple[Tensor, Tensor]:
-    """Unpacks a PackedSequence into a padded batch and the lengths (an int64 CPU tensor)."""
+    """Unpacks a :class:`PackedSequence` into a padded batch; the reverse of
+    :func:`pack_padded_sequence`.
+
+    Args:
+        sequence (PackedSequence): the packed batch.
+        batch_first (bool): return ``(B, T, *)`` instead of ``(T, B, *)``. Default: ``False``.
+        padding_value (float): the value of the padded positions. Default: ``0.0``.
+        total_length (int, optional): pad to this length instead of the longest sequence's.
+
+    Returns:
+        ``(padded, lengths)``, the lengths an int64 CPU tensor.
+    """
     batch_sizes = [int(b) for b in sequence.batch_sizes.tolist()]
     max_seq_length = len(batch_sizes)
     if total_length is not None:
@@ -191,7 +221,21 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
 
 def pad_sequence(sequences: Union[Tensor, Sequence[Tensor]], batch_first: bool = False,
                  padding_value: float = 0.0, padding_side: str = "right") -> Tensor:
-    """Stacks sequences of different lengths into (T_max, B, *) (or (B, T_max, *)), padded."""
+    """Stacks sequences of different lengths into one tensor, padding the shorter ones.
+
+    Args:
+        sequences (list of Tensor): tensors ``(L_i, *)`` with the same trailing shape.
+        batch_first (bool): return ``(B, T, *)`` instead of ``(T, B, *)``. Default: ``False``.
+        padding_value (float): the value of the padded positions. Default: ``0.0``.
+        padding_side (str): ``'right'`` or ``'left'``. Default: ``'right'``.
+
+    Example::
+
+        >>> from rustgrad.nn.utils.rnn import pad_sequence
+        >>> pad_sequence([torch.ones(3), torch.full((1,), 2.0)], batch_first=True)
+        tensor([[1., 1., 1.],
+                [2., 0., 0.]])
+    """
     if not isinstance(sequences, Iterable):
         raise RuntimeError(
             "pad_sequence: Expected iterable for input sequences, but got arg of type: "
