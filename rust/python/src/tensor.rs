@@ -480,6 +480,9 @@ impl PyTensor {
         Ok(())
     }
 
+    /// Whether autograd records the ops on this tensor: set on a leaf by the user
+    /// (`requires_grad=True`, `requires_grad_()`), inherited by every result of an op on such a
+    /// tensor while grad mode is on.
     #[getter]
     fn get_requires_grad(slf: &Bound<'_, Self>) -> PyResult<bool> {
         // As torch: a view requires grad when its base does, even before its history follows
@@ -546,6 +549,9 @@ impl PyTensor {
         Ok(())
     }
 
+    /// True for a tensor with no grad_fn: made by the user, by an op on tensors that do not
+    /// require grad, under no_grad, or by `detach()`. Only leaves get `.grad` from backward
+    /// (others need `retain_grad()`).
     #[getter(is_leaf)]
     fn get_is_leaf(slf: &Bound<'_, Self>) -> PyResult<bool> {
         refresh_view(slf)?;
@@ -559,6 +565,8 @@ impl PyTensor {
         self.grad_fn.is_none()
     }
 
+    /// The node that made this tensor and computes its backward (`MulBackward0`, ...); None for
+    /// a leaf. `grad_fn.next_functions` leads to the nodes of its inputs.
     #[getter]
     fn grad_fn<'py>(
         slf: &Bound<'py, Self>,
@@ -664,11 +672,13 @@ impl PyTensor {
         self.storage.as_ref().map_or(0, |s| s.nbytes())
     }
 
+    /// Which output of its grad_fn this tensor is (0 for single-output ops).
     #[getter]
     fn output_nr(&self) -> usize {
         self.output_nr
     }
 
+    /// Whether this non-leaf keeps its gradient in `.grad` (set by `retain_grad()`).
     #[getter]
     fn retains_grad(&self) -> bool {
         self.retains_grad
