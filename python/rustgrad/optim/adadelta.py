@@ -11,7 +11,33 @@ __all__ = ["Adadelta"]
 
 
 class Adadelta(Optimizer):
-    """Adadelta: steps scaled by the ratio of running RMS of updates and of gradients."""
+    """Adadelta: steps scaled by the ratio of running RMS of updates and of gradients.
+
+    With g the gradient (plus ``weight_decay * p``): ``v = rho * v + (1 - rho) * g**2``,
+    ``delta = sqrt(u + eps) / sqrt(v + eps) * g``, ``u = rho * u + (1 - rho) * delta**2``, then
+    ``p -= lr * delta``. v and u are ``square_avg`` and ``acc_delta`` in the state.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float, Tensor): a factor on delta. Default: ``1.0``.
+        rho (float): decay rate of the running averages, in [0, 1]. Default: ``0.9``.
+        eps (float): added inside the square roots for numerical stability. Default: ``1e-6``.
+        weight_decay (float): weight decay (L2 penalty). Default: 0.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, capturable, differentiable: accepted for torch compatibility; the
+            single-tensor update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.Adadelta([w], lr=1.0)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.9936, -1.9936], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1.0, rho: float = 0.9,
                  eps: float = 1e-6, weight_decay: float = 0, foreach: Optional[bool] = None, *,
@@ -26,7 +52,11 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

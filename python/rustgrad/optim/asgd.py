@@ -12,7 +12,36 @@ __all__ = ["ASGD"]
 
 
 class ASGD(Optimizer):
-    """Averaged stochastic gradient descent."""
+    """Averaged stochastic gradient descent: SGD with a decaying rate, and a running average
+    of the iterates.
+
+    With g the gradient (plus ``weight_decay * p``), at step t: ``p *= 1 - lambd * eta``,
+    ``p -= eta * g``, then ``ax += mu * (p - ax)`` (``ax = p`` while mu is 1); afterwards
+    ``eta = lr / (1 + lambd * lr * t)**alpha`` and ``mu = 1 / max(1, t - t0)``. The average is
+    ``state[p]["ax"]``; eta and mu are kept in the state too.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float, Tensor): the initial learning rate. Default: ``1e-2``.
+        lambd (float): the decay term. Default: ``1e-4``.
+        alpha (float): the power of the rate's decay. Default: ``0.75``.
+        t0 (float): the step at which averaging starts. Default: ``1e6``.
+        weight_decay (float): weight decay (L2 penalty). Default: 0.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, capturable, differentiable: accepted for torch compatibility; the
+            single-tensor update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.ASGD([w], lr=0.1)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.6400, -1.2800], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
@@ -25,7 +54,11 @@ class ASGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

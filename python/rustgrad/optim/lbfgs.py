@@ -128,7 +128,43 @@ def _strong_wolfe(obj_func: ObjFunc, x: List[Tensor], t: Number, d: Tensor, f: f
 
 class LBFGS(Optimizer):
     """L-BFGS: quasi-Newton steps from a limited history of gradient differences; step() takes
-    a closure that recomputes the loss and its gradients. One parameter group only."""
+    a closure that recomputes the loss and its gradients. One parameter group only.
+
+    With ``s_k = x_{k+1} - x_k`` and ``y_k = g_{k+1} - g_k`` for the last ``history_size``
+    iterations, the direction ``d = -H g`` applies the inverse-Hessian estimate H of the
+    two-loop recursion (initial scaling ``s.y / y.y``) to the flat gradient g; the parameters
+    move by ``t * d``, with ``t = lr`` (``min(1, 1 / |g|_1) * lr`` on the first iteration) or the
+    step a strong-Wolfe line search finds. All parameters are treated as one flat vector.
+
+    Args:
+        params (iterable): the parameters to optimize (a single group).
+        lr (float, Tensor): the step length. Default: ``1``.
+        max_iter (int): the most iterations per step(). Default: ``20``.
+        max_eval (int, optional): the most closure evaluations per step().
+            Default: ``max_iter * 5 // 4``.
+        tolerance_grad (float): stop when the largest gradient element is at most this.
+            Default: ``1e-7``.
+        tolerance_change (float): stop when the loss or the parameters change by at most this.
+            Default: ``1e-9``.
+        history_size (int): how many (s, y) pairs are kept. Default: ``100``.
+        line_search_fn (str, optional): ``"strong_wolfe"``, or None for a fixed step.
+            Default: None.
+        maximize (bool): ascend the objective. Default: ``False``.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.LBFGS([w], line_search_fn="strong_wolfe")
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = ((w - 3) ** 2).sum()
+        ...     loss.backward()
+        ...     return loss
+        >>> opt.step(closure)
+        tensor(29., grad_fn=<SumBackward0>)
+        >>> w
+        tensor([3.0000, 3.0000], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1, max_iter: int = 20,
                  max_eval: Optional[int] = None, tolerance_grad: float = 1e-7,
@@ -192,7 +228,12 @@ class LBFGS(Optimizer):
         return -float(loss) if self.param_groups[0].get("maximize", False) else float(loss)
 
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
-        """Runs up to max_iter L-BFGS iterations; returns the closure's first loss."""
+        """Runs up to max_iter L-BFGS iterations; returns the closure's first loss.
+
+        Args:
+            closure (Callable): re-evaluates the model (zeroing and recomputing the gradients)
+                and returns the loss; called once per function evaluation.
+        """
         assert len(self.param_groups) == 1
         group = self.param_groups[0]
         lr = group["lr"].item() if isinstance(group["lr"], Tensor) else group["lr"]

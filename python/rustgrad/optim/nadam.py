@@ -12,7 +12,38 @@ __all__ = ["NAdam"]
 
 
 class NAdam(Optimizer):
-    """NAdam: Adam with a Nesterov look-ahead on the first moment and a decaying momentum."""
+    """NAdam: Adam with a Nesterov look-ahead on the first moment and a decaying momentum.
+
+    At step t the momentum is ``mu_t = b1 * (1 - 0.5 * 0.96**(t * momentum_decay))``; with m
+    and v Adam's moment estimates and ``d = sqrt(v / (1 - b2**t)) + eps``, the step is
+    ``p -= lr * (1 - mu_t) / (1 - prod(mu_1..mu_t)) * g / d
+    + lr * mu_{t+1} / (1 - prod(mu_1..mu_{t+1})) * m / d``.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float, Tensor): the learning rate. Default: ``2e-3``.
+        betas (Tuple[float, float]): the decay rates (b1, b2) of the moment estimates.
+            Default: ``(0.9, 0.999)``.
+        eps (float): added to the denominator for numerical stability. Default: ``1e-8``.
+        weight_decay (float): weight decay. Default: 0.
+        momentum_decay (float): how fast the momentum decays. Default: ``4e-3``.
+        decoupled_weight_decay (bool): decay the weights directly (``p *= 1 - lr *
+            weight_decay``, NAdamW) instead of adding an L2 term to g. Default: ``False``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, capturable, differentiable: accepted for torch compatibility; the
+            single-tensor update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.NAdam([w], lr=0.1)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.8200, -1.8179], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 2e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -30,7 +61,11 @@ class NAdam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

@@ -12,7 +12,38 @@ __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
-    """RAdam: Adam whose adaptive term is switched on, rectified, once its variance is finite."""
+    """RAdam: Adam whose adaptive term is switched on, rectified, once its variance is finite.
+
+    With m and v Adam's moment estimates, ``rho_inf = 2 / (1 - b2) - 1`` and
+    ``rho_t = rho_inf - 2 * t * b2**t / (1 - b2**t)``: while ``rho_t <= 5`` the step is
+    ``p -= lr * m / (1 - b1**t)`` (momentum SGD); after, it is multiplied by
+    ``r_t * sqrt(1 - b2**t) / (sqrt(v) + eps)``, with the rectification
+    ``r_t = sqrt((rho_t - 4) (rho_t - 2) rho_inf / ((rho_inf - 4) (rho_inf - 2) rho_t))``.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float, Tensor): the learning rate. Default: ``1e-3``.
+        betas (Tuple[float, float]): the decay rates (b1, b2) of the moment estimates.
+            Default: ``(0.9, 0.999)``.
+        eps (float): added to the denominator for numerical stability. Default: ``1e-8``.
+        weight_decay (float): weight decay. Default: 0.
+        decoupled_weight_decay (bool): decay the weights directly (``p *= 1 - lr *
+            weight_decay``, as AdamW) instead of adding an L2 term to g. Default: ``False``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, capturable, differentiable: accepted for torch compatibility; the
+            single-tensor update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.RAdam([w], lr=0.1)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.6211, -1.2421], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -27,7 +58,11 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr = float(group["lr"])

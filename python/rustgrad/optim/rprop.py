@@ -12,7 +12,35 @@ __all__ = ["Rprop"]
 
 
 class Rprop(Optimizer):
-    """Rprop: each element moves by its own step size against the gradient's sign."""
+    """Rprop: each element moves by its own step size against the gradient's sign.
+
+    Each element's step size starts at lr. When g has the sign of the previous gradient the
+    size is multiplied by etaplus, when the sign flipped by etaminus (and that element rests
+    this step, forgetting g), then clamped to ``step_sizes``; the update is
+    ``p -= sign(g) * step_size``. Only the gradient's sign is used, never its magnitude.
+
+    Args:
+        params (iterable): the parameters to optimize, or dicts defining parameter groups.
+        lr (float, Tensor): the initial step size. Default: ``1e-2``.
+        etas (Tuple[float, float]): (etaminus, etaplus), the factors that shrink and grow the
+            step sizes. Default: ``(0.5, 1.2)``.
+        step_sizes (Tuple[float, float]): the smallest and largest step size.
+            Default: ``(1e-6, 50)``.
+        maximize (bool): ascend the objective (use -grad). Default: ``False``.
+        foreach, capturable, differentiable: accepted for torch compatibility; the
+            single-tensor update is always used.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.Rprop([w], lr=0.1)
+        >>> for _ in range(2):
+        ...     opt.zero_grad()
+        ...     (w ** 2).sum().backward()
+        ...     opt.step()
+        >>> w
+        tensor([ 0.7800, -1.7800], requires_grad=True)
+    """
 
     def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1e-2,
                  etas: Tuple[float, float] = (0.5, 1.2),
@@ -27,7 +55,11 @@ class Rprop(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one optimization step (the closure, if given, recomputes the loss)."""
+        """Performs one optimization step (the closure, if given, recomputes the loss).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
