@@ -35,7 +35,38 @@ def set_printoptions(precision: Optional[int] = None, threshold: Optional[float]
                      edgeitems: Optional[int] = None, linewidth: Optional[int] = None,
                      profile: Optional[str] = None, sci_mode: Optional[bool] = None) -> None:
     """Sets how tensors print (as torch: a profile first, then the options given; sci_mode is
-    reset to automatic unless given)."""
+    reset to automatic unless given).
+
+    The options are global: they apply to every tensor printed afterwards, until changed.
+
+    Args:
+        precision (int, optional): digits after the decimal point of floating point values.
+            Default: ``4``.
+        threshold (float, optional): tensors with more elements than this are summarized, their
+            middle replaced by ``...``. Default: ``1000``.
+        edgeitems (int, optional): how many items a summarized tensor shows at each end of each
+            dimension. Default: ``3``.
+        linewidth (int, optional): the characters per line before rows wrap. Default: ``80``.
+        profile (str, optional): ``"default"``, ``"short"`` (precision 2, 2 edge items) or
+            ``"full"`` (never summarize); applied before the other options.
+        sci_mode (bool, optional): True for scientific notation, False for fixed point, None
+            to choose automatically from the values' range.
+
+    Example::
+
+        >>> torch.set_printoptions(precision=2)
+        >>> torch.tensor([1.23456, 2.0])
+        tensor([1.23, 2.00])
+        >>> torch.set_printoptions(threshold=5, edgeitems=2)
+        >>> torch.arange(10.0)
+        tensor([0., 1.,  ..., 8., 9.])
+        >>> torch.set_printoptions(sci_mode=True)  # precision=2 still holds
+        >>> torch.tensor([1.5, 20.0])
+        tensor([1.50e+00, 2.00e+01])
+        >>> torch.set_printoptions(profile="default")  # back to torch's defaults
+        >>> torch.tensor([1.23456, 2.0])
+        tensor([1.2346, 2.0000])
+    """
     if profile is not None and profile in _PROFILES:
         (PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems,
          PRINT_OPTS.linewidth) = _PROFILES[profile]
@@ -51,13 +82,31 @@ def set_printoptions(precision: Optional[int] = None, threshold: Optional[float]
 
 
 def get_printoptions() -> Dict[str, Any]:
-    """The current print options, as keywords for set_printoptions."""
+    """The current print options, as keywords for set_printoptions.
+
+    Example::
+
+        >>> torch._tensor_str.get_printoptions()
+        {'precision': 4, 'threshold': 1000, 'edgeitems': 3, 'linewidth': 80, 'sci_mode': None}
+    """
     return dataclasses.asdict(PRINT_OPTS)
 
 
 @contextlib.contextmanager
 def printoptions(**kwargs: Any) -> Iterator[None]:
-    """Print options changed for the duration of a with block."""
+    """Print options changed for the duration of a with block.
+
+    Args:
+        **kwargs: the keywords of `set_printoptions`; all options are restored on exit.
+
+    Example::
+
+        >>> with torch._tensor_str.printoptions(precision=1):
+        ...     print(torch.tensor([1 / 3]))
+        tensor([0.3])
+        >>> torch.tensor([1 / 3])
+        tensor([0.3333])
+    """
     old = get_printoptions()
     set_printoptions(**kwargs)
     try:
@@ -173,6 +222,15 @@ def _add_suffixes(tensor_str: str, suffixes: List[str], indent: int) -> str:
 
 
 def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
+    """The text of ``repr(t)``: t's values laid out as torch lays them out under the current
+    print options, followed by the suffixes torch adds (device, dtype, requires_grad,
+    grad_fn) where they apply.
+
+    Args:
+        t (Tensor): the tensor.
+        prefix (str): the text before the values; continuation lines are indented by its
+            width. Default: ``"tensor("``.
+    """
     arr = t._data
     np_arr = t._backend.to_numpy(arr)
     dt = _dtype.from_np(np_arr.dtype)

@@ -1,10 +1,30 @@
-"""rustgrad.cuda: whether CUDA (through CuPy) is usable here."""
+"""rustgrad.cuda: whether CUDA (through CuPy) is usable here.
+
+rustgrad runs on an NVIDIA GPU through CuPy, which is optional: without CuPy, or when CuPy sees
+no GPU, `is_available()` is False, `device_count()` is 0 and a tensor asked for on ``"cuda"``
+raises a RuntimeError. The seeding calls exist so that torch programs run unchanged, and
+`rustgrad.cuda.amp` holds torch's deprecated ``torch.cuda.amp`` spellings.
+
+Example::
+
+    >>> print("CUDA:", torch.cuda.is_available())  # False without CuPy or a GPU
+    CUDA: ...
+    >>> device = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> torch.ones(2, device=device).sum().item()
+    2.0
+"""
 
 from __future__ import annotations
 
 
 def is_available() -> bool:
-    """True when CuPy is installed and sees at least one GPU."""
+    """True when CuPy is installed and sees at least one GPU.
+
+    Example::
+
+        >>> print("CUDA:", torch.cuda.is_available())  # CUDA: False on a machine without one
+        CUDA: ...
+    """
     try:
         from ._backends import cuda
     except (RuntimeError, ImportError):
@@ -13,6 +33,13 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
+    """The number of GPUs CuPy sees (0 without CuPy or a GPU).
+
+    Example::
+
+        >>> torch.cuda.device_count() >= 0
+        True
+    """
     try:
         from ._backends import cuda
     except (RuntimeError, ImportError):

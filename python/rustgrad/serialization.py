@@ -176,7 +176,34 @@ class _Reader:
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
          _use_new_zipfile_serialization: bool = True) -> None:
-    """Saves tensors, state_dicts and nested containers of them to a path or binary file."""
+    """Saves tensors, state_dicts and nested containers of them to a path or binary file.
+
+    The file is a zip archive of a JSON structure and one ``.npy`` array per distinct tensor
+    (see the module docstring); nothing is pickled, so loading it can never run code. What can
+    be saved: tensors (Parameters stay Parameters), dicts (OrderedDict and Counter kept),
+    lists, tuples, sets, Sizes, numbers, strings, None, dtypes, devices and NumPy arrays,
+    nested freely; any other object raises a TypeError. Two references to one
+    tensor are stored once and load as one tensor; a view is stored as a copy of its values.
+    A path ending in ``.safetensors`` is written as a safetensors file instead (a flat dict of
+    tensors only).
+
+    Args:
+        obj: what to save.
+        f (str, os.PathLike or binary file): where to write it; a file object is written from
+            its current position and left open.
+        pickle_module: must be None: rustgrad never pickles (a ValueError otherwise).
+        pickle_protocol, _use_new_zipfile_serialization: accepted for torch compatibility and
+            ignored.
+
+    Example::
+
+        >>> import io
+        >>> buf = io.BytesIO()
+        >>> torch.save({"w": torch.tensor([1.0, 2.0]), "step": 3}, buf)
+        >>> _ = buf.seek(0)
+        >>> torch.load(buf)
+        {'w': tensor([1., 2.]), 'step': 3}
+    """
     if pickle_module is not None:
         raise ValueError("rustgrad.save never pickles; pickle_module is not accepted")
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
@@ -292,11 +319,35 @@ def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
          weights_only: Optional[bool] = None, mmap: Any = None, **pickle_load_args: Any) -> Any:
     """Loads a rustgrad checkpoint, a safetensors file or a `torch.save` checkpoint.
-    Never runs code from the file, whatever `weights_only` says: torch checkpoints are read by
-    an unpickler that allows only tensor-rebuilding globals and raises pickle.UnpicklingError
-    naming any other. map_location: a device (string or rustgrad.device), a dict from saved
-    to wanted device, or a callable (tensor, saved_device). A file that is not a well-formed
-    checkpoint raises one RuntimeError naming the file and what is wrong with it."""
+
+    The format is told from the file's first bytes. Loading never runs code from the file,
+    whatever ``weights_only`` says: torch checkpoints are read by an unpickler that allows only
+    the globals that rebuild tensors and raises ``pickle.UnpicklingError`` naming any other.
+    A file that is not a well-formed checkpoint (truncated, corrupt, a member whose size does
+    not match its header, a zip bomb) raises one RuntimeError naming the file and what is wrong
+    with it.
+
+    Args:
+        f (str, os.PathLike or binary file): what to read; a file object is read from its
+            current position and left open.
+        map_location: where the tensors go: a device (a string or ``rustgrad.device``), a dict
+            from the saved device's string to the wanted one, or a callable
+            ``(tensor, saved_device) -> tensor``. Default: the device each was saved on.
+        pickle_module, weights_only, mmap, pickle_load_args: accepted for torch compatibility
+            and ignored (loading is always weights-only).
+
+    Returns:
+        The saved object, with its containers, numbers and strings as they were saved.
+
+    Example::
+
+        >>> import io
+        >>> buf = io.BytesIO()
+        >>> torch.save([torch.arange(3), "tag"], buf)
+        >>> _ = buf.seek(0)
+        >>> torch.load(buf, map_location="cpu")
+        [tensor([0, 1, 2]), 'tag']
+    """
     own = isinstance(f, (str, os.PathLike))
     fh: Any = open(f, "rb") if own else f
     try:

@@ -198,7 +198,49 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
                  equal_nan: bool = False, check_device: bool = True, check_dtype: bool = True,
                  check_layout: bool = True, check_stride: bool = False, msg: Msg = None) -> None:
     """Asserts actual and expected are close: |actual - expected| <= atol + rtol * |expected|
-    elementwise, with torch's per-dtype defaults, recursing into sequences and mappings."""
+    elementwise, with torch's per-dtype defaults, recursing into sequences and mappings.
+
+    Tensors (and NumPy arrays) are compared value by value after their shapes, and unless
+    turned off their devices and dtypes, are checked to match; Python numbers are compared the
+    same way; sequences and mappings are compared item by item (same length, same keys). Integer
+    and bool tensors must be equal. When omitted, rtol and atol are torch's defaults for the less
+    precise dtype of the pair (float32: ``1.3e-6`` and ``1e-5``; float64: ``1e-7`` and ``1e-7``;
+    float16: ``1e-3`` and ``1e-5``). The AssertionError says how many elements mismatch and
+    where the greatest absolute and relative differences are.
+
+    Args:
+        actual: the value computed.
+        expected: the reference value.
+        allow_subclasses (bool): accepted for torch compatibility. Default: ``True``.
+        rtol (float, optional): relative tolerance; given together with atol.
+        atol (float, optional): absolute tolerance; given together with rtol.
+        equal_nan (bool): count two NaNs as equal. Default: ``False``.
+        check_device (bool): require the same device. Default: ``True``.
+        check_dtype (bool): require the same dtype (else both are compared in a common
+            dtype). Default: ``True``.
+        check_layout, check_stride (bool): accepted for torch compatibility (rustgrad tensors
+            are strided).
+        msg (str or Callable[[str], str], optional): replaces the failure message, or maps the
+            default message to the one raised.
+
+    Raises:
+        AssertionError: if the values, shapes, devices or dtypes do not match.
+        ValueError: if only one of rtol and atol is given.
+
+    Example::
+
+        >>> expected = torch.tensor([1.0, 2.0])
+        >>> torch.testing.assert_close(torch.tensor([1.0, 2.0 + 1e-7]), expected)
+        >>> torch.testing.assert_close(torch.tensor([1.0, 2.5]), expected)
+        Traceback (most recent call last):
+        ...
+        AssertionError: Tensor-likes are not close!
+        <BLANKLINE>
+        Mismatched elements: 1 / 2 (50.0%)
+        Greatest absolute difference: 0.5 at index (1,) (up to 1e-05 allowed)
+        Greatest relative difference: 0.25 at index (1,) (up to 1.3e-06 allowed)
+        >>> torch.testing.assert_close([1.0, {"a": 2}], [1.0 + 1e-9, {"a": 2}])
+    """
     if (rtol is None) != (atol is None):
         raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got no "
                          f"{'atol' if atol is None else 'rtol'}.")

@@ -30,7 +30,35 @@ def make_tensor(*shape: Any, dtype: _dtype.dtype, device: Any, low: Optional[flo
                 noncontiguous: bool = False, exclude_zero: bool = False,
                 memory_format: Any = None) -> Tensor:
     """A tensor of the given shape, dtype and device filled with random values in
-    [low, high)."""
+    [low, high).
+
+    The values are drawn from rustgrad's generator (so ``rustgrad.manual_seed`` makes them
+    repeatable). Floating point values are uniform in [low, high), by default [-9, 9); integers
+    are uniform in [low, high), by default [-9, 10), both clamped to the dtype's range; bools
+    are random True/False.
+
+    Args:
+        *shape: the sizes, as separate ints or one sequence.
+        dtype (rustgrad.dtype): the dtype.
+        device (str or rustgrad.device): the device.
+        low (float, optional): the inclusive lower bound.
+        high (float, optional): the exclusive upper bound.
+        requires_grad (bool): record operations on the result (floating point only).
+            Default: ``False``.
+        noncontiguous (bool): return a non-contiguous view of a larger tensor (when it has more
+            than one element). Default: ``False``.
+        exclude_zero (bool): replace zeros by 1 (by the dtype's smallest normal number for
+            floats). Default: ``False``.
+        memory_format (rustgrad.memory_format, optional): the memory format of the result.
+
+    Example::
+
+        >>> t = torch.testing.make_tensor(2, 3, dtype=torch.float32, device="cpu", low=0, high=1)
+        >>> t.shape, t.dtype
+        (torch.Size([2, 3]), torch.float32)
+        >>> bool(((t >= 0) & (t < 1)).all())
+        True
+    """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     _ = dtype.np  # an unsupported dtype (bfloat16, complex) raises its TypeError here
