@@ -65,6 +65,9 @@ def _doc(owner: Any, name: str) -> str:
                 doc = getattr(target, "__doc__", None)
                 if doc and isinstance(target, type(owner)):
                     return ""
+                if not doc and inspect.ismemberdescriptor(raw):
+                    # a __slots__ dict documents its attributes; inspect.getdoc finds that
+                    doc = inspect.getdoc(raw)
                 return (doc or "").strip()
         return ""
     value = getattr(owner, name, None)

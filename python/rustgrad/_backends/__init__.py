@@ -17,9 +17,37 @@ _DEVICE_TYPES = {"cpu", "cuda"}
 
 
 class device:
-    """`rustgrad.device('cpu')`, `device('cuda:1')`, printed as torch prints it."""
+    """`rustgrad.device('cpu')`, `device('cuda:1')`, printed as torch prints it.
 
-    __slots__ = ("type", "index")
+    A device names where a tensor's values live: a type (``"cpu"`` or ``"cuda"``) and, for a
+    particular GPU, an index. Constructing one never needs the device to exist, so
+    ``device("cuda")`` works on a machine without a GPU; placing a tensor there does not.
+    Devices compare equal to each other and to their strings when type and index match, and
+    hash by (type, index).
+
+    Args:
+        type (str or rustgrad.device): ``"cpu"``, ``"cuda"``, or with an index ``"cuda:1"``;
+            a device is copied.
+        index (int, optional): the device's index, when the string has none.
+
+    Example::
+
+        >>> d = torch.device("cuda:1")
+        >>> d
+        device(type='cuda', index=1)
+        >>> d.type, d.index, str(d)
+        ('cuda', 1, 'cuda:1')
+        >>> torch.device("cuda", 1) == "cuda:1"
+        True
+        >>> torch.tensor([1.0]).device
+        device(type='cpu')
+    """
+
+    # a dict of slots gives each attribute a docstring (inspect.getdoc and help() read it)
+    __slots__ = {
+        "type": "The device type: ``'cpu'`` or ``'cuda'``.",
+        "index": "The device's index (``1`` for ``'cuda:1'``), or None when none was given.",
+    }
 
     def __init__(self, type: Union[str, device], index: Union[int, None] = None) -> None:
         if isinstance(type, device):
@@ -88,6 +116,8 @@ def register(array_type: type, backend: Any) -> None:
 
 
 def namespace(dev: Any) -> Any:
+    """The backend module for a device (None means the cpu): NumPy's for ``"cpu"``, CuPy's
+    for ``"cuda"`` (a RuntimeError when CuPy sees no GPU), or a registered backend's."""
     d = dev if isinstance(dev, device) else device(dev) if dev is not None else CPU
     if d.type == "cpu":
         return cpu

@@ -11,7 +11,8 @@ from .grad_scaler import GradScaler as _GradScaler
 
 
 class autocast(_autocast):
-    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)."""
+    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
+    ``rustgrad.autocast("cuda", ...)``, with torch's FutureWarning about the spelling."""
 
     def __init__(self, enabled: bool = True, dtype: _dtype.dtype = _dtype.float16,
                  cache_enabled: bool = True) -> None:
@@ -22,7 +23,8 @@ class autocast(_autocast):
 
 
 class GradScaler(_GradScaler):
-    """torch.cuda.amp.GradScaler: GradScaler("cuda", ...)."""
+    """torch.cuda.amp.GradScaler: ``rustgrad.amp.GradScaler("cuda", ...)`` with the same
+    arguments, and torch's FutureWarning about the spelling."""
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000,

@@ -17,7 +17,12 @@ _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Whether autocast could be used on this device type (rustgrad never autocasts)."""
+    """Whether autocast could be used on this device type: always False, since rustgrad
+    never autocasts (torch says True for ``"cpu"`` and ``"cuda"``).
+
+    Args:
+        device_type (str): the device type, such as ``"cpu"``.
+    """
     return False
 
 
@@ -27,13 +32,38 @@ def is_autocast_enabled(device_type: Optional[str] = None) -> bool:
 
 
 def get_autocast_dtype(device_type: str) -> _dtype.dtype:
-    """The dtype torch's autocast would use on device_type (bfloat16 on cpu, float16 on cuda)."""
+    """The dtype torch's autocast would use on device_type (bfloat16 on cpu, float16 on cuda).
+
+    Args:
+        device_type (str): the device type.
+    """
     return _DEFAULT_DTYPES.get(device_type, _dtype.float16)
 
 
 class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a context
-    manager and decorator; see the module docstring for what rustgrad does with it."""
+    manager and decorator; see the module docstring for what rustgrad does with it.
+
+    Args:
+        device_type (str): ``"cuda"`` or ``"cpu"``.
+        dtype (rustgrad.dtype, optional): the lower precision dtype. Default: bfloat16 on the
+            cpu, float16 on cuda.
+        enabled (bool): whether the region autocasts; False makes it a no-op.
+            Default: ``True``.
+        cache_enabled (bool, optional): accepted for torch compatibility.
+
+    Raises:
+        RuntimeError: on entering a region that torch would really autocast.
+
+    Example::
+
+        >>> with torch.autocast("cpu", enabled=False):
+        ...     y = torch.ones(2) * 2
+        >>> y.dtype
+        torch.float32
+        >>> torch.amp.get_autocast_dtype("cpu")
+        torch.bfloat16
+    """
 
     def __init__(self, device_type: str, dtype: Optional[_dtype.dtype] = None,
                  enabled: bool = True, cache_enabled: Optional[bool] = None) -> None:
@@ -83,14 +113,25 @@ class autocast:
 def custom_fwd(fwd: Optional[Callable[..., Any]] = None, *, device_type: str,
                cast_inputs: Optional[_dtype.dtype] = None) -> Any:
     """torch.amp.custom_fwd for an autograd.Function's forward: returns it unchanged (rustgrad
-    never autocasts, so there is no region to leave or inputs to cast)."""
+    never autocasts, so there is no region to leave or inputs to cast).
+
+    Args:
+        fwd (Callable, optional): the forward; without it, a decorator is returned.
+        device_type (str): the device type, as torch requires it.
+        cast_inputs (rustgrad.dtype, optional): accepted for torch compatibility.
+    """
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
     return fwd
 
 
 def custom_bwd(bwd: Optional[Callable[..., Any]] = None, *, device_type: str) -> Any:
-    """torch.amp.custom_bwd for an autograd.Function's backward: returns it unchanged."""
+    """torch.amp.custom_bwd for an autograd.Function's backward: returns it unchanged.
+
+    Args:
+        bwd (Callable, optional): the backward; without it, a decorator is returned.
+        device_type (str): the device type, as torch requires it.
+    """
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
     return bwd

@@ -21,7 +21,37 @@ def _fresh_state() -> Dict[str, Any]:
 
 class GradScaler:
     """Multiplies the loss by a scale factor, unscales gradients before the step, skips steps
-    whose gradients overflowed, and grows or backs off the scale."""
+    whose gradients overflowed, and grows or backs off the scale.
+
+    Each iteration: ``scaler.scale(loss).backward()`` (gradients come out multiplied by the
+    scale), ``scaler.step(optimizer)`` (divides them by the scale, then steps unless one of them
+    is inf or NaN), ``scaler.update()`` (after a skipped step the scale is multiplied by
+    backoff_factor; after growth_interval steps in a row without one, by growth_factor).
+
+    Args:
+        device (str): ``"cuda"`` or ``"cpu"``; ``"cuda"`` without a GPU disables the scaler
+            (with torch's warning). Default: ``"cuda"``.
+        init_scale (float): the first scale. Default: ``2.0**16``.
+        growth_factor (float): what the scale is multiplied by to grow (> 1). Default: ``2.0``.
+        backoff_factor (float): what the scale is multiplied by after an overflow (< 1).
+            Default: ``0.5``.
+        growth_interval (int): the clean steps before the scale grows. Default: ``2000``.
+        enabled (bool): when False, scale() returns its input, step() just steps and update()
+            does nothing. Default: ``True``.
+
+    Example::
+
+        >>> w = torch.tensor([1.0, -2.0], requires_grad=True)
+        >>> opt = torch.optim.SGD([w], lr=0.1)
+        >>> scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+        >>> scaler.scale((w ** 2).sum()).backward()
+        >>> w.grad  # scaled by 1024
+        tensor([ 2048., -4096.])
+        >>> scaler.step(opt)  # unscales, then steps
+        >>> scaler.update()
+        >>> w
+        tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0**16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
@@ -62,7 +92,12 @@ class GradScaler:
             self._growth_tracker = self._init_growth_tracker
 
     def scale(self, outputs: Any) -> Any:
-        """outputs (a tensor or an iterable of them) times the scale factor."""
+        """outputs (a tensor or an iterable of them) times the scale factor.
+
+        Args:
+            outputs (Tensor or iterable of Tensors): usually the loss; lists and tuples keep
+                their type.
+        """
         if not self._enabled:
             return outputs
         from .. import _creation, _dtype
@@ -82,7 +117,14 @@ class GradScaler:
         return apply(outputs)
 
     def unscale_(self, optimizer: Any) -> None:
-        """Divides optimizer's gradients by the scale in place, and notes any inf/NaN in them."""
+        """Divides optimizer's gradients by the scale in place, and notes any inf/NaN in them.
+
+        Call it before step() to work on the true gradients (to clip them, say); step() then
+        does not unscale them again. At most once per optimizer between update()s.
+
+        Args:
+            optimizer (Optimizer): the optimizer whose parameters' gradients are unscaled.
+        """
         if not self._enabled:
             return
         from ..autograd import no_grad
@@ -111,7 +153,13 @@ class GradScaler:
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         """optimizer.step() unless the unscaled gradients hold inf/NaN (then the step is skipped
-        and None returned)."""
+        and None returned).
+
+        Args:
+            optimizer (Optimizer): the optimizer to step; its gradients are unscaled first
+                unless unscale_() already did it.
+            *args, **kwargs: passed to ``optimizer.step`` (a closure is not supported).
+        """
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
@@ -128,7 +176,12 @@ class GradScaler:
 
     def update(self, new_scale: Optional[Union[float, Any]] = None) -> None:
         """Backs the scale off after an overflow, grows it after growth_interval clean steps
-        (or sets new_scale)."""
+        (or sets new_scale).
+
+        Args:
+            new_scale (float or Tensor, optional): the scale to use from now on (a one-element
+                tensor that does not require grad), instead of the automatic update.
+        """
         if not self._enabled:
             return
         scale = self._check_scale("update")
