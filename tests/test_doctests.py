@@ -53,6 +53,13 @@ def test_the_package_has_docstring_examples():
     assert sum(counts.values()) > 0, counts
 
 
+@pytest.fixture
+def in_tmp_dir(tmp_path, monkeypatch):
+    """Examples that write files (a graph's .dot, a checkpoint) write them here."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.usefixtures("in_tmp_dir")
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name: str):
     report: List[str] = []
@@ -61,6 +68,7 @@ def test_docstring_examples_run(name: str):
     assert failed == 0, "".join(report)
 
 
+@pytest.mark.usefixtures("in_tmp_dir")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_docs_page_examples_run_and_print_what_the_page_says(page):
     found = markdown_examples.examples(page)
