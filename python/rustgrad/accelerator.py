@@ -1,5 +1,13 @@
 """rustgrad.accelerator: torch's device-agnostic accelerator queries. rustgrad's only
-accelerator is CUDA through CuPy; on a machine without it there is none."""
+accelerator is CUDA through CuPy; on a machine without it there is none.
+
+Example::
+
+    >>> acc = torch.accelerator.current_accelerator()  # None without a GPU
+    >>> device = acc if acc is not None else torch.device("cpu")
+    >>> print("accelerator:", torch.accelerator.is_available())
+    accelerator: ...
+"""
 
 from __future__ import annotations
 
@@ -17,7 +25,11 @@ def is_available() -> bool:
 
 def current_accelerator(check_available: bool = False) -> Optional[_device]:
     """device('cuda') where CUDA is usable, else None (torch names the accelerator it was built
-    for even without a GPU; rustgrad names one only when it can run on it)."""
+    for even without a GPU; rustgrad names one only when it can run on it).
+
+    Args:
+        check_available (bool): accepted for torch compatibility (rustgrad always checks).
+    """
     return _device("cuda") if is_available() else None
 
 
@@ -29,14 +41,18 @@ def device_count() -> int:
 
 
 def current_device_index() -> int:
-    """The index of the current accelerator device (0)."""
+    """The index of the current accelerator device (0); a RuntimeError when there is none."""
     if not is_available():
         raise RuntimeError("rustgrad.accelerator: no accelerator is available")
     return 0
 
 
 def synchronize(device: object = None) -> None:
-    """Waits for the accelerator's queued work (nothing to wait for on the cpu)."""
+    """Waits for the accelerator's queued work (nothing to wait for on the cpu).
+
+    Args:
+        device (optional): accepted for torch compatibility; all queued work is waited for.
+    """
     if is_available():
         from . import cuda
 

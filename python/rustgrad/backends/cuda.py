@@ -4,7 +4,16 @@ from __future__ import annotations
 
 
 class cuBLASModule:
-    """torch.backends.cuda.matmul: the TF32 and reduced-precision reduction flags."""
+    """torch.backends.cuda.matmul: the TF32 and reduced-precision reduction flags.
+
+    Attributes:
+        allow_tf32 (bool): let float32 matmuls use TF32. Default: ``False``.
+        allow_fp16_reduced_precision_reduction (bool): Default: ``True``.
+        allow_bf16_reduced_precision_reduction (bool): Default: ``True``.
+        allow_fp16_accumulation (bool): Default: ``False``.
+
+    They are recorded only: CuPy's matmul does not read them.
+    """
 
     def __init__(self) -> None:
         self.allow_tf32: bool = False
@@ -24,7 +33,11 @@ def is_built() -> bool:
 
 
 def preferred_linalg_library(backend: object = None) -> str:
-    """The linear algebra library: always the array library's own."""
+    """The linear algebra library: always ``"default"`` (the array library's own).
+
+    Args:
+        backend (str, optional): accepted for torch compatibility; nothing is switched.
+    """
     return "default"
 
 
@@ -33,7 +46,11 @@ _sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 
 
 def enable_flash_sdp(enabled: bool) -> None:
-    """Records the flash attention toggle."""
+    """Records the flash attention toggle (scaled_dot_product_attention has one kernel).
+
+    Args:
+        enabled (bool): the new value of the toggle.
+    """
     _sdp["flash"] = bool(enabled)
 
 
@@ -43,7 +60,11 @@ def flash_sdp_enabled() -> bool:
 
 
 def enable_mem_efficient_sdp(enabled: bool) -> None:
-    """Records the memory-efficient attention toggle."""
+    """Records the memory-efficient attention toggle (scaled_dot_product_attention has one kernel).
+
+    Args:
+        enabled (bool): the new value of the toggle.
+    """
     _sdp["mem_efficient"] = bool(enabled)
 
 
@@ -53,7 +74,11 @@ def mem_efficient_sdp_enabled() -> bool:
 
 
 def enable_math_sdp(enabled: bool) -> None:
-    """Records the math attention toggle."""
+    """Records the math attention toggle (scaled_dot_product_attention has one kernel).
+
+    Args:
+        enabled (bool): the new value of the toggle.
+    """
     _sdp["math"] = bool(enabled)
 
 
@@ -63,7 +88,11 @@ def math_sdp_enabled() -> bool:
 
 
 def enable_cudnn_sdp(enabled: bool) -> None:
-    """Records the cuDNN attention toggle."""
+    """Records the cuDNN attention toggle (scaled_dot_product_attention has one kernel).
+
+    Args:
+        enabled (bool): the new value of the toggle.
+    """
     _sdp["cudnn"] = bool(enabled)
 
 

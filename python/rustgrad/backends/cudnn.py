@@ -27,7 +27,13 @@ def version() -> Optional[int]:
 def flags(enabled: bool = False, benchmark: bool = False, benchmark_limit: int = 10,
           deterministic: bool = False, allow_tf32: bool = True,
           fp32_precision: str = "none") -> Iterator[None]:
-    """The cuDNN flags set for the duration of a with block, then restored."""
+    """The cuDNN flags set for the duration of a with block, then restored.
+
+    Args:
+        enabled, benchmark, benchmark_limit, deterministic, allow_tf32: the values the module's
+            flags of those names take inside the block.
+        fp32_precision (str): accepted for torch compatibility.
+    """
     mod = sys.modules[__name__]
     names = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32")
     old = {n: getattr(mod, n) for n in names}
