@@ -48,15 +48,20 @@ def node_name(node: Any) -> str:
 
 
 def node_site(node: Any) -> Optional[Site]:
+    """The (file, line, function) where the user's code created ``node``, or None when no site
+    was recorded (sites are recorded under ``rustgrad.autograd.set_provenance(True)``)."""
     site = getattr(node, "_site", None)
     return tuple(site) if site else None  # type: ignore[return-value]
 
 
 def shape_str(t: Any) -> str:
+    """A tensor's shape as the reports write it: ``[2, 3]``."""
     return str(list(t.shape))
 
 
 def cut_words(kind: str) -> str:
+    """How a cut kind of the core reads in a sentence (``"detach"`` -> ``detach()``); an
+    unknown kind is returned as it is."""
     return _CUT_WORDS.get(kind, kind)
 
 
@@ -405,11 +410,15 @@ def explain(t: Tensor, max_depth: int = 6, max_nodes: int = 24) -> Explanation:
 
         >>> x = rustgrad.ones(3, requires_grad=True)
         >>> y = x.detach()
-        >>> print(rustgrad.explain(y))            # doctest: +SKIP
+        >>> print(rustgrad.explain(y))  # "at file:line" names the detach() call
         Tensor of shape [3], dtype torch.float32, device cpu
-          is_leaf: True — no grad_fn: its history was cut by detach() at train.py:2 (from a leaf of shape [3])
-          requires_grad: False — its history was cut by detach() at train.py:2
+          is_leaf: True — no grad_fn: its history was cut by detach()... (from a leaf of shape [3])
+          requires_grad: False — its history was cut by detach()...
+          grad_fn: None
+          version: 0 (never modified in place)
           ...
+          grad: None (it does not require grad)
+          is_inference: False
     """
     if not isinstance(t, Tensor):
         raise TypeError(f"explain() expects a Tensor, got {type(t).__name__}")

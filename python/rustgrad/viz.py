@@ -325,10 +325,21 @@ def to_dot(
 
     Example::
 
+        >>> from rustgrad import viz
         >>> w = torch.ones(2, 3, requires_grad=True)
         >>> loss = (w * 2).sum()
         >>> dot = viz.to_dot(loss, params={"w": w})
-        >>> open("graph.dot", "w").write(dot)   # then: dot -Tsvg graph.dot -o graph.svg
+        >>> print(dot)  # write it to graph.dot, then: dot -Tsvg graph.dot -o graph.svg
+        digraph {
+        ...
+            n0 [label="SumBackward0"]
+            n1 [label="MulBackward0"]
+            n2 [label="w\n(2, 3)" fillcolor=lightblue]
+            n0 -> t0
+            n1 -> n0
+            n2 -> n1
+        }
+        <BLANKLINE>
     """
     outs = _flatten(roots)
     names, held_params = _param_names(params)
@@ -433,9 +444,15 @@ def to_svg(*roots: Roots, **kwargs: Any) -> str:
 
     Example::
 
-        >>> loss = model(x).sum()
-        >>> with open("graph.svg", "w") as f:
-        ...     f.write(viz.to_svg(loss, params=model))
+        >>> from rustgrad import viz
+        >>> model = torch.nn.Linear(3, 1)
+        >>> loss = model(torch.ones(2, 3)).sum()
+        >>> try:
+        ...     svg = viz.to_svg(loss, params=model)  # write it to graph.svg
+        ... except RuntimeError:  # Graphviz is not installed here
+        ...     svg = "<svg/>"
+        >>> "<svg" in svg
+        True
     """
     exe = shutil.which("dot")
     if exe is None:
@@ -520,6 +537,7 @@ def to_text(
 
     Example::
 
+        >>> from rustgrad import viz
         >>> x = torch.ones(3, requires_grad=True)
         >>> print(viz.to_text((x.exp() * 2).sum(), params={"x": x}))
         output ()
