@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from typing import Any, Optional
 
 import griffe
 
 _MISSING = object()
+# torch's docstrings mark their examples with reST's `Example::`; as a Google-style section
+# (`Examples:`) griffe renders the `>>>` lines as code
+_EXAMPLE_MARK = re.compile(r"^(\s*)Examples?::\s*$", re.M)
 
 
 def _runtime(path: str) -> Any:
@@ -61,13 +65,20 @@ class RuntimeDocstrings(griffe.Extension):
         self._visit(pkg, loader)
 
     def _visit(self, obj: griffe.Object, loader: griffe.GriffeLoader) -> None:
+        self._mark_examples(obj)
         for member in list(obj.members.values()):
             if member.is_alias:
                 continue
             if member.is_function or member.is_attribute:
                 self._update(member, loader)
+                self._mark_examples(member)
             elif member.is_class or member.is_module:
                 self._visit(member, loader)
+
+    @staticmethod
+    def _mark_examples(obj: griffe.Object) -> None:
+        if obj.docstring is not None:
+            obj.docstring.value = _EXAMPLE_MARK.sub(r"\1Examples:", obj.docstring.value)
 
     def _update(self, obj: griffe.Object, loader: griffe.GriffeLoader) -> None:
         full = _runtime_doc(obj)
