@@ -6,20 +6,23 @@ PIP := $(PY) -m pip
 TORCH_VERSION := 2.15.0
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test bench build lint clean fuzz
+.PHONY: demo test bench build lint clean fuzz wheel docs
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "numpy>=2" "safetensors>=0.4" "tqdm>=4" "scikit-learn>=1.3"
+	$(PIP) install -q "maturin>=1.9.4,<2" "numpy>=2" "safetensors>=0.4" "tqdm>=4" "scikit-learn>=1.3"
 	touch $@
 
 # torch is the parity oracle only (rustgrad never imports it); it is large, so it is
-# installed once and skipped when the pinned version is already there.
-$(VENV)/.test: $(VENV)/.base
+# installed once and skipped when the pinned version is already there. The other test
+# dependencies are installed again whenever this Makefile changes.
+$(VENV)/.test: $(VENV)/.base Makefile
 	$(PY) -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" \
 		2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
-	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400"
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400" \
+		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" \
+		"mkdocs==1.6.1" "mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11" "griffelib==2.4.1"
 	touch $@
 
 build: $(VENV)/.base
@@ -33,6 +36,19 @@ test: $(VENV)/.test build
 	$(VENV)/bin/ruff check python tests benches examples tools
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
+
+# one abi3 wheel for any manylinux2014 x86_64 Linux with CPython >= 3.9 (zig links against
+# glibc 2.17), stripped, and the sdist; maturin finds zig on PATH only
+wheel: $(VENV)/.base
+	$(PIP) install -q "ziglang==0.15.2"
+	rm -f dist/rustgrad-*.whl dist/rustgrad-*.tar.gz
+	PATH="$(abspath $(VENV))/bin:$$PATH" CARGO_TARGET_DIR=target/wheel $(VENV)/bin/maturin build \
+		--release --locked --strip --compatibility manylinux2014 --zig -o dist
+	$(VENV)/bin/maturin sdist -o dist
+
+# the API reference and the guides, into site/ (--strict: a warning fails the build)
+docs: $(VENV)/.test build
+	$(VENV)/bin/mkdocs build --strict -d site
 
 # the long differential fuzzing profile (make test runs a short deterministic one)
 FUZZ_EXAMPLES ?= 20000

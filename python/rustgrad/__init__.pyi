@@ -191,27 +191,27 @@ def result_type(tensor1: Any, tensor2: Any) -> dtype:
 
 # ---- declared in _ops/activation.py
 def relu(input: Tensor) -> Tensor:
-    """max(input, 0)."""
+    """max(input, 0), elementwise."""
 def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + exp(-input))."""
+    """1 / (1 + exp(-input)), elementwise."""
 def selu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
     """scale * elu(input, alpha) with the self-normalizing constants."""
 def celu(input: Tensor, alpha: builtins.float = 1.0, inplace: builtins.bool = False) -> Tensor:
     """input where positive, else alpha * (exp(input / alpha) - 1)."""
 def softmax(input: Tensor, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
-    """exp(input) / exp(input).sum(dim), shifted by the max along dim."""
+    """exp(input) / exp(input).sum(dim), computed stably by shifting with the max along dim."""
 def log_softmax(input: Tensor, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
-    """input - logsumexp(input, dim), shifted by the max along dim."""
+    """input - logsumexp(input, dim), computed stably by shifting with the max along dim."""
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
 
 # ---- declared in _ops/arith.py
 def neg(input: Tensor) -> Tensor:
-    """-input."""
+    """-input, elementwise."""
 def negative(input: Tensor) -> Tensor:
-    """-input."""
+    """-input, elementwise."""
 def remainder(input: Tensor, other: Any) -> Tensor:
-    """The remainder of input / other, with the sign of other (Python's %)."""
+    """The remainder of input / other with the sign of other (Python's %), elementwise."""
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcast, with torch's type promotion."""
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -219,26 +219,30 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other, broadcast, with torch's type promotion."""
 def mul(input: Any, other: Any) -> Tensor:
-    """input * other, broadcast, with torch's type promotion."""
+    """input * other, elementwise, broadcast, with torch's type promotion."""
 def multiply(input: Any, other: Any) -> Tensor:
-    """input * other, broadcast, with torch's type promotion."""
+    """input * other, elementwise, broadcast, with torch's type promotion."""
 def div(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
-    """input / other (true division unless rounding_mode is "trunc" or "floor")."""
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
 def divide(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
-    """input / other (true division unless rounding_mode is "trunc" or "floor")."""
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
 def true_divide(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
-    """input / other (true division unless rounding_mode is "trunc" or "floor")."""
+    """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
 def pow(input: Any, exponent: Any) -> Tensor:
-    """input ** exponent; a number base with a tensor exponent is torch's pow(Scalar, Tensor)."""
+    """input ** exponent, elementwise; a number base with a tensor exponent is torch's pow(Scalar,
+    Tensor).
+    """
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-    """input + value * tensor1 * tensor2."""
+    """input + value * tensor1 * tensor2, elementwise."""
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-    """input + value * tensor1 / tensor2."""
+    """input + value * tensor1 / tensor2, elementwise."""
 
 # ---- declared in _ops/compare.py
 @overload
 def where(condition: Tensor) -> Tuple[Tensor, ...]:
-    """input where condition holds, else other (elementwise, broadcast); where(condition) is"""
+    """input where condition holds, else other (elementwise, broadcast); where(condition) is
+    nonzero(as_tuple=True).
+    """
 @overload
 def where(condition: Tensor, input: Any, other: Any) -> Tensor: ...
 def maximum(input: Tensor, other: Any) -> Tensor:
@@ -274,7 +278,7 @@ def allclose(
 ) -> builtins.bool:
     """Whether isclose holds everywhere (a Python bool)."""
 def equal(input: Tensor, other: Tensor) -> builtins.bool:
-    """Same shape and the same values (a Python bool)."""
+    """Whether input and other have the same shape and the same values (a Python bool)."""
 
 # ---- declared in _ops/conv.py
 def conv2d(
@@ -345,7 +349,7 @@ def gather(
     *,
     sparse_grad: builtins.bool = False,
 ) -> Tensor:
-    """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0)."""
+    """Values of input picked along dim by index (`out[i][j] = input[index[i][j]][j]` for dim 0)."""
 def take_along_dim(input: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
     """Values of input picked by indices along dim (the flattened input when dim is None)."""
 def scatter(
@@ -359,7 +363,7 @@ def scatter(
 ) -> Tensor:
     """A copy of input with src (or value) written at index along dim, optionally reduced."""
 def scatter_add(input: Tensor, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
-    """A copy of input with src added at index along dim."""
+    """A copy of input with src added at index along dim (repeated indices accumulate)."""
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of input with value where mask is True."""
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
@@ -415,11 +419,11 @@ def ger(input: Tensor, vec2: Tensor) -> Tensor:
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two 1-D tensors."""
 def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """Matrix @ vector."""
+    """The matrix-vector product input @ vec."""
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Matrix @ matrix (2-D only; see matmul for broadcasting)."""
+    """The matrix product input @ mat2 of two 2-D tensors (see matmul for broadcasting)."""
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Batched matrix @ matrix of two 3-D tensors with the same batch size."""
+    """Batched matrix product of two 3-D tensors with the same batch size."""
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2)."""
 def baddbmm(
@@ -432,7 +436,7 @@ def baddbmm(
 ) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
-    """torch.einsum. Repeated subscripts in an operand take its diagonal; a subscript of one"""
+    """Einstein summation: the operands' entries multiplied and summed as the equation says."""
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contracts a and b over the given dimensions."""
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -475,97 +479,98 @@ def group_norm(
 
 # ---- declared in _ops/pointwise.py
 def exp(input: Tensor) -> Tensor:
-    """e to the power input."""
+    """e to the power input, elementwise."""
 def log(input: Tensor) -> Tensor:
-    """The natural logarithm of input."""
+    """The natural logarithm of input, elementwise."""
 def sqrt(input: Tensor) -> Tensor:
-    """The square root of input."""
+    """The square root of input, elementwise."""
 def abs(input: Tensor) -> Tensor:
-    """The absolute value of input."""
+    """The absolute value of input, elementwise."""
 def sign(input: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+    """-1, 0 or 1 by the sign of input, elementwise (0 for NaN, as torch's)."""
 def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent of input."""
+    """The hyperbolic tangent of input, elementwise."""
 def reciprocal(input: Tensor) -> Tensor:
-    """1 / input."""
+    """1 / input, elementwise."""
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """input limited to [min, max] (either bound may be None, a number or a tensor)."""
 def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """input limited to [min, max] (either bound may be None, a number or a tensor)."""
 def sin(input: Tensor) -> Tensor:
-    """The sine of input (radians)."""
+    """The sine of input (radians), elementwise."""
 def cos(input: Tensor) -> Tensor:
-    """The cosine of input (radians)."""
+    """The cosine of input (radians), elementwise."""
 def tan(input: Tensor) -> Tensor:
-    """The tangent of input (radians)."""
+    """The tangent of input (radians), elementwise."""
 def arcsin(input: Tensor) -> Tensor:
-    """The arcsine of input."""
+    """The arcsine of input, elementwise (NaN outside [-1, 1])."""
 def asin(input: Tensor) -> Tensor:
-    """The arcsine of input."""
+    """The arcsine of input, elementwise (NaN outside [-1, 1])."""
 def acos(input: Tensor) -> Tensor:
-    """The arccosine of input."""
+    """The arccosine of input, elementwise (NaN outside [-1, 1])."""
 def arccos(input: Tensor) -> Tensor:
-    """The arccosine of input."""
+    """The arccosine of input, elementwise (NaN outside [-1, 1])."""
 def arctan(input: Tensor) -> Tensor:
-    """The arctangent of input."""
+    """The arctangent of input, elementwise."""
 def atan(input: Tensor) -> Tensor:
-    """The arctangent of input."""
+    """The arctangent of input, elementwise."""
 def sinh(input: Tensor) -> Tensor:
-    """The hyperbolic sine of input."""
+    """The hyperbolic sine of input, elementwise."""
 def cosh(input: Tensor) -> Tensor:
-    """The hyperbolic cosine of input."""
+    """The hyperbolic cosine of input, elementwise."""
 def arctan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
 def exp2(input: Tensor) -> Tensor:
-    """2 to the power input."""
+    """2 to the power input, elementwise."""
 def expm1(input: Tensor) -> Tensor:
-    """exp(input) - 1, accurate near 0."""
+    """exp(input) - 1, elementwise, accurate near 0."""
 def log2(input: Tensor) -> Tensor:
-    """The base-2 logarithm of input."""
+    """The base-2 logarithm of input, elementwise."""
 def log10(input: Tensor) -> Tensor:
-    """The base-10 logarithm of input."""
+    """The base-10 logarithm of input, elementwise."""
 def log1p(input: Tensor) -> Tensor:
-    """log(1 + input), accurate near 0."""
+    """log(1 + input), elementwise, accurate near 0."""
 def rsqrt(input: Tensor) -> Tensor:
-    """1 / sqrt(input)."""
+    """1 / sqrt(input), elementwise."""
 def square(input: Tensor) -> Tensor:
-    """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
+    """input * input, elementwise (torch's pow(input, 2); bool squares to int64)."""
 def floor(input: Tensor) -> Tensor:
-    """The largest integer not above input (zero gradient)."""
+    """The largest integer not above input, elementwise (zero gradient)."""
 def ceil(input: Tensor) -> Tensor:
-    """The smallest integer not below input (zero gradient)."""
+    """The smallest integer not below input, elementwise (zero gradient)."""
 def fix(input: Tensor) -> Tensor:
-    """input rounded toward zero (zero gradient)."""
+    """input rounded toward zero, elementwise (zero gradient)."""
 def trunc(input: Tensor) -> Tensor:
-    """input rounded toward zero (zero gradient)."""
+    """input rounded toward zero, elementwise (zero gradient)."""
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
-    """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
+    """input rounded to the nearest integer, halves to even (or to decimals places)."""
 def erf(input: Tensor) -> Tensor:
-    """The error function of input."""
+    """The error function of input, elementwise."""
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
+    """input + weight * (end - input): linear interpolation, evaluated as torch does near weight 1.
+    """
 def fmod(input: Tensor, other: Any) -> Tensor:
-    """C's fmod: the remainder has the sign of the dividend."""
+    """The remainder of input / other with the sign of the dividend (C's fmod), elementwise."""
 def isnan(input: Tensor) -> Tensor:
-    """Where input is NaN."""
+    """Where input is NaN, as a bool tensor."""
 def isinf(input: Tensor) -> Tensor:
-    """Where input is +inf or -inf."""
+    """Where input is +inf or -inf, as a bool tensor."""
 def isfinite(input: Tensor) -> Tensor:
-    """Where input is neither NaN nor infinite."""
+    """Where input is neither NaN nor infinite, as a bool tensor."""
 def isposinf(input: Tensor) -> Tensor:
     """Where input is +inf."""
 def isneginf(input: Tensor) -> Tensor:
     """Where input is -inf."""
 def logical_and(input: Tensor, other: Tensor) -> Tensor:
-    """input and other, as truth values (bool result)."""
+    """input and other, as truth values, elementwise (bool result)."""
 def logical_or(input: Tensor, other: Tensor) -> Tensor:
-    """input or other, as truth values (bool result)."""
+    """input or other, as truth values, elementwise (bool result)."""
 def logical_xor(input: Tensor, other: Tensor) -> Tensor:
     """input xor other, as truth values (bool result)."""
 def logical_not(input: Tensor) -> Tensor:
-    """not input, as a truth value (bool result)."""
+    """not input, as a truth value, elementwise (bool result)."""
 def exp_(self: Tensor) -> Tensor:
     """In-place exp."""
 def sigmoid_(self: Tensor) -> Tensor:
@@ -594,7 +599,7 @@ def nan_to_num(
 ) -> Tensor:
     """input with NaN, +inf and -inf replaced by finite numbers."""
 def frac(input: Tensor) -> Tensor:
-    """The fractional part of input, input - trunc(input) (gradient passes through)."""
+    """The fractional part of input, input - trunc(input), elementwise."""
 def log_(self: Tensor) -> Tensor:
     """In-place log."""
 def log2_(self: Tensor) -> Tensor:
@@ -714,7 +719,7 @@ def sum(
     *,
     dtype: Any = None,
 ) -> Tensor:
-    """The sum of all entries, or over dim (keepdim keeps reduced dims as size 1)."""
+    """The sum of all entries, or over dim."""
 def mean(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
@@ -742,7 +747,7 @@ def logsumexp(
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]],
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """log(sum(exp(x))) over dim, shifted by the max (an infinite max shifts by 0, as torch)."""
+    """log(sum(exp(input))) over dim, computed stably by shifting with the max."""
 def prod(
     input: Tensor,
     dim: Optional[builtins.int] = None,
@@ -763,7 +768,8 @@ def var(
     *,
     correction: Any = None,
 ) -> Tensor:
-    """The variance over dim (all entries by default), with Bessel's correction unless told"""
+    """The variance over dim (all entries by default), with Bessel's correction unless told otherwise.
+    """
 def std(
     input: Tensor,
     dim: Any = None,
@@ -772,7 +778,8 @@ def std(
     *,
     correction: Any = None,
 ) -> Tensor:
-    """The standard deviation over dim (all entries by default)."""
+    """The standard deviation over dim (all entries by default), with Bessel's correction by default.
+    """
 def var_mean(
     input: Tensor,
     dim: Any = None,
@@ -798,7 +805,7 @@ def norm(
     keepdim: builtins.bool = False,
     dtype: Any = None,
 ) -> Tensor:
-    """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
+    """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries."""
 def dist(input: Tensor, other: Tensor, p: builtins.float = 2) -> Tensor:
     """The p-norm of input - other."""
 def amax(
@@ -818,30 +825,30 @@ def all(
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """Whether every entry is non-zero, overall or over dim."""
+    """Whether every entry is non-zero, overall or over dim (a bool tensor)."""
 def any(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """Whether some entry is non-zero, overall or over dim."""
+    """Whether some entry is non-zero, overall or over dim (a bool tensor)."""
 def argmax(
     input: Tensor,
     dim: Optional[builtins.int] = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """The index of the largest entry, overall (flattened) or over dim."""
+    """The index of the largest entry, overall (flattened) or over dim (the first among ties)."""
 def argmin(
     input: Tensor,
     dim: Optional[builtins.int] = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """The index of the smallest entry, overall (flattened) or over dim."""
+    """The index of the smallest entry, overall (flattened) or over dim (the first among ties)."""
 def count_nonzero(
     input: Tensor,
     dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
 ) -> Tensor:
-    """The number of non-zero elements, over all of input or along dim (int64)."""
+    """The number of non-zero entries, over all of input or along dim (int64)."""
 def bincount(
     input: Tensor,
     weights: Optional[Tensor] = None,
@@ -969,7 +976,7 @@ def flatten(input: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = 
 def transpose(input: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of input with dims dim0 and dim1 swapped."""
 def t(input: Tensor) -> Tensor:
-    """The transpose of a tensor of at most 2 dims."""
+    """The transpose of a tensor of at most 2 dims (0-D and 1-D come back as they are)."""
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """A view of input with its dims reordered."""
 def unsqueeze(input: Tensor, dim: builtins.int) -> Tensor:

@@ -43,7 +43,7 @@ class Tensor(TensorBase):
     def numel(self) -> builtins.int:
         """The number of elements."""
     def nelement(self) -> builtins.int:
-        """The number of elements (numel)."""
+        """The number of elements."""
     def __len__(self) -> builtins.int:
         """The size of the first dimension."""
     @property
@@ -159,13 +159,13 @@ class Tensor(TensorBase):
 
     # ---- declared in _ops/activation.py
     def relu(self) -> Tensor:
-        """max(input, 0)."""
+        """max(input, 0), elementwise."""
     def sigmoid(self) -> Tensor:
-        """1 / (1 + exp(-input))."""
+        """1 / (1 + exp(-input)), elementwise."""
     def softmax(self, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
-        """exp(input) / exp(input).sum(dim), shifted by the max along dim."""
+        """exp(input) / exp(input).sum(dim), computed stably by shifting with the max along dim."""
     def log_softmax(self, dim: Optional[builtins.int] = None, dtype: Any = None) -> Tensor:
-        """input - logsumexp(input, dim), shifted by the max along dim."""
+        """input - logsumexp(input, dim), computed stably by shifting with the max along dim."""
     def prelu(self, weight: Tensor) -> Tensor:
         """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
 
@@ -185,21 +185,21 @@ class Tensor(TensorBase):
     def __rsub__(self, other: Any) -> Tensor:
         """b - a for a Python scalar b (torch's RsubBackward1)."""
     def neg(self) -> Tensor:
-        """-input."""
+        """-input, elementwise."""
     def negative(self) -> Tensor:
-        """-input."""
+        """-input, elementwise."""
     def __neg__(self) -> Tensor:
-        """-input."""
+        """-input, elementwise."""
     def __pos__(self) -> Tensor:
         """+input: input itself."""
     def mul(self, other: Any) -> Tensor:
-        """input * other, broadcast, with torch's type promotion."""
+        """input * other, elementwise, broadcast, with torch's type promotion."""
     def multiply(self, other: Any) -> Tensor:
-        """input * other, broadcast, with torch's type promotion."""
+        """input * other, elementwise, broadcast, with torch's type promotion."""
     def __mul__(self, other: Any) -> Tensor:
-        """input * other, broadcast, with torch's type promotion."""
+        """input * other, elementwise, broadcast, with torch's type promotion."""
     def __rmul__(self, other: Any) -> Tensor:
-        """input * other, broadcast, with torch's type promotion."""
+        """input * other, elementwise, broadcast, with torch's type promotion."""
     def div(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
         """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
     def divide(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
@@ -211,17 +211,17 @@ class Tensor(TensorBase):
     def __rtruediv__(self, other: Any) -> Tensor:
         """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
     def __floordiv__(self, other: Any) -> Tensor:
-        """input // other: division rounded down."""
+        """input // other: division rounded down, elementwise."""
     def __rfloordiv__(self, other: Any) -> Tensor:
         """other // input, for a number on the left."""
     def remainder(self, other: Any) -> Tensor:
-        """The remainder of input / other, with the sign of other (Python's %)."""
+        """The remainder of input / other with the sign of other (Python's %), elementwise."""
     def __mod__(self, other: Any) -> Tensor:
-        """The remainder of input / other, with the sign of other (Python's %)."""
+        """The remainder of input / other with the sign of other (Python's %), elementwise."""
     def pow(self, other: Any) -> Tensor:
-        """input ** exponent, elementwise."""
+        """input ** exponent, elementwise, broadcast, with torch's type promotion."""
     def __pow__(self, other: Any) -> Tensor:
-        """input ** exponent, elementwise."""
+        """input ** exponent, elementwise, broadcast, with torch's type promotion."""
     def __rpow__(self, other: Any) -> Tensor:
         """b ** a for a Python scalar b (torch's PowBackward2)."""
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -245,9 +245,9 @@ class Tensor(TensorBase):
     def __ipow__(self, other: Any) -> Tensor:
         """In-place self **= other."""
     def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        """input + value * tensor1 * tensor2."""
+        """input + value * tensor1 * tensor2, elementwise."""
     def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
-        """input + value * tensor1 / tensor2."""
+        """input + value * tensor1 / tensor2, elementwise."""
     def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
         """self += value * tensor1 * tensor2."""
     def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -313,7 +313,7 @@ class Tensor(TensorBase):
     ) -> builtins.bool:
         """Whether isclose holds everywhere (a Python bool)."""
     def equal(self, other: Tensor) -> builtins.bool:
-        """Same shape and the same values (a Python bool)."""
+        """Whether input and other have the same shape and the same values (a Python bool)."""
 
     # ---- declared in _ops/copies.py
     def clone(self, *, memory_format: Any = None) -> Tensor:
@@ -407,7 +407,7 @@ class Tensor(TensorBase):
         *,
         sparse_grad: builtins.bool = False,
     ) -> Tensor:
-        """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0).
+        """Values of input picked along dim by index (`out[i][j] = input[index[i][j]][j]` for dim 0).
         """
     def take_along_dim(self, indices: Tensor, dim: Any = None) -> Tensor:
         """Values of input picked by indices along dim (the flattened input when dim is None)."""
@@ -422,7 +422,7 @@ class Tensor(TensorBase):
     ) -> Tensor:
         """A copy of input with src (or value) written at index along dim, optionally reduced."""
     def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
-        """A copy of input with src added at index along dim."""
+        """A copy of input with src added at index along dim (repeated indices accumulate)."""
     def scatter_(
         self,
         dim: builtins.int,
@@ -499,11 +499,11 @@ class Tensor(TensorBase):
     def outer(self, vec2: Tensor) -> Tensor:
         """The outer product of two 1-D tensors."""
     def mv(self, vec: Tensor) -> Tensor:
-        """Matrix @ vector."""
+        """The matrix-vector product input @ vec."""
     def mm(self, mat2: Tensor) -> Tensor:
-        """Matrix @ matrix (2-D only; see matmul for broadcasting)."""
+        """The matrix product input @ mat2 of two 2-D tensors (see matmul for broadcasting)."""
     def bmm(self, mat2: Tensor) -> Tensor:
-        """Batched matrix @ matrix of two 3-D tensors with the same batch size."""
+        """Batched matrix product of two 3-D tensors with the same batch size."""
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
         """beta * input + alpha * (mat1 @ mat2)."""
     def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -530,21 +530,21 @@ class Tensor(TensorBase):
 
     # ---- declared in _ops/pointwise.py
     def exp(self) -> Tensor:
-        """e to the power input."""
+        """e to the power input, elementwise."""
     def log(self) -> Tensor:
-        """The natural logarithm of input."""
+        """The natural logarithm of input, elementwise."""
     def sqrt(self) -> Tensor:
-        """The square root of input."""
+        """The square root of input, elementwise."""
     def abs(self) -> Tensor:
-        """The absolute value of input."""
+        """The absolute value of input, elementwise."""
     def __abs__(self) -> Tensor:
-        """The absolute value of input."""
+        """The absolute value of input, elementwise."""
     def sign(self) -> Tensor:
-        """-1, 0 or 1 by the sign of input (0 for NaN, as torch's)."""
+        """-1, 0 or 1 by the sign of input, elementwise (0 for NaN, as torch's)."""
     def tanh(self) -> Tensor:
-        """The hyperbolic tangent of input."""
+        """The hyperbolic tangent of input, elementwise."""
     def reciprocal(self) -> Tensor:
-        """1 / input."""
+        """1 / input, elementwise."""
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:
         """input limited to [min, max] (either bound may be None, a number or a tensor)."""
     def clip(self, min: Any = None, max: Any = None) -> Tensor:
@@ -554,79 +554,80 @@ class Tensor(TensorBase):
     def clip_(self, min: Any = None, max: Any = None) -> Tensor:
         """clamp written into self."""
     def sin(self) -> Tensor:
-        """The sine of input (radians)."""
+        """The sine of input (radians), elementwise."""
     def cos(self) -> Tensor:
-        """The cosine of input (radians)."""
+        """The cosine of input (radians), elementwise."""
     def tan(self) -> Tensor:
-        """The tangent of input (radians)."""
+        """The tangent of input (radians), elementwise."""
     def arcsin(self) -> Tensor:
-        """The arcsine of input."""
+        """The arcsine of input, elementwise (NaN outside [-1, 1])."""
     def asin(self) -> Tensor:
-        """The arcsine of input."""
+        """The arcsine of input, elementwise (NaN outside [-1, 1])."""
     def acos(self) -> Tensor:
-        """The arccosine of input."""
+        """The arccosine of input, elementwise (NaN outside [-1, 1])."""
     def arccos(self) -> Tensor:
-        """The arccosine of input."""
+        """The arccosine of input, elementwise (NaN outside [-1, 1])."""
     def arctan(self) -> Tensor:
-        """The arctangent of input."""
+        """The arctangent of input, elementwise."""
     def atan(self) -> Tensor:
-        """The arctangent of input."""
+        """The arctangent of input, elementwise."""
     def sinh(self) -> Tensor:
-        """The hyperbolic sine of input."""
+        """The hyperbolic sine of input, elementwise."""
     def cosh(self) -> Tensor:
-        """The hyperbolic cosine of input."""
+        """The hyperbolic cosine of input, elementwise."""
     def arctan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
     def atan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
     def exp2(self) -> Tensor:
-        """2 to the power input."""
+        """2 to the power input, elementwise."""
     def expm1(self) -> Tensor:
-        """exp(input) - 1, accurate near 0."""
+        """exp(input) - 1, elementwise, accurate near 0."""
     def log2(self) -> Tensor:
-        """The base-2 logarithm of input."""
+        """The base-2 logarithm of input, elementwise."""
     def log10(self) -> Tensor:
-        """The base-10 logarithm of input."""
+        """The base-10 logarithm of input, elementwise."""
     def log1p(self) -> Tensor:
-        """log(1 + input), accurate near 0."""
+        """log(1 + input), elementwise, accurate near 0."""
     def rsqrt(self) -> Tensor:
-        """1 / sqrt(input)."""
+        """1 / sqrt(input), elementwise."""
     def square(self) -> Tensor:
-        """torch.square is pow(input, 2) (PowBackward0); bool squares to int64 as in torch."""
+        """input * input, elementwise (torch's pow(input, 2); bool squares to int64)."""
     def floor(self) -> Tensor:
-        """The largest integer not above input (zero gradient)."""
+        """The largest integer not above input, elementwise (zero gradient)."""
     def ceil(self) -> Tensor:
-        """The smallest integer not below input (zero gradient)."""
+        """The smallest integer not below input, elementwise (zero gradient)."""
     def fix(self) -> Tensor:
-        """input rounded toward zero (zero gradient)."""
+        """input rounded toward zero, elementwise (zero gradient)."""
     def trunc(self) -> Tensor:
-        """input rounded toward zero (zero gradient)."""
+        """input rounded toward zero, elementwise (zero gradient)."""
     def round(self, *, decimals: builtins.int = 0) -> Tensor:
-        """Round half to even; with `decimals`, as torch: rint(x * 10**d) / 10**d."""
+        """input rounded to the nearest integer, halves to even (or to decimals places)."""
     def erf(self) -> Tensor:
-        """The error function of input."""
+        """The error function of input, elementwise."""
     def lerp(self, end: Tensor, weight: Any) -> Tensor:
-        """start + weight * (end - start), evaluated as torch does for accuracy near weight 1."""
+        """input + weight * (end - input): linear interpolation, evaluated as torch does near weight 1.
+        """
     def fmod(self, other: Any) -> Tensor:
-        """C's fmod: the remainder has the sign of the dividend."""
+        """The remainder of input / other with the sign of the dividend (C's fmod), elementwise."""
     def isnan(self) -> Tensor:
-        """Where input is NaN."""
+        """Where input is NaN, as a bool tensor."""
     def isinf(self) -> Tensor:
-        """Where input is +inf or -inf."""
+        """Where input is +inf or -inf, as a bool tensor."""
     def isfinite(self) -> Tensor:
-        """Where input is neither NaN nor infinite."""
+        """Where input is neither NaN nor infinite, as a bool tensor."""
     def isposinf(self) -> Tensor:
         """Where input is +inf."""
     def isneginf(self) -> Tensor:
         """Where input is -inf."""
     def logical_and(self, other: Tensor) -> Tensor:
-        """input and other, as truth values (bool result)."""
+        """input and other, as truth values, elementwise (bool result)."""
     def logical_or(self, other: Tensor) -> Tensor:
-        """input or other, as truth values (bool result)."""
+        """input or other, as truth values, elementwise (bool result)."""
     def logical_xor(self, other: Tensor) -> Tensor:
         """input xor other, as truth values (bool result)."""
     def logical_not(self) -> Tensor:
-        """not input, as a truth value (bool result)."""
+        """not input, as a truth value, elementwise (bool result)."""
     def exp_(self) -> Tensor:
         """In-place exp."""
     def sigmoid_(self) -> Tensor:
@@ -655,7 +656,7 @@ class Tensor(TensorBase):
     ) -> Tensor:
         """input with NaN, +inf and -inf replaced by finite numbers."""
     def frac(self) -> Tensor:
-        """The fractional part of input, input - trunc(input) (gradient passes through)."""
+        """The fractional part of input, input - trunc(input), elementwise."""
     def log_(self) -> Tensor:
         """In-place log."""
     def log2_(self) -> Tensor:
@@ -759,7 +760,7 @@ class Tensor(TensorBase):
         *,
         dtype: Any = None,
     ) -> Tensor:
-        """The sum of all entries, or over dim (keepdim keeps reduced dims as size 1)."""
+        """The sum of all entries, or over dim."""
     def mean(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
@@ -789,7 +790,7 @@ class Tensor(TensorBase):
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]],
         keepdim: builtins.bool = False,
     ) -> Tensor:
-        """log(sum(exp(x))) over dim, shifted by the max (an infinite max shifts by 0, as torch)."""
+        """log(sum(exp(input))) over dim, computed stably by shifting with the max."""
     def prod(
         self,
         dim: Optional[builtins.int] = None,
@@ -810,7 +811,9 @@ class Tensor(TensorBase):
         *,
         correction: Any = None,
     ) -> Tensor:
-        """The variance over dim (all entries by default), with Bessel's correction unless told"""
+        """The variance over dim (all entries by default), with Bessel's correction unless told
+        otherwise.
+        """
     def std(
         self,
         dim: Any = None,
@@ -819,7 +822,9 @@ class Tensor(TensorBase):
         *,
         correction: Any = None,
     ) -> Tensor:
-        """The standard deviation over dim (all entries by default)."""
+        """The standard deviation over dim (all entries by default), with Bessel's correction by
+        default.
+        """
     def norm(
         self,
         p: Any = 'fro',
@@ -827,7 +832,8 @@ class Tensor(TensorBase):
         keepdim: builtins.bool = False,
         dtype: Any = None,
     ) -> Tensor:
-        """torch.norm: 'fro' and numbers are vector norms over dim (all dims by default)."""
+        """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries.
+        """
     def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor:
         """The p-norm of input - other."""
     def amax(
@@ -847,22 +853,24 @@ class Tensor(TensorBase):
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
         keepdim: builtins.bool = False,
     ) -> Tensor:
-        """Whether every entry is non-zero, overall or over dim."""
+        """Whether every entry is non-zero, overall or over dim (a bool tensor)."""
     def any(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
         keepdim: builtins.bool = False,
     ) -> Tensor:
-        """Whether some entry is non-zero, overall or over dim."""
+        """Whether some entry is non-zero, overall or over dim (a bool tensor)."""
     def argmax(self, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Tensor:
-        """The index of the largest entry, overall (flattened) or over dim."""
+        """The index of the largest entry, overall (flattened) or over dim (the first among ties).
+        """
     def argmin(self, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Tensor:
-        """The index of the smallest entry, overall (flattened) or over dim."""
+        """The index of the smallest entry, overall (flattened) or over dim (the first among ties).
+        """
     def count_nonzero(
         self,
         dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     ) -> Tensor:
-        """The number of non-zero elements, over all of input or along dim (int64)."""
+        """The number of non-zero entries, over all of input or along dim (int64)."""
     def bincount(self, weights: Optional[Tensor] = None, minlength: builtins.int = 0) -> Tensor:
         """Counts of each value in a 1-d non-negative int tensor (or sums of weights per value)."""
     def diff(
@@ -979,7 +987,7 @@ class Tensor(TensorBase):
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of input with dims dim0 and dim1 swapped."""
     def t(self) -> Tensor:
-        """The transpose of a tensor of at most 2 dims."""
+        """The transpose of a tensor of at most 2 dims (0-D and 1-D come back as they are)."""
     def permute(self, *dims: Any) -> Tensor:
         """A view of input with its dims reordered."""
     def unsqueeze(self, dim: builtins.int) -> Tensor:

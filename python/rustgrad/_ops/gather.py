@@ -206,7 +206,7 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
 
 @op(method="gather", function="gather")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
-    """Values of input picked along dim by index (out[i][j] = input[index[i][j]][j] for dim 0).
+    """Values of input picked along dim by index (`out[i][j] = input[index[i][j]][j]` for dim 0).
 
     Args:
         input (Tensor): the source tensor.
@@ -358,7 +358,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     Args:
         input (Tensor): the tensor written into (a copy of it).
         dim (int): the dim index runs along.
-        index (Tensor): int64 positions: src[i][j] goes to out[index[i][j]][j] for dim 0.
+        index (Tensor): int64 positions: `src[i][j]` goes to `out[index[i][j]][j]` for dim 0.
         src (Tensor or Number): the values written.
         value (Number, optional): keyword-only; a number to write instead of src.
         reduce (str, optional): keyword-only; "add" or "multiply" to combine with the
@@ -395,7 +395,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     Args:
         input (Tensor): the tensor added into (a copy of it).
         dim (int): the dim index runs along.
-        index (Tensor): int64 positions: src[i][j] is added to out[index[i][j]][j] for dim 0.
+        index (Tensor): int64 positions: `src[i][j]` is added to `out[index[i][j]][j]` for dim 0.
         src (Tensor): the values added.
 
     Example::

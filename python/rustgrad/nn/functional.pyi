@@ -32,7 +32,8 @@ def bilinear(
     input2: Tensor,
     weight: Tensor,
     bias: Optional[Tensor] = None,
-) -> Tensor: ...
+) -> Tensor:
+    """Applies a bilinear transformation: ``y_k = x1 @ weight[k] @ x2 + bias[k]``."""
 def relu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
     """max(input, 0); inplace writes it into input (ReluBackward0, as torch's relu_)."""
 def relu_(input: Tensor) -> Tensor:
@@ -82,20 +83,23 @@ def normalize(
     p: builtins.float = 2.0,
     dim: builtins.int = 1,
     eps: builtins.float = 1e-12,
-) -> Tensor: ...
+) -> Tensor:
+    """Divides ``input`` by its ``p``-norm along ``dim``: ``input / max(||input||_p, eps)``."""
 def cosine_similarity(
     x1: Tensor,
     x2: Tensor,
     dim: builtins.int = 1,
     eps: builtins.float = 1e-08,
-) -> Tensor: ...
+) -> Tensor:
+    """Returns the cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
 def pairwise_distance(
     x1: Tensor,
     x2: Tensor,
     p: builtins.float = 2.0,
     eps: builtins.float = 1e-06,
     keepdim: builtins.bool = False,
-) -> Tensor: ...
+) -> Tensor:
+    """Returns the ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -114,7 +118,8 @@ def l1_loss(
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
     weight: Optional[Tensor] = None,
-) -> Tensor: ...
+) -> Tensor:
+    """The mean absolute error ``|input - target|``, reduced as ``reduction`` says."""
 def kl_div(
     input: Tensor,
     target: Tensor,
@@ -130,7 +135,8 @@ def soft_margin_loss(
     size_average: Optional[builtins.bool] = None,
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The two-class logistic loss ``log(1 + exp(-target * input))``, with targets 1 or -1."""
 def margin_ranking_loss(
     input1: Tensor,
     input2: Tensor,
@@ -139,7 +145,8 @@ def margin_ranking_loss(
     size_average: Optional[builtins.bool] = None,
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The ranking loss ``max(0, -target * (input1 - input2) + margin)``."""
 def hinge_embedding_loss(
     input: Tensor,
     target: Tensor,
@@ -147,7 +154,8 @@ def hinge_embedding_loss(
     size_average: Optional[builtins.bool] = None,
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The hinge embedding loss: ``input`` where ``target`` is 1, ``max(0, margin - input)``"""
 def cosine_embedding_loss(
     input1: Tensor,
     input2: Tensor,
@@ -156,7 +164,8 @@ def cosine_embedding_loss(
     size_average: Optional[builtins.bool] = None,
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The cosine embedding loss: ``1 - cos(input1, input2)`` where ``target`` is 1,"""
 def poisson_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -166,7 +175,8 @@ def poisson_nll_loss(
     eps: builtins.float = 1e-08,
     reduce: Optional[builtins.bool] = None,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The negative log-likelihood of ``target`` under a Poisson distribution of rate ``input``."""
 def gaussian_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -174,7 +184,9 @@ def gaussian_nll_loss(
     full: builtins.bool = False,
     eps: builtins.float = 1e-06,
     reduction: builtins.str = 'mean',
-) -> Tensor: ...
+) -> Tensor:
+    """The negative log-likelihood of ``target`` under a normal distribution of mean ``input`` and
+    """
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -246,15 +258,15 @@ def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
 def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
     """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
 def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent of input."""
+    """The hyperbolic tangent of input, elementwise."""
 def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + exp(-input))."""
+    """1 / (1 + exp(-input)), elementwise."""
 def softplus(input: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
-    """log(1 + exp(beta input)) / beta, and input itself where beta input > threshold."""
+    """log(1 + exp(beta * input)) / beta, and input itself where beta * input > threshold."""
 def gelu(input: Tensor, approximate: builtins.str = 'none') -> Tensor:
     """input * Phi(input) (Phi the standard normal CDF), or its tanh approximation."""
 def silu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
-    """input * sigmoid(input)."""
+    """input * sigmoid(input), elementwise (also called swish)."""
 def mish(input: Tensor, inplace: builtins.bool = False) -> Tensor:
     """input * tanh(softplus(input))."""
 def logsigmoid(input: Tensor) -> Tensor:
@@ -279,11 +291,11 @@ def hardtanh(
 ) -> Tensor:
     """input clamped to [min_val, max_val]."""
 def relu6(input: Tensor, inplace: builtins.bool = False) -> Tensor:
-    """min(max(input, 0), 6) (torch's hardtanh(input, 0, 6))."""
+    """min(max(input, 0), 6), elementwise (torch's hardtanh(input, 0, 6))."""
 def hardsigmoid(input: Tensor, inplace: builtins.bool = False) -> Tensor:
-    """clamp(input / 6 + 1/2, 0, 1)."""
+    """clamp(input / 6 + 1/2, 0, 1), elementwise."""
 def hardswish(input: Tensor, inplace: builtins.bool = False) -> Tensor:
-    """input * hardsigmoid(input)."""
+    """input * hardsigmoid(input), elementwise."""
 def softsign(input: Tensor) -> Tensor:
     """input / (1 + |input|)."""
 def tanhshrink(input: Tensor) -> Tensor:
