@@ -396,60 +396,60 @@ def _like(fn: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *arg
         fn(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    """A tensor of 0s with the shape of `t` (and its dtype unless `dtype` is given).
+    """A tensor of 0s with the shape of `input` (and its dtype unless `dtype` is given).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
     """
-    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    """A tensor of 1s with the shape of `t` (and its dtype unless `dtype` is given).
+    """A tensor of 1s with the shape of `input` (and its dtype unless `dtype` is given).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
     """
-    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
-def empty_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    """An uninitialized tensor with the shape of `t` (and its dtype unless `dtype` is given).
+    """An uninitialized tensor with the shape of `input` (and its dtype unless `dtype` is given).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
     """
-    return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    """A tensor filled with `fill_value`, with the shape of `t` (and its dtype by default).
+    """A tensor filled with `fill_value`, with the shape of `input` (and its dtype by default).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
         fill_value (Number): the value of every element.
     """
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
@@ -768,45 +768,45 @@ def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = No
                    generator, low=low, high=high)
 
 
-def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    """Uniform random numbers in [0, 1) with the shape of `t` (and its dtype by default).
+    """Uniform random numbers in [0, 1) with the shape of `input` (and its dtype by default).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
     """
-    return rand(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    """Standard normal random numbers with the shape of `t` (and its dtype by default).
+    """Standard normal random numbers with the shape of `input` (and its dtype by default).
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
     """
-    return randn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randint_like(t: Tensor, low: int, high: Any = None, *, dtype: Any = None,
+def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
                  device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Random integers from [low, high) with the shape of `t` (and its dtype by default).
+    """Random integers from [low, high) with the shape of `input` (and its dtype by default).
 
     With one bound given it is `high` and `low` is 0.
 
     Args:
-        t (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
-        dtype (rustgrad.dtype, optional): the element type. Default: ``t.dtype``.
+        input (Tensor): the tensor whose shape (and, by default, dtype) the result takes.
+        dtype (rustgrad.dtype, optional): the element type. Default: ``input.dtype``.
         device (rustgrad.device or str, optional): where to allocate.
         requires_grad (bool): whether autograd records operations on the result. Default: ``False``.
         low (int): the lowest value (or `high`, when `high` is omitted).
         high (int, optional): one above the highest value.
     """
-    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device,
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
                    requires_grad=requires_grad)

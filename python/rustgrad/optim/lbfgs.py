@@ -225,7 +225,8 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     def _signed(self, loss: Any) -> float:
-        return -float(loss) if self.param_groups[0].get("maximize", False) else float(loss)
+        value = float(loss.detach()) if hasattr(loss, "detach") else float(loss)
+        return -value if self.param_groups[0].get("maximize", False) else value
 
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
         """Runs up to max_iter L-BFGS iterations; returns the closure's first loss.
