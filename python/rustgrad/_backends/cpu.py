@@ -51,6 +51,17 @@ def data_ptr(array: Any) -> int:
     return int(array.__array_interface__["data"][0])
 
 
+def erf(array: Any) -> Any:
+    """The error function, elementwise (NumPy has none): a Rust kernel (libm) for float32 and
+    float64; float16 is computed in float32."""
+    from .. import _core
+
+    array = np.asarray(array)  # a 0-d result of arithmetic is a NumPy scalar
+    if array.dtype == np.float16:
+        return _core._erf(array.astype(np.float32)).astype(np.float16)
+    return _core._erf(array)
+
+
 def as_strided(array: Any, shape: Any, strides: Any) -> Any:
     """A view of array's memory with these shape and byte strides (writable)."""
     return _as_strided(array, shape=shape, strides=strides)

@@ -68,6 +68,13 @@ def _register() -> None:
 _register()
 
 
+def erf(array: Any) -> Any:
+    """The error function, elementwise (CuPy's special-function kernel)."""
+    from cupyx.scipy.special import erf as _erf
+
+    return _erf(array)
+
+
 def as_strided(array: Any, shape: Any, strides: Any) -> Any:
     """A view of array's memory with these shape and byte strides (writable)."""
     return _cp.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)

@@ -10,6 +10,8 @@
 //! - `tensor.rs`, `node.rs`, `handle.rs`: the Python objects (TensorBase, grad_fn, the hook
 //!   handle base); `py_value.rs`: gradients, hooks and formulas as the engine sees them;
 //! - `modes.rs`: grad, inference and anomaly mode, live storage counts;
+//! - `provenance.rs`: sites, cuts, version-bump logs, scopes and the hook tracer (explain tools);
+//! - `kernels.rs`: CPU kernels NumPy lacks (erf), called by the CPU backend;
 //! - `callbacks.rs`: the Python functions the binding calls back; `errors.rs`: core errors as
 //!   Python exceptions.
 
@@ -18,6 +20,7 @@ mod callbacks;
 mod errors;
 mod gc;
 mod handle;
+mod kernels;
 mod modes;
 mod node;
 mod provenance;
@@ -60,6 +63,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(modes::is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::live_storages, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_erf, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::_set_package_dir, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::set_provenance, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::is_provenance_enabled, m)?)?;

@@ -1,0 +1,81 @@
+"""Elementwise kernels on 16,384 float32 values (issue 11's bar: each at most 1.5x torch's
+time): erf, exact GELU, tanh, pow with an integer exponent and softmax, forward alone and
+forward + backward, rustgrad and torch side by side in one run (median of rounds, µs).
+
+    python benches/bench_kernels.py [--rounds 9] [--n 16384]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any, Callable, Dict, List
+
+KERNELS: Dict[str, Callable[[Any, Any], Any]] = {
+    "erf": lambda lib, x: x.erf(),
+    "gelu": lambda lib, x: lib.nn.functional.gelu(x),
+    "tanh": lambda lib, x: x.tanh(),
+    "pow(x, 3)": lambda lib, x: x.pow(3),
+    "softmax": lambda lib, x: x.softmax(-1),
+}
+
+
+def _time(fn: Callable[[], Any], reps: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+def run(rounds: int, n: int) -> List[str]:
+    import numpy as np
+    import rustgrad
+
+    libs: Dict[str, Any] = {"rustgrad": rustgrad}
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        libs["torch"] = torch
+    except ImportError:
+        print("torch is not installed: printing rustgrad alone")
+    data = np.random.default_rng(0).standard_normal((n // 128, 128)).astype(np.float32)
+    results: Dict[str, Dict[str, List[float]]] = {}
+    for name, kernel in KERNELS.items():
+        for lib_name, lib in libs.items():
+            x = lib.tensor(data)
+            xg = lib.tensor(data, requires_grad=True)
+
+            def fwd_bwd(lib: Any = lib, xg: Any = xg, kernel: Any = kernel) -> None:
+                kernel(lib, xg).sum().backward()
+                xg.grad = None
+
+            fwd_bwd()
+            rows = results.setdefault(f"{name} fwd", {}).setdefault(lib_name, [])
+            rows_b = results.setdefault(f"{name} fwd+bwd", {}).setdefault(lib_name, [])
+            for _ in range(rounds):
+                rows.append(_time(lambda x=x, kernel=kernel, lib=lib: kernel(lib, x), 20))
+                rows_b.append(_time(fwd_bwd, 10))
+    lines = [f"{n} float32 values, median of {rounds} rounds, µs per call"]
+    for label, by_lib in results.items():
+        r = statistics.median(by_lib["rustgrad"])
+        line = f"{label:>20}: rustgrad {r:9.1f}"
+        if "torch" in by_lib:
+            t = statistics.median(by_lib["torch"])
+            line += f"  torch {t:9.1f}  ratio {r / t:6.2f}  ({'met' if r / t <= 1.5 else 'not met'})"
+        lines.append(line)
+    return lines
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--n", type=int, default=16384)
+    args = p.parse_args()
+    for line in run(args.rounds, args.n):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
