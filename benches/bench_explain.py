@@ -22,6 +22,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
 import bench_overhead  # the W1 chain, measured the same way (benches/ is on sys.path when run)
+from libraries import libraries  # benches/ is on sys.path when a bench runs
 
 N_CHAIN = 2000
 
@@ -66,16 +67,8 @@ def _modes(lib: Any, rustgrad: bool) -> Dict[str, Callable[[], Any]]:
 
 
 def run(rounds: int) -> List[str]:
-    import rustgrad
-
-    libs: Dict[str, Any] = {"rustgrad": rustgrad}
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        libs["torch"] = torch
-    except ImportError:
-        print("torch is not installed: printing rustgrad alone")
+    libs = libraries()
+    rustgrad = libs["rustgrad"]
     warnings.simplefilter("ignore")
     lines = []
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Any, Dict
+from typing import Any
+
+from libraries import libraries  # benches/ is on sys.path when a bench runs
 
 VOCAB, BLOCK, N_EMBD, N_HEAD, N_LAYER, BATCH = 256, 64, 128, 4, 2, 16
 
@@ -93,16 +95,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
-    import rustgrad
-
-    libs: Dict[str, Any] = {"rustgrad": rustgrad}
-    try:
-        import torch
-
-        torch.set_num_threads(args.threads)
-        libs["torch"] = torch
-    except ImportError:
-        print("torch is not installed: printing rustgrad alone")
+    libs = libraries(args.threads)
     times = {name: step_ms(lib, args.steps, args.rounds) for name, lib in libs.items()}
     line = f"GPT step (2 blocks, n_embd 128, batch 16x64, AdamW): rustgrad {times['rustgrad']:.1f} ms"
     if "torch" in times:

@@ -12,6 +12,8 @@ import statistics
 import time
 from typing import Any, Callable, Dict, List
 
+from libraries import libraries  # benches/ is on sys.path when a bench runs
+
 KERNELS: Dict[str, Callable[[Any, Any], Any]] = {
     "erf": lambda lib, x: x.erf(),
     "gelu": lambda lib, x: lib.nn.functional.gelu(x),
@@ -30,16 +32,7 @@ def _time(fn: Callable[[], Any], reps: int) -> float:
 
 def run(rounds: int, n: int) -> List[str]:
     import numpy as np
-    import rustgrad
-
-    libs: Dict[str, Any] = {"rustgrad": rustgrad}
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        libs["torch"] = torch
-    except ImportError:
-        print("torch is not installed: printing rustgrad alone")
+    libs = libraries()
     data = np.random.default_rng(0).standard_normal((n // 128, 128)).astype(np.float32)
     results: Dict[str, Dict[str, List[float]]] = {}
     for name, kernel in KERNELS.items():

@@ -11,6 +11,8 @@ import gc
 import time
 from typing import Any, Callable, Dict, Tuple
 
+from libraries import libraries  # benches/ is on sys.path when a bench runs
+
 SHAPES = [(1,), (16,), (256, 256)]
 
 
@@ -34,16 +36,7 @@ def _best(fn: Callable[[], Tuple[float, float]], repeat: int) -> Tuple[float, fl
 
 
 def run(n: int, repeat: int) -> Dict[str, Any]:
-    import rustgrad
-
-    libs: Dict[str, Any] = {"rustgrad": rustgrad}
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        libs["torch"] = torch
-    except ImportError:
-        print("torch is not installed: printing rustgrad alone")
+    libs = libraries()
     results: Dict[str, Any] = {}
     for shape in SHAPES:
         for name, lib in libs.items():
