@@ -63,8 +63,6 @@ def _doc(owner: Any, name: str) -> str:
                 if isinstance(raw, property):
                     target = raw
                 doc = getattr(target, "__doc__", None)
-                if doc and isinstance(target, type(owner)):
-                    return ""
                 if not doc and inspect.ismemberdescriptor(raw):
                     # a __slots__ dict documents its attributes; inspect.getdoc finds that
                     doc = inspect.getdoc(raw)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from ._tensor import Tensor
+from .autograd._walk import graph_nodes
 
 __all__ = ["explain", "Explanation", "VersionBump", "Cut"]
 
@@ -240,15 +241,8 @@ def _children(node: Any) -> List[Tuple[str, Any]]:
 
 
 def count_nodes(root: Any) -> int:
-    """The number of distinct nodes reachable from `root`, walked iteratively."""
-    seen: Set[Any] = {root}
-    stack = [root]
-    while stack:
-        for n, _ in stack.pop().next_functions:
-            if n is not None and n not in seen:
-                seen.add(n)
-                stack.append(n)
-    return len(seen)
+    """The number of distinct nodes reachable from `root`."""
+    return sum(1 for _ in graph_nodes([root]))
 
 
 def graph_tree(root: Any, max_depth: int = 6, max_nodes: int = 24) -> List[str]:

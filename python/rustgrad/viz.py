@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from ._ops._declare import SAVED
 from ._tensor import Tensor
+from .autograd._walk import graph_nodes
 
 __all__ = ["to_dot", "to_svg", "to_text"]
 
@@ -471,17 +472,10 @@ def to_svg(*roots: Roots, **kwargs: Any) -> str:
 def _saved_totals(fn: Any) -> Tuple[int, int]:
     """How many tensors the graph below `fn` saves, and their bytes."""
     count = total = 0
-    seen: Dict[int, Any] = {}
-    stack = [fn] if fn is not None else []
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen[id(node)] = node
+    for node in graph_nodes([fn]):
         saved = [t for _, t in _saved(node) if isinstance(t, Tensor)]
         count += len(saved)
         total += sum(_nbytes(t) for t in saved)
-        stack.extend(child for child, _ in node.next_functions if child is not None)
     return count, total
 
 

@@ -21,11 +21,12 @@ import os
 import sys
 import types
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 from .. import _core
 from .._ops._declare import SAVED
 from .._tensor import Tensor
+from ._walk import graph_nodes
 
 Node = _core.Node
 Site = Tuple[str, int, str]
@@ -84,36 +85,6 @@ def _storage_of(t: Tensor) -> Tuple[int, int]:
         nbytes = root.nbytes if nbytes is None else nbytes
         sid = id(root) if sid is None else sid
     return int(sid), int(nbytes)
-
-
-def _graph_roots(roots: Sequence[Any]) -> List[Any]:
-    out: List[Any] = []
-    for r in roots:
-        if isinstance(r, Tensor):
-            if r.grad_fn is not None:
-                out.append(r.grad_fn)
-        elif isinstance(r, Node):
-            out.append(r)
-        elif isinstance(r, (list, tuple)):
-            out.extend(_graph_roots(r))
-        elif r is not None:
-            raise TypeError(f"expected Tensors or grad_fn Nodes, got {type(r).__name__}")
-    return out
-
-
-def _walk(roots: Sequence[Any], seen: Optional[Set[Any]] = None) -> Iterator[Any]:
-    """Every node reachable from `roots` once (and not in `seen`), depth first, without
-    recursion."""
-    seen = set() if seen is None else seen
-    stack = [n for n in _graph_roots(roots) if n not in seen]
-    seen.update(stack)
-    while stack:
-        node = stack.pop()
-        yield node
-        for nxt, _ in node.next_functions:
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
 
 
 class _Slot:
@@ -196,7 +167,7 @@ def saved_tensors(*roots: Union[Tensor, Any]) -> List[SavedTensorInfo]:
         [('ExpBackward0', 'result'), ('MulBackward0', 'other'), ('MulBackward0', 'self')]
     """
     out: List[SavedTensorInfo] = []
-    for node in _walk(roots):
+    for node in graph_nodes(roots):
         out.extend(_node_entries(node))
     return out
 
@@ -317,7 +288,7 @@ def memory_report(*roots: Union[Tensor, Any], model: Any = None) -> MemoryReport
     names = _module_names(model)
     entries: List[SavedTensorInfo] = []
     nodes = 0
-    for node in _walk(roots):
+    for node in graph_nodes(roots):
         nodes += 1
         entries.extend(_node_entries(node))
     report = MemoryReport(entries, nodes=nodes, module_names=names)
@@ -544,7 +515,7 @@ def live_graphs(min_nodes: int = 1000) -> List[LiveGraph]:
     inner: Set[int] = set()
     seen: Set[Any] = set()
     for t in list(candidates.values()):
-        for node in _walk([t], seen):
+        for node in graph_nodes([t], seen):
             for value in node._saved_values_unchecked():
                 for s in _tensors_in(value):
                     if s.grad_fn is not node:

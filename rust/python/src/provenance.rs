@@ -127,13 +127,9 @@ fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
     internal
 }
 
-/// The user's line now, or None when no user frame is on the stack.
-pub fn capture(py: Python<'_>) -> Option<Site> {
-    capture_with(py, true)
-}
-
-/// As `capture`; `entries`: keep the package frames passed (to name an op by them).
-pub fn capture_with(py: Python<'_>, keep_entries: bool) -> Option<Site> {
+/// The user's line now, or None when no user frame is on the stack; `keep_entries`: keep the
+/// package frames passed on the way (only a version bump needs them, to name its op).
+pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
     // SAFETY: the GIL is held; PyEval_GetFrame returns a borrowed frame, PyFrame_GetBack and
     // PyFrame_GetCode new references, each released (or owned by a Bound) below.
     unsafe {
@@ -239,28 +235,28 @@ impl Site {
     }
 }
 
-/// One logged version bump: the op and the user's line (Note [Version provenance]). The op is
-/// named when a report asks (from the site's entry frames, else `fallback`), not at the write.
+/// What a bump's op is called when no package frame names it (a write from Rust alone).
+const UNNAMED_WRITE: &str = "in-place write";
+
+/// One logged version bump: the user's line (Note [Version provenance]). The op is named when a
+/// report asks, from the site's entry frames, not at the write.
 pub struct Bump {
-    fallback: String,
     site: Option<Site>,
 }
 
 impl Bump {
     fn op(&self, py: Python<'_>) -> String {
         match &self.site {
-            Some(s) => s.op(py, &self.fallback),
-            None => self.fallback.clone(),
+            Some(s) => s.op(py, UNNAMED_WRITE),
+            None => UNNAMED_WRITE.to_string(),
         }
     }
 }
 
-/// Bumps `version`, logging the op (named by the entry frame, else `op`) and the user's line.
-pub fn bump_logged(py: Python<'_>, version: &rustgrad_core::VersionCounter, op: &str) -> u32 {
-    let site = capture(py);
+/// Bumps `version`, logging the user's line (and the package frames that name the op).
+pub fn bump_logged(py: Python<'_>, version: &rustgrad_core::VersionCounter) -> u32 {
     version.bump_logged(Arc::new(Bump {
-        fallback: op.to_string(),
-        site,
+        site: capture(py, true),
     }))
 }
 
@@ -377,13 +373,14 @@ impl Cut {
         }
         Arc::new(Cut {
             kind,
-            site: capture_with(py, false),
+            site: capture(py, false),
             sources,
         })
     }
 }
 
-fn site_or_none(py: Python<'_>, site: Option<&Site>) -> PyResult<PyObject> {
+/// `(filename, lineno, function)` of a site, or None.
+pub fn site_object(py: Python<'_>, site: Option<&Site>) -> PyResult<PyObject> {
     Ok(match site {
         Some(s) => s.to_tuple(py)?.into_any().unbind(),
         None => py.None(),
@@ -406,17 +403,12 @@ pub fn cut_tuple(py: Python<'_>, cut: Option<&Cut>) -> PyResult<PyObject> {
         py,
         [
             PyString::new(py, cut.kind).into_any().unbind(),
-            site_or_none(py, cut.site.as_ref())?,
+            site_object(py, cut.site.as_ref())?,
             PyTuple::new(py, sources)?.into_any().unbind(),
         ],
     )?
     .into_any()
     .unbind())
-}
-
-/// `(filename, lineno, function)` of a site, or None.
-pub fn site_object(py: Python<'_>, site: Option<&Site>) -> PyResult<PyObject> {
-    site_or_none(py, site)
 }
 
 /// Whether recording a node takes its site.

@@ -28,6 +28,14 @@ impl Clone for PyGrad {
     }
 }
 
+/// `grad.<test>().any()`: whether a Python-side elementwise test holds anywhere.
+fn any_of(grad: &Bound<'_, PyAny>, test: &str) -> Result<bool> {
+    grad.call_method0(test)
+        .and_then(|m| m.call_method0(pyo3::intern!(grad.py(), "any")))
+        .and_then(|a| a.is_truthy())
+        .map_err(from_py)
+}
+
 impl GradValue for PyGrad {
     fn add(&self, other: &Self) -> Result<Self> {
         Python::with_gil(|py| {
@@ -41,14 +49,7 @@ impl GradValue for PyGrad {
 
     /// Anomaly mode's check (Note [Hook order], step 7): `grad.isnan().any()`.
     fn has_nan(&self) -> Result<bool> {
-        Python::with_gil(|py| {
-            self.0
-                .bind(py)
-                .call_method0(pyo3::intern!(py, "isnan"))
-                .and_then(|m| m.call_method0(pyo3::intern!(py, "any")))
-                .and_then(|a| a.is_truthy())
-                .map_err(from_py)
-        })
+        Python::with_gil(|py| any_of(self.0.bind(py), "isnan"))
     }
 
     /// The cheap anomaly mode's check: scanned in Rust for contiguous float32/float64 NumPy
@@ -67,12 +68,7 @@ impl GradValue for PyGrad {
                 }
             }
             for (method, kind) in [("isnan", "nan"), ("isinf", "inf")] {
-                let found = obj
-                    .call_method0(method)
-                    .and_then(|m| m.call_method0(pyo3::intern!(py, "any")))
-                    .and_then(|a| a.is_truthy())
-                    .map_err(from_py)?;
-                if found {
+                if any_of(obj, method)? {
                     return Ok(Some(kind));
                 }
             }

@@ -386,7 +386,7 @@ fn note_cut(cuts: &mut NodeCuts, i: usize, t: &Bound<'_, PyTensor>) -> PyResult<
 /// The forward site of the node being recorded, when node provenance is on.
 fn node_site(py: Python<'_>) -> Option<Box<Site>> {
     if node_sites_enabled() {
-        provenance::capture_with(py, false).map(Box::new)
+        provenance::capture(py, false).map(Box::new)
     } else {
         None
     }
@@ -612,7 +612,7 @@ pub fn rebase_history(
     };
     let version = t.try_borrow()?.version.clone();
     if bump_version {
-        provenance::bump_logged(t.py(), &version, "in-place write");
+        provenance::bump_logged(t.py(), &version);
     }
     adopt_saved_output(t, out)?;
     let mut b = t.try_borrow_mut()?;

@@ -641,10 +641,9 @@ impl PyTensor {
     }
 
     /// Bumps the version, logging the op the user called and where (Note [Version
-    /// provenance]); `op` names it when no rustgrad frame does.
-    #[pyo3(signature = (op="in-place write"))]
-    fn _bump_version(&self, py: Python<'_>, op: &str) -> u32 {
-        bump_logged(py, &self.version, op)
+    /// provenance]).
+    fn _bump_version(&self, py: Python<'_>) -> u32 {
+        bump_logged(py, &self.version)
     }
 
     /// `(version, op, filename, lineno, function)` of the last logged bumps, oldest first.
