@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Any
+from typing import Any, Callable
 
 from libraries import libraries  # benches/ is on sys.path when a bench runs
 
@@ -64,7 +64,8 @@ def _gpt(lib: Any) -> Any:
     return GPT()
 
 
-def step_ms(lib: Any, steps: int, rounds: int) -> float:
+def make_step(lib: Any) -> Callable[[], Any]:
+    """One AdamW training step of the small GPT on a fixed random batch, as a closure."""
     import numpy as np
 
     lib.manual_seed(0)
@@ -79,6 +80,12 @@ def step_ms(lib: Any, steps: int, rounds: int) -> float:
         model(idx, targets).backward()
         opt.step()
 
+    return step
+
+
+def step_ms(lib: Any, steps: int, rounds: int) -> float:
+    """Best ms per step over `rounds` runs of `steps` steps."""
+    step = make_step(lib)
     step()
     best = float("inf")
     for _ in range(rounds):

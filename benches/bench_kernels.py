@@ -30,26 +30,44 @@ def _time(fn: Callable[[], Any], reps: int) -> float:
     return (time.perf_counter() - t0) / reps * 1e6
 
 
-def run(rounds: int, n: int) -> List[str]:
+def measure(rounds: int, n: int, libs: Dict[str, Any]) -> Dict[str, Dict[str, List[float]]]:
+    """{"erf fwd": {"rustgrad": [µs, ...], "torch": [...]}, "erf fwd+bwd": ...}: each kernel on
+    n float32 values, the libraries alternating within every round."""
     import numpy as np
-    libs = libraries()
-    data = np.random.default_rng(0).standard_normal((n // 128, 128)).astype(np.float32)
-    results: Dict[str, Dict[str, List[float]]] = {}
+
+    data = np.random.default_rng(0).standard_normal((max(n // 128, 1), min(n, 128)))
+    data = data.astype(np.float32)
+    calls: Dict[str, Dict[str, Callable[[], Any]]] = {}
     for name, kernel in KERNELS.items():
         for lib_name, lib in libs.items():
             x = lib.tensor(data)
             xg = lib.tensor(data, requires_grad=True)
 
+            def fwd(lib: Any = lib, x: Any = x, kernel: Any = kernel) -> None:
+                kernel(lib, x)
+
             def fwd_bwd(lib: Any = lib, xg: Any = xg, kernel: Any = kernel) -> None:
                 kernel(lib, xg).sum().backward()
                 xg.grad = None
 
-            fwd_bwd()
-            rows = results.setdefault(f"{name} fwd", {}).setdefault(lib_name, [])
-            rows_b = results.setdefault(f"{name} fwd+bwd", {}).setdefault(lib_name, [])
-            for _ in range(rounds):
-                rows.append(_time(lambda x=x, kernel=kernel, lib=lib: kernel(lib, x), 20))
-                rows_b.append(_time(fwd_bwd, 10))
+            fwd_bwd()  # warm up
+            calls.setdefault(f"{name} fwd", {})[lib_name] = fwd
+            calls.setdefault(f"{name} fwd+bwd", {})[lib_name] = fwd_bwd
+    results: Dict[str, Dict[str, List[float]]] = {
+        label: {lib_name: [] for lib_name in by_lib} for label, by_lib in calls.items()}
+    names = list(libs)
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for label, by_lib in calls.items():
+            reps = 20 if label.endswith("fwd") else 10
+            for lib_name in order:
+                results[label][lib_name].append(_time(by_lib[lib_name], reps))
+    return results
+
+
+def run(rounds: int, n: int) -> List[str]:
+    """The kernels' medians as printable lines, with the rustgrad/torch ratio."""
+    results = measure(rounds, n, libraries())
     lines = [f"{n} float32 values, median of {rounds} rounds, µs per call"]
     for label, by_lib in results.items():
         r = statistics.median(by_lib["rustgrad"])
