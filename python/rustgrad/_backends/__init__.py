@@ -12,6 +12,7 @@ from typing import Any, Union
 from . import cpu
 
 _BY_ARRAY_TYPE: dict = {cpu.ndarray: cpu}
+_NDARRAY = cpu.ndarray
 # device types `device()` accepts: torch's two, plus those of backends registered later (tests)
 _DEVICE_TYPES = {"cpu", "cuda"}
 
@@ -115,22 +116,105 @@ def register(array_type: type, backend: Any) -> None:
     _DEVICE_TYPES.add(backend.DEVICE_TYPE)
 
 
-def namespace(dev: Any) -> Any:
-    """The backend module for a device (None means the cpu): NumPy's for ``"cpu"``, CuPy's
-    for ``"cuda"`` (a RuntimeError when CuPy sees no GPU), or a registered backend's."""
-    d = dev if isinstance(dev, device) else device(dev) if dev is not None else CPU
-    if d.type == "cpu":
+class _OnDevice:
+    """A backend namespace whose functions run with `index` as the backend's current device, so
+    that ``zeros(3, device="cuda:1")`` allocates on the second GPU (CuPy allocates on its
+    current device). Used by creation and transfers only: ops take their inputs' namespace."""
+
+    def __init__(self, backend: Any, index: int) -> None:
+        self._backend = backend
+        self._index = index
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._backend, name)
+        if not callable(attr) or isinstance(attr, type):
+            return attr
+        backend, index = self._backend, self._index
+
+        def on_device(*args: Any, **kwargs: Any) -> Any:
+            with backend.device_context(index):
+                return attr(*args, **kwargs)
+
+        return on_device
+
+
+_BOUND: dict = {}
+
+
+def _backend_for_type(kind: str) -> Any:
+    if kind == "cpu":
         return cpu
     for backend in _BY_ARRAY_TYPE.values():
-        if backend.DEVICE_TYPE == d.type:
+        if backend.DEVICE_TYPE == kind:
             return backend
-    if d.type == "cuda":
+    if kind == "cuda":
         from . import cuda
 
-        if not cuda.is_available():
-            raise RuntimeError("Torch not compiled with CUDA enabled: CuPy sees no GPU here")
+        cuda.require()
         return cuda
-    raise RuntimeError(f"no backend for device {d}")
+    raise RuntimeError(f"no backend for device {kind}")
+
+
+def namespace(dev: Any) -> Any:
+    """The backend module for a device (None means the cpu): NumPy's for ``"cpu"``, CuPy's
+    for ``"cuda"`` (a RuntimeError naming the fix when CuPy or a GPU is missing), or a
+    registered backend's. With an index (``"cuda:1"``) its functions allocate on that device."""
+    d = dev if isinstance(dev, device) else device(dev) if dev is not None else CPU
+    backend = _backend_for_type(d.type)
+    if d.index is None or backend is cpu:
+        return backend
+    if not 0 <= d.index < backend.device_count():
+        raise RuntimeError(
+            f"{d.type} device index {d.index} is out of range: there are "
+            f"{backend.device_count()} {d.type} devices (CUDA error: invalid device ordinal)"
+        )
+    key = (d.type, d.index)
+    bound = _BOUND.get(key)
+    if bound is None:
+        bound = _BOUND[key] = _OnDevice(backend, d.index)
+    return bound
+
+
+def device_guard(dev: Any) -> Any:
+    """A context in which `dev` is its backend's current device (CuPy's ``cuda.Device(i)``);
+    a no-op for the cpu and for a device without an index."""
+    import contextlib
+
+    d = dev if isinstance(dev, device) else device(dev)
+    if d.type == "cpu" or d.index is None:
+        return contextlib.nullcontext()
+    return _backend_for_type(d.type).device_context(d.index)
+
+
+def _mismatch(a: Any, b: Any) -> RuntimeError:
+    da = namespace_of(a).device_of(a)
+    db = namespace_of(b).device_of(b)
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        f"{da} and {db}!"
+    )
+
+
+def check_same_device(a: Any, b: Any) -> None:
+    """torch's "Expected all tensors to be on the same device" unless arrays a and b live on
+    one device: the same array type and, for device arrays (all of one type, as CuPy's), the
+    same index. Two NumPy arrays pass on the type check alone."""
+    ta = type(a)
+    if ta is not type(b):
+        raise _mismatch(a, b)
+    if ta is not _NDARRAY:
+        backend = _BY_ARRAY_TYPE.get(ta)
+        if backend is not None and backend.device_index(a) != backend.device_index(b):
+            raise _mismatch(a, b)
+
+
+def check_all_same_device(arrays: Any) -> None:
+    """check_same_device over a sequence of arrays (cat, stack, a loss and its weight...)."""
+    it = iter(arrays)
+    first = next(it, None)
+    for a in it:
+        if type(a) is not _NDARRAY or type(first) is not _NDARRAY:
+            check_same_device(first, a)
 
 
 # DLPack device types (dlpack.h's DLDeviceType) -> rustgrad device type

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any, Tuple
 
 from .. import _core, _dtype
+from .._backends import _NDARRAY
+from .._backends import check_all_same_device as same_devices  # noqa: F401  (for the families)
+from .._backends import check_same_device as _check_same_device
 from .._tensor import Tensor
 
 record = _core.record
@@ -53,22 +56,17 @@ def as_scalar(x: Any) -> Any:
 
 
 def same_device(a: Any, b: Any) -> None:
-    if type(a) is not type(b):
-        from .._backends import namespace_of
-
-        da = namespace_of(a).device_of(a)
-        db = namespace_of(b).device_of(b)
-        raise RuntimeError(
-            "Expected all tensors to be on the same device, but found at least two devices, "
-            f"{da} and {db}!"
-        )
+    """torch's "Expected all tensors to be on the same device" unless arrays a and b share a
+    device (type and index: cuda:0 against cuda:1 is caught). NumPy arrays pass on a type check."""
+    if type(a) is not _NDARRAY or type(b) is not _NDARRAY:
+        _check_same_device(a, b)
 
 
 def promote(a: Tensor, b: Tensor) -> Tuple[Any, Any]:
     """a's and b's arrays cast to torch's result dtype of (a, b)."""
     ad, bd = a._data, b._data
-    if type(ad) is not type(bd):
-        same_device(ad, bd)
+    if type(ad) is not _NDARRAY or type(bd) is not _NDARRAY:
+        _check_same_device(ad, bd)
     if ad.dtype != bd.dtype:
         rt = _dtype.result_type(a, b).np
         ad = ad.astype(rt, copy=False)

@@ -588,10 +588,7 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, operand: A
         from .._backends import namespace_of
 
         namespace_of(sd)
-        if type(od) is not type(sd):
-            from ._util import same_device
-
-            same_device(sd, od)
+        same_device(sd, od)  # by device: cuda:0 against cuda:1 too
         shape = _broadcast_shape(sd.shape, od.shape)
         if shape != sd.shape:
             raise RuntimeError(

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import record
+from ._util import record, same_devices
 
 Pads = Tuple[int, int, int, int]  # top, bottom, left, right
 IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
@@ -288,6 +288,7 @@ def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tup
                   d: Tuple[int, int], groups: int) -> Any:
     """The (N, O, OH, OW) output of (N, C, H, W) input and (O, C/groups, kh, kw) weight arrays:
     one GEMM (per group) over the channels-first im2col."""
+    same_devices((xd, wd) if bd is None else (xd, wd, bd))
     n, c = xd.shape[:2]
     o, cg, kh, kw = wd.shape
     cols = im2col(xp, xd, (kh, kw), d, (p[0], p[0], p[1], p[1]), s, channels_first=True)

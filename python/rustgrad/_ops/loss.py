@@ -13,7 +13,16 @@ from typing import Any, Optional, Tuple
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import broadcast_error, const, needs_grad, quiet_fp, record, sum_to
+from ._util import (
+    broadcast_error,
+    const,
+    needs_grad,
+    quiet_fp,
+    record,
+    same_device,
+    same_devices,
+    sum_to,
+)
 from .activation import stable_softplus
 from .indexing import index_into_zeros
 
@@ -56,6 +65,7 @@ def apply_reduction(loss: Tensor, reduction: str) -> Tensor:
 def check_target_size(input: Tensor, target: Tensor) -> None:
     """torch's warning when input and target shapes differ (they broadcast, likely by
     mistake), and its error when they do not broadcast."""
+    same_device(input._data, target._data)
     a, b = input._data.shape, target._data.shape
     if a == b:
         return
@@ -133,6 +143,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     xd, td = input._data, target._data
+    same_devices((xd, td) if weight is None else (xd, td, weight._data))
     xp = input._backend
     if td.dtype != _dtype.uint8.np and td.dtype != _dtype.int64.np:
         raise RuntimeError(
@@ -347,6 +358,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     if t.requires_grad:
         raise RuntimeError("the derivative for 'target' is not implemented")
     xd, td = x._data, t._data
+    same_devices((xd, td) if weight is None else (xd, td, weight._data))
     if bool(((xd < 0) | (xd > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     xp = x._backend
@@ -424,6 +436,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         )
     xp = x._backend
     xd, td = x._data, t._data
+    same_devices([xd, td] + [w._data for w in (weight, pos_weight) if w is not None])
     # (1 - t) * x + lw * softplus(-x), softplus(-x) = max(-x, 0) + log(1 + exp(-|x|))
     sp = xp.maximum(-xd, 0) + xp.log1p(xp.exp(-xp.abs(xd)))
     if pos_weight is not None:

@@ -12,7 +12,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
 from ._util import const as _const
-from ._util import record, sum_to
+from ._util import record, same_devices, sum_to
 
 
 def _int_list(args: Any) -> Tuple[int, ...]:
@@ -1051,6 +1051,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 )
     xp = ref._backend
     arrays = [t._data.astype(rt.np, copy=False) for t in used] or [ref._data]
+    same_devices(arrays)
     out = xp.concatenate(arrays, axis=dim)
     sizes = tuple(
         None if (t._data.ndim == 1 and t._data.shape[0] == 0 and used) else t._data.shape[dim]
@@ -1096,6 +1097,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     dim = _wrap_dim(dim, len(shape) + 1)
     rt = _dtype.result_type(*tensors).np if len({t._data.dtype for t in tensors}) > 1 else None
     arrays = [t._data if rt is None else t._data.astype(rt) for t in tensors]
+    same_devices(arrays)
     out = tensors[0]._backend.stack(arrays, axis=dim)
     return record(out, tuple(tensors), "StackBackward0", _stack_bw, None, (dim, len(tensors)))
 
