@@ -175,6 +175,20 @@ def _version() -> str:
 
 __version__ = _version()
 
+
+def _lazy_submodule(name: str) -> _Any:
+    """`rustgrad.distributed`, imported on first use (as torch.distributed is reachable), so
+    that `import rustgrad` pays nothing for it."""
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module 'rustgrad' has no attribute {name!r}")
+
+
+# PEP 562; bound by assignment so that the generated stub gains no catch-all `__getattr__`
+__getattr__ = _lazy_submodule
+
 from . import accelerator, amp, backends, cpu, nn, optim, testing, utils, viz
 from ._config import (
     are_deterministic_algorithms_enabled,

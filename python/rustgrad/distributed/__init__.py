@@ -1,0 +1,121 @@
+"""``rustgrad.distributed``: torch.distributed's API on MPI (mpi4py) and NCCL (CuPy).
+
+Start the ranks with MPI's launcher or rustgrad's torchrun-like one::
+
+    mpiexec -n 2 python train.py
+    python -m rustgrad.distributed.run --nproc-per-node 2 train.py
+
+and write the script as for torch::
+
+    import rustgrad.distributed as dist
+    dist.init_process_group("mpi")          # "gloo" runs on MPI too; "nccl" for CUDA tensors
+    t = torch.ones(3) * dist.get_rank()
+    dist.all_reduce(t)                      # every rank now holds the sum over ranks
+
+A process started alone is a world of one, where every collective is a no-op of torch's shape.
+Importing this package imports neither mpi4py nor CuPy: ``init_process_group`` does.
+
+Example::
+
+    >>> from rustgrad import distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> t = torch.tensor([1.0, 2.0])
+    >>> dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    >>> t, dist.get_rank(), dist.get_world_size()
+    (tensor([1., 2.]), 0, 1)
+    >>> dist.destroy_process_group()
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ._collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    barrier,
+    broadcast,
+    broadcast_object_list,
+    gather,
+    irecv,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter_tensor,
+    scatter,
+    send,
+)
+from ._group import (
+    Backend,
+    GroupMember,
+    ProcessGroup,
+    default_pg_timeout,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_initialized,
+    new_group,
+)
+from ._reduce_op import ReduceOp
+from ._work import Work
+
+__all__ = [
+    "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather",
+    "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier", "broadcast",
+    "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
+    "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
+    "get_world_size", "group", "init_process_group", "irecv", "is_available", "is_initialized",
+    "is_mpi_available", "is_nccl_available", "isend", "new_group", "recv", "reduce",
+    "reduce_scatter_tensor", "scatter", "send",
+]
+
+
+def is_available() -> bool:
+    """Whether the distributed package is usable: always True (the backends are checked by
+    ``is_mpi_available`` and ``is_nccl_available``).
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.is_available()
+        True
+    """
+    return True
+
+
+def is_mpi_available() -> bool:
+    """Whether the MPI backend can run: mpi4py is installed (``pip install mpich mpi4py``).
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.is_mpi_available() in (True, False)
+        True
+    """
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def is_nccl_available() -> bool:
+    """Whether the NCCL backend can run: mpi4py, and CuPy with its NCCL bindings, load.
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.is_nccl_available() in (True, False)
+        True
+    """
+    if not is_mpi_available() or importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        from cupy.cuda import nccl
+    except Exception:  # CuPy without a CUDA runtime, or built without NCCL
+        return False
+    return bool(getattr(nccl, "available", True))
