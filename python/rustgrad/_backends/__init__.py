@@ -144,14 +144,15 @@ _BOUND: dict = {}
 def _backend_for_type(kind: str) -> Any:
     if kind == "cpu":
         return cpu
-    for backend in _BY_ARRAY_TYPE.values():
-        if backend.DEVICE_TYPE == kind:
-            return backend
     if kind == "cuda":
+        # every CUDA use passes here first: one clear error when CuPy or the driver is missing
         from . import cuda
 
         cuda.require()
         return cuda
+    for backend in _BY_ARRAY_TYPE.values():
+        if backend.DEVICE_TYPE == kind:
+            return backend
     raise RuntimeError(f"no backend for device {kind}")
 
 

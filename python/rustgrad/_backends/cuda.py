@@ -1,33 +1,113 @@
-"""The CUDA backend: CuPy (optional: `pip install rustgrad[cuda12]`). Importing rustgrad never
-imports this module; the first use of a CUDA device does."""
+"""The CUDA backend: CuPy (optional: `pip install rustgrad[cuda12]` or `[cuda13]`).
+
+Importing rustgrad never imports this module, and importing it never touches the driver: the
+first CUDA use calls `require()`, which checks CuPy, the driver and the GPU count once, then
+exposes CuPy's namespace here and registers CuPy's array type. Every failure is one RuntimeError
+naming the fix, whatever was called first (`is_available()` included: it only answers False)."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator, Optional
 
 try:
     import cupy as _cp
-    import cupyx as _cpx
-except ImportError as e:  # pragma: no cover - depends on the machine
-    raise RuntimeError(
-        "CUDA tensors need CuPy: install rustgrad[cuda12] (or [cuda13]) on a machine with an "
-        "NVIDIA GPU"
-    ) from e
+except ImportError as e:  # depends on the machine
+    _cp = None
+    _IMPORT_ERROR: Optional[BaseException] = e
+else:
+    _IMPORT_ERROR = None
 
-from cupy import *  # noqa: F401,F403,E402  (the backend namespace is CuPy's)
-
-ndarray = _cp.ndarray
 DEVICE_TYPE = "cuda"
+NOT_INSTALLED = (
+    "Torch not compiled with CUDA enabled: rustgrad runs CUDA through CuPy, which is not "
+    "installed here. Install it with rustgrad: pip install rustgrad[cuda12] (CUDA 12 driver) "
+    "or pip install rustgrad[cuda13] (CUDA 13 driver)"
+)
+NO_DRIVER = (
+    "no NVIDIA driver found: CuPy is installed but CUDA cannot start ({}). Check that this "
+    "machine has an NVIDIA GPU and a driver new enough for CuPy's CUDA version (nvidia-smi), "
+    "or install the rustgrad extra that matches the driver: rustgrad[cuda12] or rustgrad[cuda13]"
+)
+NO_GPU = "No CUDA GPUs are available: the NVIDIA driver is loaded but sees no GPU"
+
+_state: dict = {"ready": False, "error": None}
 
 
+def _probe() -> Optional[str]:
+    """None when CUDA works, else the message of the one error every CUDA use raises."""
+    if _cp is None:
+        return NOT_INSTALLED
+    try:
+        n = int(_cp.cuda.runtime.getDeviceCount())
+    except Exception as e:  # noqa: BLE001 - cudaErrorInsufficientDriver, NoDevice, a missing libcuda
+        return NO_DRIVER.format(f"{type(e).__name__}: {e}")
+    return None if n > 0 else NO_GPU
+
+
+def is_available() -> bool:
+    """True when CuPy imports and sees at least one GPU (never raises)."""
+    if _state["ready"]:
+        return True
+    if _state["error"] is None:
+        _state["error"] = _probe() or ""
+    return _state["error"] == ""
+
+
+def require() -> None:
+    """Makes CUDA usable, or raises the one RuntimeError naming the fix."""
+    if _state["ready"]:
+        return
+    if not is_available():
+        raise RuntimeError(_state["error"])
+    # the backend namespace is CuPy's, as cpu.py's is NumPy's
+    g = globals()
+    for name in dir(_cp):
+        if not name.startswith("_") and name not in g:
+            g[name] = getattr(_cp, name)
+    from . import register
+
+    register(_cp.ndarray, __import__(__name__, fromlist=["*"]))
+    _state["ready"] = True
+
+
+def _reset_for_tests() -> None:
+    """Forgets the probe (tests swap a fake CuPy in and out of sys.modules)."""
+    _state["ready"] = False
+    _state["error"] = None
+
+
+# ---- device bookkeeping used by the dispatch layer ----------------------------------------
 def device_of(array: Any) -> Any:
     from . import device
 
     return device("cuda", int(array.device.id))
 
 
+def device_index(array: Any) -> int:
+    return int(array.device.id)
+
+
 def storage_slot(array: Any) -> int:
     return 1 + int(array.device.id)
+
+
+def device_count() -> int:
+    """The number of GPUs CuPy sees (0 when CUDA is unusable)."""
+    return int(_cp.cuda.runtime.getDeviceCount()) if is_available() else 0
+
+
+def current_index() -> int:
+    require()
+    return int(_cp.cuda.runtime.getDevice())
+
+
+@contextlib.contextmanager
+def device_context(index: int) -> Iterator[None]:
+    """CuPy's current device is `index` inside (new arrays and kernels go there)."""
+    require()
+    with _cp.cuda.Device(int(index)):
+        yield
 
 
 def to_numpy(array: Any) -> Any:
@@ -35,37 +115,23 @@ def to_numpy(array: Any) -> Any:
 
 
 def from_numpy(array: Any, dev: Any = None) -> Any:
-    index = getattr(dev, "index", None) or 0
+    from . import device
+
+    index = None if dev is None else device(dev).index  # dev may be a string
+    if index is None:
+        return _cp.asarray(array)
     with _cp.cuda.Device(index):
         return _cp.asarray(array)
 
 
 def add_at(target: Any, index: Any, values: Any) -> None:
-    _cpx.scatter_add(target, index, values)
+    import cupyx
+
+    cupyx.scatter_add(target, index, values)
 
 
 def data_ptr(array: Any) -> int:
     return int(array.data.ptr)
-
-
-def is_available() -> bool:
-    try:
-        return _cp.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any CUDA runtime failure means "not available"
-        return False
-
-
-def device_count() -> int:
-    return _cp.cuda.runtime.getDeviceCount() if is_available() else 0
-
-
-def _register() -> None:
-    from . import register
-
-    register(ndarray, __import__(__name__, fromlist=["*"]))
-
-
-_register()
 
 
 def erf(array: Any) -> Any:
@@ -80,10 +146,16 @@ def as_strided(array: Any, shape: Any, strides: Any) -> Any:
     return _cp.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
 
 
-if not hasattr(_cp, "errstate"):
+# kernels CuPy lacks, written once for the GPU (see cuda_kernels.py)
+from .cuda_kernels import (  # noqa: E402,F401
+    gelu,
+    gelu_backward,
+    im2col,
+    max_pool2d_with_indices,
+    softmax_cross_entropy,
+)
 
-    def errstate(**kwargs: Any) -> Any:
-        """CuPy kernels never warn on overflow or division by zero: nothing to silence."""
-        import contextlib
 
-        return contextlib.nullcontext()
+def errstate(**kwargs: Any) -> Any:
+    """CuPy kernels never warn on overflow or division by zero: nothing to silence."""
+    return contextlib.nullcontext()

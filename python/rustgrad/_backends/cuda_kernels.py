@@ -1,0 +1,226 @@
+"""CUDA kernels CuPy lacks, written once (CuPy's ElementwiseKernel and RawKernel), so that
+these ops never take a host round trip: GELU (exact and tanh, forward and backward), a fused
+softmax-cross-entropy (one block per row: the row's log-sum-exp and its loss in one pass, and
+the gradient in one elementwise kernel), max-pooling with torch's flat indices, and im2col.
+
+Kernels are compiled on first use and cached by CuPy. The module imports without CuPy (the
+functions import it when called): the CPU computes the same things with NumPy in `_ops/`.
+Each kernel is small and plain on purpose: `tests/cuda/test_kernels.py` checks each against
+NumPy on a GPU."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Tuple
+
+# arithmetic in float for float16/float32 and in double for float64 (CuPy's float16 converts)
+_ACC = """
+template <typename T> struct acc { typedef float type; };
+template <> struct acc<double> { typedef double type; };
+"""
+
+
+@functools.cache
+def _elementwise(name: str) -> Any:
+    import cupy as cp
+
+    src = {
+        "gelu": ("T x", "T y", """
+            typedef typename acc<T>::type F;
+            F v = (F)x;
+            y = (T)(v * (F)0.5 * ((F)1 + erf(v * (F)0.70710678118654752440)));"""),
+        "gelu_tanh": ("T x", "T y", """
+            typedef typename acc<T>::type F;
+            F v = (F)x;
+            F inner = (F)0.79788456080286535588 * (v + (F)0.044715 * v * v * v);
+            y = (T)((F)0.5 * v * ((F)1 + tanh(inner)));"""),
+        "gelu_backward": ("T g, T x", "T dx", """
+            typedef typename acc<T>::type F;
+            F v = (F)x;
+            F cdf = (F)0.5 * ((F)1 + erf(v * (F)0.70710678118654752440));
+            F pdf = exp((F)-0.5 * v * v) * (F)0.39894228040143267794;
+            dx = (T)((F)g * (cdf + v * pdf));"""),
+        "gelu_tanh_backward": ("T g, T x", "T dx", """
+            typedef typename acc<T>::type F;
+            const F k = (F)0.79788456080286535588;
+            F v = (F)x;
+            F t = tanh(k * (v + (F)0.044715 * v * v * v));
+            F left = (F)0.5 * ((F)1 + t);
+            F right = (F)0.5 * v * ((F)1 - t * t) * k * ((F)1 + (F)3 * (F)0.044715 * v * v);
+            dx = (T)((F)g * (left + right));"""),
+        # grad of mean/sum cross-entropy w.r.t. the logits: (softmax - onehot) * grow
+        "softmax_cross_entropy_backward": (
+            "T x, int64 target, T lse, T grow, int64 ignore_index, int64 c", "T dx", """
+            typedef typename acc<T>::type F;
+            long long j = i % c;
+            F p = exp((F)x - (F)lse);
+            F onehot = (j == target) ? (F)1 : (F)0;
+            dx = (target == ignore_index) ? (T)0 : (T)((p - onehot) * (F)grow);"""),
+        # one output element of (C, kh, kw, N, OH, OW) (channels_first) or (N, C, kh, kw, OH, OW)
+        "im2col": (
+            "raw T x, int32 n, int32 c, int32 h, int32 w, int32 kh, int32 kw, int32 oh, "
+            "int32 ow, int32 sh, int32 sw, int32 pt, int32 pl, int32 dh, int32 dw, T fill, "
+            "bool channels_first", "T col", """
+            long long r = i;
+            int ox = r % ow; r /= ow;
+            int oy = r % oh; r /= oh;
+            int ni, ci, ki, kj;
+            if (channels_first) {
+                ni = r % n; r /= n; kj = r % kw; r /= kw; ki = r % kh; r /= kh; ci = r;
+            } else {
+                kj = r % kw; r /= kw; ki = r % kh; r /= kh; ci = r % c; r /= c; ni = r;
+            }
+            int y = oy * sh - pt + ki * dh;
+            int xx = ox * sw - pl + kj * dw;
+            col = (y < 0 || y >= h || xx < 0 || xx >= w)
+                ? fill : x[(((long long)ni * c + ci) * h + y) * w + xx];"""),
+        # one output element of (N, C, OH, OW): the window's max (NaN wins, as torch) and its
+        # flat index y * W + x in the input plane
+        "max_pool2d": (
+            "raw T x, int32 h, int32 w, int32 kh, int32 kw, int32 oh, int32 ow, int32 sh, "
+            "int32 sw, int32 ph, int32 pw, int32 dh, int32 dw", "T out, int64 index", """
+            long long plane = i / ((long long)oh * ow);
+            int oy = (i / ow) % oh;
+            int ox = i % ow;
+            const T* p = &x[plane * h * w];
+            double best = 0;
+            long long arg = -1;
+            for (int a = 0; a < kh; ++a) {
+                int y = oy * sh - ph + a * dh;
+                if (y < 0 || y >= h) continue;
+                for (int b = 0; b < kw; ++b) {
+                    int xx = ox * sw - pw + b * dw;
+                    if (xx < 0 || xx >= w) continue;
+                    double v = (double)p[y * w + xx];
+                    if (arg < 0 || v > best || isnan(v)) {
+                        best = v;
+                        arg = (long long)y * w + xx;
+                        if (isnan(v)) { a = kh; break; }
+                    }
+                }
+            }
+            out = (T)best;
+            index = arg;"""),
+    }[name]
+    return cp.ElementwiseKernel(src[0], src[1], src[2], "rustgrad_" + name, preamble=_ACC)
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    """x * Phi(x) elementwise (Phi the standard normal CDF), or its tanh approximation."""
+    return _elementwise("gelu_tanh" if approximate == "tanh" else "gelu")(x)
+
+
+def gelu_backward(g: Any, x: Any, approximate: str = "none") -> Any:
+    """The gradient of gelu at x times g."""
+    name = "gelu_tanh_backward" if approximate == "tanh" else "gelu_backward"
+    return _elementwise(name)(g, x)
+
+
+# one block of 256 threads per row: each thread keeps a running (max, sum of exp) over its
+# strided columns (the online softmax), then the block merges the pairs
+_SOFTMAX_CE = r"""
+#define NEG_INF __longlong_as_double(0xfff0000000000000ULL)
+extern "C" __global__ void rustgrad_softmax_ce(const T* x, const long long* target, T* lse,
+                                               T* loss, long long c, long long ignore_index) {
+    __shared__ double m_sh[256];
+    __shared__ double s_sh[256];
+    const T* row = x + (long long)blockIdx.x * c;
+    double m = NEG_INF, s = 0.0;
+    for (long long j = threadIdx.x; j < c; j += blockDim.x) {
+        double v = (double)row[j];
+        if (v > m) { s = s * exp(m - v) + 1.0; m = v; }
+        else { s += exp(v - m); }
+    }
+    m_sh[threadIdx.x] = m;
+    s_sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            double m1 = m_sh[threadIdx.x], m2 = m_sh[threadIdx.x + half];
+            double s1 = s_sh[threadIdx.x], s2 = s_sh[threadIdx.x + half];
+            double mm = m1 > m2 ? m1 : m2;
+            double ss = (m1 == NEG_INF ? 0.0 : s1 * exp(m1 - mm))
+                      + (m2 == NEG_INF ? 0.0 : s2 * exp(m2 - mm));
+            m_sh[threadIdx.x] = mm;
+            s_sh[threadIdx.x] = ss;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        double l = m_sh[0] + log(s_sh[0]);
+        long long t = target[blockIdx.x];
+        lse[blockIdx.x] = (T)l;
+        loss[blockIdx.x] = (t == ignore_index) ? (T)0 : (T)(l - (double)row[t]);
+    }
+}
+"""
+
+
+@functools.cache
+def _softmax_ce_kernel(ctype: str) -> Any:
+    import cupy as cp
+
+    return cp.RawKernel("#define T " + ctype + "\n" + _SOFTMAX_CE, "rustgrad_softmax_ce")
+
+
+def softmax_cross_entropy(logits: Any, target: Any, ignore_index: int = -100) -> Tuple[Any, Any]:
+    """Per-row cross-entropy of (N, C) logits against int64 class indices (N,), and each row's
+    log-sum-exp (what `softmax_cross_entropy_backward` needs): (loss (N,), lse (N,)). Rows
+    whose target is ignore_index have loss 0. float16 is computed in float32."""
+    import cupy as cp
+
+    dtype = logits.dtype
+    x = logits.astype(cp.float32) if dtype == cp.float16 else cp.ascontiguousarray(logits)
+    t = cp.ascontiguousarray(target, dtype=cp.int64)
+    n, c = x.shape
+    lse = cp.empty(n, dtype=x.dtype)
+    loss = cp.empty(n, dtype=x.dtype)
+    if n:
+        kernel = _softmax_ce_kernel("double" if x.dtype == cp.float64 else "float")
+        kernel((n,), (256,), (x, t, lse, loss, cp.int64(c), cp.int64(ignore_index)))
+    return loss.astype(dtype, copy=False), lse.astype(dtype, copy=False)
+
+
+def softmax_cross_entropy_backward(logits: Any, target: Any, lse: Any, grad_rows: Any,
+                                   ignore_index: int = -100) -> Any:
+    """(softmax(logits) - onehot(target)) * grad_rows[:, None]: the gradient of the per-row
+    losses (scaled by grad_rows, (N,)) w.r.t. (N, C) logits; ignored rows get 0."""
+    n, c = logits.shape
+    return _elementwise("softmax_cross_entropy_backward")(
+        logits, target.reshape(n, 1), lse.reshape(n, 1), grad_rows.reshape(n, 1),
+        ignore_index, c)
+
+
+def im2col(x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Tuple[int, int, int, int],
+           s: Tuple[int, int], fill: float = 0.0, channels_first: bool = False) -> Any:
+    """(N, C, H, W) -> (N, C, kh, kw, OH, OW) (or (C, kh, kw, N, OH, OW) with channels_first),
+    as `_ops/conv.py`'s im2col, in one kernel; pads are (top, bottom, left, right)."""
+    import cupy as cp
+
+    x = cp.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    pt, pb, pl, pr = pads
+    oh = (h + pt + pb - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + pl + pr - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    shape = (c, k[0], k[1], n, oh, ow) if channels_first else (n, c, k[0], k[1], oh, ow)
+    out = cp.empty(shape, dtype=x.dtype)
+    _elementwise("im2col")(x, n, c, h, w, k[0], k[1], oh, ow, s[0], s[1], pt, pl, d[0], d[1],
+                           x.dtype.type(fill), bool(channels_first), out)
+    return out
+
+
+def max_pool2d_with_indices(x: Any, k: Tuple[int, int], s: Tuple[int, int],
+                            p: Tuple[int, int], d: Tuple[int, int], oh: int,
+                            ow: int) -> Tuple[Any, Any]:
+    """The (N, C, OH, OW) window maxima of (N, C, H, W) x and their int64 flat indices
+    (y * W + x, torch's), with padding never chosen; the output size is the caller's (it
+    knows ceil_mode)."""
+    import cupy as cp
+
+    x = cp.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    out = cp.empty((n, c, oh, ow), dtype=x.dtype)
+    index = cp.empty((n, c, oh, ow), dtype=cp.int64)
+    _elementwise("max_pool2d")(x, h, w, k[0], k[1], oh, ow, s[0], s[1], p[0], p[1], d[0], d[1],
+                               out, index)
+    return out, index
