@@ -343,6 +343,31 @@ def eval_and_no_grad_forward() -> None:
     ddp(shard(x))  # the prior reduction finished: no error
 
 
+@check
+def constructor_refusals_like_torch() -> None:
+    def messages(make: Callable[[], Any]) -> str:
+        try:
+            make()
+        except (RuntimeError, ValueError) as e:
+            return f"{type(e).__name__}: {e}"
+        return "no error"
+
+    frozen = nn.Linear(2, 2).requires_grad_(False)
+    t_frozen = torch.nn.Linear(2, 2).requires_grad_(False)
+    ours, theirs = messages(lambda: DDP(frozen)), messages(
+        lambda: torch.nn.parallel.DistributedDataParallel(t_frozen))
+    assert ours == theirs, (ours, theirs)
+    ours = messages(lambda: DDP(nn.Linear(2, 2), device_ids=[0]))
+    theirs = messages(lambda: torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Linear(2, 2), device_ids=[0]))
+    cut = theirs.index("and module parameters")
+    assert ours[:cut] == theirs[:cut], (ours, theirs)
+    ours = messages(lambda: DDP(nn.Linear(2, 2), device_ids=[0, 1]))
+    theirs = messages(lambda: torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Linear(2, 2), device_ids=[0, 1]))
+    assert ours == theirs, (ours, theirs)
+
+
 def main() -> int:
     tdist.init_process_group("gloo", init_method="file://" + sys.argv[1],
                              rank=COMM.Get_rank(), world_size=COMM.Get_size())

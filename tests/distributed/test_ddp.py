@@ -29,12 +29,14 @@ TWO_RANK_CHECKS = [
     "find_unused_parameters_like_torch",
     "buffers_broadcast_like_torch",
     "eval_and_no_grad_forward",
+    "constructor_refusals_like_torch",
 ]
 ONE_RANK_CHECKS = [
     "grads_equal_full_batch",
     "no_sync_accumulates_locally",
     "unused_parameters_named_in_error",
     "find_unused_parameters_like_torch",
+    "constructor_refusals_like_torch",
 ]
 
 
