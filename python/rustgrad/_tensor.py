@@ -231,6 +231,25 @@ class Tensor(_core.TensorBase):
         """(DLPack device type, device index) of this tensor's memory."""
         return self._data.__dlpack_device__()
 
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The CUDA Array Interface of a CUDA tensor's memory (zero-copy, for CuPy, Numba,
+        torch.as_tensor); an AttributeError on other devices, as torch's."""
+        cai = getattr(self._data, "__cuda_array_interface__", None)
+        if cai is None or not self.is_cuda:
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                f"{self.type()} If CUDA data is required use tensor.cuda() to copy tensor to "
+                "device memory."
+            )
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If "
+                "gradients aren't required, use var.detach() to get Variable that doesn't "
+                "require grad."
+            )
+        return cai
+
     def __deepcopy__(self, memo: Dict[int, Any]) -> Tensor:
         if not self.is_leaf:
             raise RuntimeError(

@@ -92,6 +92,9 @@ class Tensor(TensorBase):
         """A DLPack capsule of this tensor's memory (zero-copy), exported by its array."""
     def __dlpack_device__(self) -> Any:
         """(DLPack device type, device index) of this tensor's memory."""
+    @property
+    def __cuda_array_interface__(self) -> Dict[builtins.str, Any]:
+        """The CUDA Array Interface of a CUDA tensor's memory (zero-copy, for CuPy, Numba,"""
     def __deepcopy__(self, memo: Dict[builtins.int, Any]) -> Tensor: ...
     def is_complex(self) -> builtins.bool:
         """Whether the dtype is a complex type."""

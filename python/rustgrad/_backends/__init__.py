@@ -27,8 +27,8 @@ class device:
     hash by (type, index).
 
     Args:
-        type (str or rustgrad.device): ``"cpu"``, ``"cuda"``, or with an index ``"cuda:1"``;
-            a device is copied.
+        type (str, int or rustgrad.device): ``"cpu"``, ``"cuda"``, or with an index ``"cuda:1"``;
+            a device is copied; an int N is ``"cuda:N"``, as in torch.
         index (int, optional): the device's index, when the string has none.
 
     Example::
@@ -50,9 +50,14 @@ class device:
         "index": "The device's index (``1`` for ``'cuda:1'``), or None when none was given.",
     }
 
-    def __init__(self, type: Union[str, device], index: Union[int, None] = None) -> None:
+    def __init__(self, type: Union[str, int, device], index: Union[int, None] = None) -> None:
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
+            return
+        if isinstance(type, int) and not isinstance(type, bool):  # torch: an int is a GPU
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
+            self.type, self.index = "cuda", type
             return
         if not isinstance(type, str):
             raise TypeError(f"device() expected a string, got {type.__class__.__name__}")

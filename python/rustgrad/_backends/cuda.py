@@ -159,3 +159,20 @@ from .cuda_kernels import (  # noqa: E402,F401
 def errstate(**kwargs: Any) -> Any:
     """CuPy kernels never warn on overflow or division by zero: nothing to silence."""
     return contextlib.nullcontext()
+
+
+# ---- the CPU backend's extras (see cpu.py), on the GPU ----------------------------------
+def select(mask: Any, a: Any, other: Any) -> Any:
+    """where(mask, a, other) (cupy.select is NumPy's select, a different function)."""
+    return _cp.where(mask, a, other)
+
+
+def sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
+    """No fused GPU step: False, and the optimizer runs its array formulation (CuPy kernels)."""
+    return False
+
+
+def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
+              args: Any) -> bool:
+    """No fused GPU step: False, and the optimizer runs its array formulation (CuPy kernels)."""
+    return False

@@ -73,14 +73,18 @@ def parse_to(*args: Any, **kwargs: Any) -> Tuple[Any, Any, bool]:
     to(device), to(other), to(device, dtype), and the keywords."""
     dtype = kwargs.get("dtype")
     dev = kwargs.get("device")
+    flags = []  # positional non_blocking, copy (after the device, dtype or tensor)
     for a in args:
-        if isinstance(a, _dtype.dtype):
+        if a is True or a is False:
+            flags.append(a)
+        elif isinstance(a, _dtype.dtype):
             dtype = a
         elif isinstance(a, Tensor):
             dtype, dev = a.dtype, a.device
         elif a is not None:
             dev = a
-    return dev, dtype, builtins.bool(kwargs.get("copy", False))  # bool here is Tensor.bool
+    copy = flags[1] if len(flags) > 1 else kwargs.get("copy", False)
+    return dev, dtype, builtins.bool(copy)  # bool here is Tensor.bool
 
 
 @op(method="to", grad_fn="ToCopyBackward0")
