@@ -1,4 +1,5 @@
-"""Worker for tests/distributed/test_mpi.py, run as `mpiexec -n N python mpi_collectives.py`:
+"""Worker for tests/distributed/test_mpi.py and test_nccl.py, run as
+`mpiexec -n N python mpi_collectives.py [BACKEND DEVICE]` (default: gloo cpu, i.e. MPI):
 every collective against NumPy, asserted on every rank (a failed assert ends the whole job
 through the excepthook that init_process_group installs). Prints "OK <rank>" at the end."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import operator
+import sys
 from functools import reduce as fold
 from typing import Any, Callable, Dict, List
 
@@ -31,8 +33,17 @@ def values(rank: int, dtype: Any, n: int = 5) -> np.ndarray:
     return (base * (1.5 if np.dtype(dtype).kind == "f" else 1)).astype(dtype)
 
 
+BACKEND, DEVICE = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("gloo", "cpu")
+BITWISE = (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR)
+
+
+def T(a: np.ndarray) -> Any:
+    """A tensor on DEVICE with a's values."""
+    return torch.from_numpy(np.array(a)).to(DEVICE)
+
+
 def check(got: Any, want: np.ndarray, what: str) -> None:
-    arr = got.numpy() if hasattr(got, "numpy") else got
+    arr = got.detach().cpu().numpy() if hasattr(got, "numpy") else got
     assert arr.dtype == want.dtype, (what, arr.dtype, want.dtype)
     assert arr.shape == want.shape, (what, arr.shape, want.shape)
     assert np.array_equal(arr, want), (what, arr, want)
@@ -44,23 +55,26 @@ def main() -> None:
         raise AssertionError("a collective before init must raise")
     except ValueError as e:
         assert "Default process group has not been initialized" in str(e), e
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60))
     try:
         dist.init_process_group("mpi")
         raise AssertionError("a second init must raise")
     except ValueError as e:
         assert "twice" in str(e), e
     rank, n = dist.get_rank(), dist.get_world_size()
-    assert n >= 2 and dist.get_backend() == "gloo" and dist.is_initialized()
+    global DEVICE
+    if DEVICE == "cuda":  # one GPU per rank, as NCCL needs
+        DEVICE = f"cuda:{rank % torch.cuda.device_count()}"
+    assert dist.get_backend() == BACKEND and dist.is_initialized()
+    assert n >= 2 or DEVICE == "cuda", "the CPU checks need 2 ranks or more"
     everyone = range(n)
 
     # all_reduce: every op on every dtype it applies to
     for tdt, ndt in DTYPES.items():
         for op, f in NP_OPS.items():
-            if op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR) and \
-                    np.dtype(ndt).kind == "f":
+            if op in BITWISE and (np.dtype(ndt).kind == "f" or BACKEND == "nccl"):
                 continue
-            t = torch.from_numpy(values(rank, ndt).copy())
+            t = T(values(rank, ndt))
             v = t._version
             dist.all_reduce(t, op=op)
             if ndt is np.bool_:  # or / and as torch's NCCL
@@ -69,35 +83,35 @@ def main() -> None:
             check(t, fold(f, [values(r, ndt) for r in everyone]).astype(ndt), f"{op} {tdt}")
             assert t._version > v, "a collective's write bumps the version"
     # AVG: float, and integers truncated
-    t = torch.from_numpy(values(rank, np.float64))
+    t = T(values(rank, np.float64))
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     check(t, sum(values(r, np.float64) for r in everyone) / n, "avg f64")
-    t = torch.from_numpy(values(rank, np.int64))
+    t = T(values(rank, np.int64))
     dist.all_reduce(t, dist.ReduceOp.AVG)
     s = sum(values(r, np.int64) for r in everyone)
     check(t, (np.sign(s) * (np.abs(s) // n)).astype(np.int64), "avg i64")
     # a non-contiguous view writes through to its base; 0-d tensors
-    base = torch.arange(6.0).reshape(2, 3) * (rank + 1)
+    base = torch.arange(6.0, device=DEVICE).reshape(2, 3) * (rank + 1)
     dist.all_reduce(base.t())
     check(base, (np.arange(6.0).reshape(2, 3) * sum(r + 1 for r in everyone)).astype(np.float32),
           "view")
-    z = torch.tensor(float(rank))
+    z = torch.tensor(float(rank), device=DEVICE)
     dist.all_reduce(z, op=dist.ReduceOp.MAX)
     check(z, np.array(n - 1.0, dtype=np.float32), "0-d")
     # a leaf that requires grad: torch writes its values outside autograd too
-    w = torch.ones(2, requires_grad=True)
+    w = torch.ones(2, requires_grad=True, device=DEVICE)
     dist.all_reduce(w)
     check(w.detach(), np.full(2, float(n), np.float32), "leaf")
 
     # async: several in flight, then waited
-    ts = [torch.full((4,), float(rank + i)) for i in range(3)]
+    ts = [torch.full((4,), float(rank + i), device=DEVICE) for i in range(3)]
     works = [dist.all_reduce(t, async_op=True) for t in ts]
     assert all(isinstance(wk, dist.Work) for wk in works)
     for wk in works:
         assert wk.wait() is True and wk.is_completed()
     for i, t in enumerate(ts):
         check(t, np.full(4, float(sum(r + i for r in everyone)), np.float32), f"async {i}")
-    t = torch.ones(3)
+    t = torch.ones(3, device=DEVICE)
     wk = dist.all_reduce(t, async_op=True)
     while not wk.is_completed():
         pass
@@ -106,38 +120,37 @@ def main() -> None:
 
     # broadcast from every rank, sync and async
     for src in everyone:
-        t = torch.from_numpy(values(rank, np.int32).copy())
+        t = T(values(rank, np.int32))
         dist.broadcast(t, src=src)
         check(t, values(src, np.int32), f"broadcast {src}")
-        t = torch.from_numpy(values(rank, np.bool_).copy())
+        t = T(values(rank, np.bool_))
         dist.broadcast(t, src=src, async_op=True).wait()
         check(t, values(src, np.bool_), f"broadcast bool {src}")
 
     # reduce to the last rank: others keep their values
     last = n - 1
-    t = torch.from_numpy(values(rank, np.float32).copy())
+    t = T(values(rank, np.float32))
     dist.reduce(t, dst=last, op=dist.ReduceOp.MIN)
     want = fold(np.minimum, [values(r, np.float32) for r in everyone])
     check(t, want if rank == last else values(rank, np.float32), "reduce")
 
     # all_gather, all_gather_into_tensor (concatenated and stacked)
-    outs = [torch.zeros(5, dtype=torch.int64) for _ in everyone]
-    dist.all_gather(outs, torch.from_numpy(values(rank, np.int64)))
+    outs = [torch.zeros(5, dtype=torch.int64, device=DEVICE) for _ in everyone]
+    dist.all_gather(outs, T(values(rank, np.int64)))
     for r in everyone:
         check(outs[r], values(r, np.int64), f"all_gather {r}")
-    cat = torch.zeros(5 * n)
-    dist.all_gather_into_tensor(cat, torch.from_numpy(values(rank, np.float32)))
+    cat = torch.zeros(5 * n, device=DEVICE)
+    dist.all_gather_into_tensor(cat, T(values(rank, np.float32)))
     check(cat, np.concatenate([values(r, np.float32) for r in everyone]), "gather cat")
-    stacked = torch.zeros(n, 5)
-    dist.all_gather_into_tensor(stacked, torch.from_numpy(values(rank, np.float32)),
+    stacked = torch.zeros(n, 5, device=DEVICE)
+    dist.all_gather_into_tensor(stacked, T(values(rank, np.float32)),
                                 async_op=True).wait()
     check(stacked, np.stack([values(r, np.float32) for r in everyone]), "gather stack")
 
     # reduce_scatter_tensor: rank r gets the r-th block of the reduction
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
-        inp = torch.from_numpy(np.concatenate([values(rank + 7 * b, np.float64)
-                                               for b in everyone]))
-        out = torch.zeros(5, dtype=torch.float64)
+        inp = T(np.concatenate([values(rank + 7 * b, np.float64) for b in everyone]))
+        out = torch.zeros(5, dtype=torch.float64, device=DEVICE)
         dist.reduce_scatter_tensor(out, inp, op=op)
         blocks = [values(r + 7 * rank, np.float64) for r in everyone]
         want = {dist.ReduceOp.SUM: sum(blocks), dist.ReduceOp.MAX: fold(np.maximum, blocks),
@@ -145,31 +158,54 @@ def main() -> None:
         check(out, np.asarray(want), f"reduce_scatter {op}")
 
     # gather to and scatter from the last rank
-    glist: Any = [torch.zeros(5) for _ in everyone] if rank == last else None
-    dist.gather(torch.from_numpy(values(rank, np.float32)), glist, dst=last)
+    glist: Any = [torch.zeros(5, device=DEVICE) for _ in everyone] if rank == last else None
+    dist.gather(T(values(rank, np.float32)), glist, dst=last)
     if rank == last:
         for r in everyone:
             check(glist[r], values(r, np.float32), f"gather {r}")
-    slist: Any = ([torch.from_numpy(values(10 + r, np.int64)) for r in everyone]
-                  if rank == last else None)
-    got = torch.zeros(5, dtype=torch.int64)
+    slist: Any = [T(values(10 + r, np.int64)) for r in everyone] if rank == last else None
+    got = torch.zeros(5, dtype=torch.int64, device=DEVICE)
     dist.scatter(got, slist, src=last)
     check(got, values(10 + rank, np.int64), "scatter")
 
-    # point to point: a ring, blocking then async; recv from any source names the sender
+    if n >= 2:
+        point_to_point_and_groups(rank, n)
+    # objects (over MPI with every backend)
+    objs: List[Any] = [{"from": rank}, rank] if rank == last else [None, None]
+    dist.broadcast_object_list(objs, src=last)
+    assert objs == [{"from": last}, last], objs
+    gathered: List[Any] = [None] * n
+    dist.all_gather_object(gathered, ("r", rank))
+    assert gathered == [("r", r) for r in everyone], gathered
+
+    dist.barrier()
+    dist.barrier(async_op=True).wait()
+    dist.destroy_process_group()
+    assert not dist.is_initialized()
+    dist.init_process_group(BACKEND)  # again, after destroy
+    t = torch.ones(1, device=DEVICE)
+    dist.all_reduce(t)
+    check(t, np.full(1, float(n), np.float32), "after re-init")
+    dist.destroy_process_group()
+    print(f"OK {rank}", flush=True)
+
+
+def point_to_point_and_groups(rank: int, n: int) -> None:
+    """A ring of sends, blocking then async (recv from any source names the sender, except on
+    NCCL, which cannot), and collectives on sub-groups."""
+    everyone = range(n)
     right, left = (rank + 1) % n, (rank - 1) % n
     if rank % 2 == 0:
-        dist.send(torch.from_numpy(values(rank, np.float64)), dst=right)
-        t = torch.zeros(5, dtype=torch.float64)
+        dist.send(T(values(rank, np.float64)), dst=right)
+        t = torch.zeros(5, dtype=torch.float64, device=DEVICE)
         assert dist.recv(t, src=left) == left
     else:
-        t = torch.zeros(5, dtype=torch.float64)
-        assert dist.recv(t) == left
-        dist.send(torch.from_numpy(values(rank, np.float64)), dst=right)
+        t = torch.zeros(5, dtype=torch.float64, device=DEVICE)
+        assert dist.recv(t, src=left if BACKEND == "nccl" else None) == left
+        dist.send(T(values(rank, np.float64)), dst=right)
     check(t, values(left, np.float64), "send/recv")
-    t = torch.zeros(5, dtype=torch.int32)
-    works = [dist.irecv(t, src=left, tag=3),
-             dist.isend(torch.from_numpy(values(rank, np.int32)), dst=right, tag=3)]
+    t = torch.zeros(5, dtype=torch.int32, device=DEVICE)
+    works = [dist.irecv(t, src=left, tag=3), dist.isend(T(values(rank, np.int32)), dst=right, tag=3)]
     for wk in works:
         wk.wait()
     check(t, values(left, np.int32), "isend/irecv")
@@ -181,38 +217,19 @@ def main() -> None:
         assert dist.get_rank(sub) == -1
     else:
         assert dist.get_rank(sub) == rank - 1 and dist.get_world_size(sub) == n - 1
-        t = torch.full((2,), float(rank))
+        t = torch.full((2,), float(rank), device=DEVICE)
         dist.all_reduce(t, group=sub)
         check(t, np.full(2, float(sum(range(1, n))), np.float32), "sub all_reduce")
-        t = torch.full((2,), float(rank))
+        t = torch.full((2,), float(rank), device=DEVICE)
         dist.broadcast(t, src=n - 1, group=sub)  # a global rank
         check(t, np.full(2, float(n - 1), np.float32), "sub broadcast")
         assert dist.get_process_group_ranks(sub) == list(range(1, n))
     rev = dist.new_group(list(reversed(everyone)), sort_ranks=False)
     assert dist.get_rank(rev) == n - 1 - rank
     assert dist.get_global_rank(rev, 0) == n - 1
-    t = torch.full((1,), float(rank))
+    t = torch.full((1,), float(rank), device=DEVICE)
     dist.broadcast(t, group_src=0, group=rev)
     check(t, np.full(1, float(n - 1), np.float32), "reversed group broadcast")
-
-    # objects
-    objs: List[Any] = [{"from": rank}, rank] if rank == 1 else [None, None]
-    dist.broadcast_object_list(objs, src=1)
-    assert objs == [{"from": 1}, 1], objs
-    gathered: List[Any] = [None] * n
-    dist.all_gather_object(gathered, ("r", rank))
-    assert gathered == [("r", r) for r in everyone], gathered
-
-    dist.barrier()
-    dist.barrier(async_op=True).wait()
-    dist.destroy_process_group()
-    assert not dist.is_initialized()
-    dist.init_process_group("mpi")  # again, after destroy
-    t = torch.ones(1)
-    dist.all_reduce(t)
-    check(t, np.full(1, float(n), np.float32), "after re-init")
-    dist.destroy_process_group()
-    print(f"OK {rank}", flush=True)
 
 
 if __name__ == "__main__":
