@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 TORCH_VERSION := 2.15.0
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test bench build lint clean fuzz wheel docs
+.PHONY: demo test bench build lint clean fuzz wheel docs gpu-wheel
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,14 @@ wheel: $(VENV)/.base
 	PATH="$(abspath $(VENV))/bin:$$PATH" CARGO_TARGET_DIR=target/wheel $(VENV)/bin/maturin build \
 		--release --locked --strip --compatibility manylinux2014 --zig -o dist
 	$(VENV)/bin/maturin sdist -o dist
+
+# rustgrad's abi3 wheel alone, into gpu/wheels/ (git-ignored), for a GPU machine without a
+# registry: bring that folder along and run `bash benches/gpu_check.sh` there
+gpu-wheel: $(VENV)/.base
+	$(PIP) install -q "ziglang==0.15.2"
+	rm -rf gpu/wheels && mkdir -p gpu/wheels
+	PATH="$(abspath $(VENV))/bin:$$PATH" CARGO_TARGET_DIR=target/wheel $(VENV)/bin/maturin build \
+		--release --locked --strip --compatibility manylinux2014 --zig -o gpu/wheels
 
 # the API reference and the guides, into site/ (--strict: a warning fails the build)
 docs: $(VENV)/.test build
