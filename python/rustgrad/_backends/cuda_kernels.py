@@ -74,7 +74,7 @@ def _elementwise(name: str) -> Any:
             int xx = ox * sw - pl + kj * dw;
             col = (y < 0 || y >= h || xx < 0 || xx >= w)
                 ? fill : x[(((long long)ni * c + ci) * h + y) * w + xx];"""),
-        # one output element of (N, C, OH, OW): the window's max (NaN wins, as torch) and its
+        # one output element of (N, C, OH, OW): the window's max (the last NaN wins, as torch's) and its
         # flat index y * W + x in the input plane
         "max_pool2d": (
             "raw T x, int32 h, int32 w, int32 kh, int32 kw, int32 oh, int32 ow, int32 sh, "
@@ -95,7 +95,6 @@ def _elementwise(name: str) -> Any:
                     if (arg < 0 || v > best || isnan(v)) {
                         best = v;
                         arg = (long long)y * w + xx;
-                        if (isnan(v)) { a = kh; break; }
                     }
                 }
             }

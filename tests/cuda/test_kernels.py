@@ -1,0 +1,108 @@
+"""The CUDA kernels of rustgrad/_backends/cuda_kernels.py against NumPy references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+
+@pytest.fixture
+def k():
+    from rustgrad._backends import cuda, cuda_kernels
+
+    cuda.require()
+    return cuda_kernels
+
+
+@pytest.fixture
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf)(x)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float64, 1e-12), (np.float16, 2e-3)])
+def test_gelu_forward_and_backward(k, cp, dtype, tol):
+    x = np.linspace(-6, 6, 1001).astype(dtype)
+    g = np.random.default_rng(0).standard_normal(x.shape).astype(dtype)
+    xd, gd = x.astype(np.float64), g.astype(np.float64)
+    cdf = 0.5 * (1 + _erf(xd / math.sqrt(2)))
+    pdf = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (xd + 0.044715 * xd ** 3))
+    want = {
+        ("none", "fwd"): xd * cdf,
+        ("none", "bwd"): gd * (cdf + xd * pdf),
+        ("tanh", "fwd"): 0.5 * xd * (1 + t),
+        ("tanh", "bwd"): gd * (0.5 * (1 + t) + 0.5 * xd * (1 - t * t) * c * (1 + 3 * 0.044715 * xd * xd)),
+    }
+    for approx in ("none", "tanh"):
+        fwd = k.gelu(cp.asarray(x), approx)
+        bwd = k.gelu_backward(cp.asarray(g), cp.asarray(x), approx)
+        assert fwd.dtype == dtype and bwd.dtype == dtype
+        np.testing.assert_allclose(cp.asnumpy(fwd).astype(np.float64), want[approx, "fwd"],
+                                   rtol=tol, atol=tol)
+        np.testing.assert_allclose(cp.asnumpy(bwd).astype(np.float64), want[approx, "bwd"],
+                                   rtol=tol, atol=tol * 4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n,c", [(1, 1), (5, 3), (7, 1000), (3, 50257)])
+def test_softmax_cross_entropy(k, cp, dtype, n, c):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((n, c)) * 5).astype(dtype)
+    t = rng.integers(0, c, n)
+    t[0] = -100  # ignored
+    lse = np.log(np.exp(x - x.max(1, keepdims=True)).sum(1)) + x.max(1)
+    want = np.where(t == -100, 0.0, lse - x[np.arange(n), np.maximum(t, 0)])
+    loss, got_lse = k.softmax_cross_entropy(cp.asarray(x), cp.asarray(t), -100)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(cp.asnumpy(got_lse), lse, rtol=tol)
+    np.testing.assert_allclose(cp.asnumpy(loss), want, rtol=tol, atol=tol)
+    grow = rng.standard_normal(n).astype(dtype)
+    dx = k.softmax_cross_entropy_backward(cp.asarray(x), cp.asarray(t), got_lse, cp.asarray(grow))
+    p = np.exp(x - lse[:, None])
+    onehot = np.zeros_like(p)
+    onehot[np.arange(n), np.maximum(t, 0)] = 1
+    want_dx = np.where((t == -100)[:, None], 0.0, (p - onehot) * grow[:, None])
+    np.testing.assert_allclose(cp.asnumpy(dx), want_dx, rtol=tol * 10, atol=tol)
+
+
+def test_softmax_cross_entropy_matches_torch_on_the_gpu(k, cp):
+    x = torch.randn(64, 1000, device="cuda", dtype=torch.float64)
+    t = torch.randint(0, 1000, (64,), device="cuda")
+    want = torch.nn.functional.cross_entropy(x, t, reduction="none")
+    loss, _ = k.softmax_cross_entropy(cp.from_dlpack(x), cp.from_dlpack(t))
+    np.testing.assert_allclose(cp.asnumpy(loss), want.cpu().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel,stride,pad,dil,ceil", [
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((3, 2), (1, 2), (1, 0), (2, 1), False),
+])
+def test_max_pool2d_with_indices_matches_torch(k, cp, kernel, stride, pad, dil, ceil):
+    x = torch.randn(2, 3, 11, 9, dtype=torch.float64)
+    x[0, 0, 0, 0] = float("nan")
+    want, widx = torch.nn.functional.max_pool2d(x, kernel, stride, pad, dil, ceil, True)
+    oh, ow = want.shape[2:]
+    out, idx = k.max_pool2d_with_indices(cp.asarray(x.numpy()), kernel, stride, pad, dil, oh, ow)
+    np.testing.assert_array_equal(cp.asnumpy(out), want.numpy())
+    np.testing.assert_array_equal(cp.asnumpy(idx), widx.numpy())
+
+
+@pytest.mark.parametrize("channels_first", [False, True])
+def test_im2col_matches_the_numpy_im2col(k, cp, channels_first):
+    from rustgrad._backends import cpu
+    from rustgrad._ops.conv import im2col
+
+    x = np.random.default_rng(2).standard_normal((2, 3, 8, 7)).astype(np.float32)
+    args = ((3, 2), (2, 1), (1, 2, 0, 1), (2, 3))
+    want = im2col(cpu, x, *args, fill=-1.5, channels_first=channels_first)
+    got = k.im2col(cp.asarray(x), *args, fill=-1.5, channels_first=channels_first)
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
