@@ -58,6 +58,8 @@ class ProcessGroup:
         self._impl = impl
         self._ranks = ranks
         impl.global_ranks = ranks
+        if hasattr(impl, "mpi"):  # NCCL's MPI communicator serves its CPU tensors
+            impl.mpi.global_ranks = ranks
 
     def rank(self) -> int:
         """This process's rank in the group."""

@@ -139,14 +139,58 @@ class NCCLBackend:
             work.wait()
         return work
 
-    @staticmethod
-    def _on_cpu(t: Any) -> bool:
-        return t.device.type != "cuda"
+    def _dispatch(self, name: str, t: Any, *args: Any) -> Work:
+        """CPU tensors to the MPI backend; CUDA ones to ``_<name>`` on their GPU."""
+        if t.device.type != "cuda":
+            return getattr(self.mpi, name)(*args)
+        with _cupy().cuda.Device(t.device.index or 0):
+            return getattr(self, "_" + name)(*args)
 
-    # ---- collectives --------------------------------------------------------------------
+    # ---- the operations (the collectives layer's interface, as MPIBackend's) --------------
     def allreduce(self, t: Any, op: RedOpType, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.allreduce(t, op, async_op)
+        """all_reduce of t, in place."""
+        return self._dispatch("allreduce", t, t, op, async_op)
+
+    def broadcast(self, t: Any, root: int, async_op: bool) -> Work:
+        """broadcast of t from the group's rank root."""
+        return self._dispatch("broadcast", t, t, root, async_op)
+
+    def reduce(self, t: Any, root: int, op: RedOpType, async_op: bool) -> Work:
+        """reduce of t into t on the group's rank root."""
+        return self._dispatch("reduce", t, t, root, op, async_op)
+
+    def allgather(self, outputs: Sequence[Any], t: Any, async_op: bool) -> Work:
+        """all_gather of t into outputs."""
+        return self._dispatch("allgather", t, outputs, t, async_op)
+
+    def allgather_into(self, output: Any, t: Any, async_op: bool) -> Work:
+        """all_gather_into_tensor of t into output."""
+        return self._dispatch("allgather_into", t, output, t, async_op)
+
+    def reduce_scatter(self, output: Any, t: Any, op: RedOpType, async_op: bool) -> Work:
+        """reduce_scatter_tensor of t into output."""
+        return self._dispatch("reduce_scatter", t, output, t, op, async_op)
+
+    def gather(self, t: Any, outputs: Optional[Sequence[Any]], root: int,
+               async_op: bool) -> Work:
+        """gather of t into outputs on the group's rank root."""
+        return self._dispatch("gather", t, t, outputs, root, async_op)
+
+    def scatter(self, t: Any, inputs: Optional[Sequence[Any]], root: int,
+                async_op: bool) -> Work:
+        """scatter of inputs on the group's rank root into t."""
+        return self._dispatch("scatter", t, t, inputs, root, async_op)
+
+    def send(self, t: Any, dst: int, tag: int, async_op: bool) -> Work:
+        """send of t to the group's rank dst."""
+        return self._dispatch("send", t, t, dst, tag, async_op)
+
+    def recv(self, t: Any, src: Optional[int], tag: int, async_op: bool) -> Work:
+        """recv into t from the group's rank src."""
+        return self._dispatch("recv", t, t, src, tag, async_op)
+
+    # ---- on a GPU -----------------------------------------------------------------------
+    def _allreduce(self, t: Any, op: RedOpType, async_op: bool) -> Work:
         s = stage(t, host=False)
         a = _wire(s.array)
         code, dtype = _op_code(s.array, op), _dtype_code(a)
@@ -159,9 +203,7 @@ class NCCLBackend:
         finish.append(s.writeback)
         return self._launch("ALLREDUCE", [t], body, finish, [t], s, async_op)
 
-    def broadcast(self, t: Any, root: int, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.broadcast(t, root, async_op)
+    def _broadcast(self, t: Any, root: int, async_op: bool) -> Work:
         s = stage(t, host=False)
         a = _wire(s.array)
         dtype = _dtype_code(a)
@@ -171,9 +213,7 @@ class NCCLBackend:
         finish = [s.writeback] if self.rank != root else []
         return self._launch("BROADCAST", [t], body, finish, [t], s, async_op)
 
-    def reduce(self, t: Any, root: int, op: RedOpType, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.reduce(t, root, op, async_op)
+    def _reduce(self, t: Any, root: int, op: RedOpType, async_op: bool) -> Work:
         s = stage(t, host=False)
         a = _wire(s.array)
         code, dtype = _op_code(s.array, op), _dtype_code(a)
@@ -191,9 +231,7 @@ class NCCLBackend:
             finish.append(s.writeback)
         return self._launch("REDUCE", [t], body, finish, [t], (s, out), async_op)
 
-    def allgather(self, outputs: Sequence[Any], t: Any, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.allgather(outputs, t, async_op)
+    def _allgather(self, outputs: Sequence[Any], t: Any, async_op: bool) -> Work:
         s = stage(t, host=False)
         a = _wire(s.array)
         dtype = _dtype_code(a)
@@ -209,9 +247,7 @@ class NCCLBackend:
         return self._launch("ALLGATHER", [t], body, [scatter_out], [list(outputs)], (s, recv),
                             async_op)
 
-    def allgather_into(self, output: Any, t: Any, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.allgather_into(output, t, async_op)
+    def _allgather_into(self, output: Any, t: Any, async_op: bool) -> Work:
         s, o = stage(t, host=False), stage(output, host=False)
         a, r = _wire(s.array), _wire(o.array)
         dtype = _dtype_code(a)
@@ -221,9 +257,7 @@ class NCCLBackend:
         return self._launch("_ALLGATHER_BASE", [t], body, [o.writeback], [output], (s, o),
                             async_op)
 
-    def reduce_scatter(self, output: Any, t: Any, op: RedOpType, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.reduce_scatter(output, t, op, async_op)
+    def _reduce_scatter(self, output: Any, t: Any, op: RedOpType, async_op: bool) -> Work:
         s, o = stage(t, host=False), stage(output, host=False)
         a, r = _wire(s.array), _wire(o.array)
         code, dtype = _op_code(s.array, op), _dtype_code(a)
@@ -237,10 +271,8 @@ class NCCLBackend:
         return self._launch("_REDUCE_SCATTER_BASE", [t], body, finish, [output], (s, o),
                             async_op)
 
-    def gather(self, t: Any, outputs: Optional[Sequence[Any]], root: int,
+    def _gather(self, t: Any, outputs: Optional[Sequence[Any]], root: int,
                async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.gather(t, outputs, root, async_op)
         nccl = _nccl()
         s = stage(t, host=False)
         a = _wire(s.array)
@@ -270,10 +302,8 @@ class NCCLBackend:
         return self._launch("GATHER", [t], body, [scatter_out], [list(outputs or ())],
                             (s, recv), async_op)
 
-    def scatter(self, t: Any, inputs: Optional[Sequence[Any]], root: int,
+    def _scatter(self, t: Any, inputs: Optional[Sequence[Any]], root: int,
                 async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.scatter(t, inputs, root, async_op)
         nccl = _nccl()
         o = stage(t, host=False)
         r = _wire(o.array)
@@ -299,6 +329,7 @@ class NCCLBackend:
         return self._launch("SCATTER", [t], body, [o.writeback], [t], (o, send), async_op)
 
     def barrier(self, async_op: bool) -> Work:
+        """Every rank meets: an all_reduce of one number on the GPU, waited by the host."""
         if self._comm is None:  # no GPU chosen yet: the ranks meet over MPI
             return self.mpi.barrier(async_op)
         from .._creation import ones
@@ -315,9 +346,7 @@ class NCCLBackend:
             self.watchdog.disarm()
         return work
 
-    def send(self, t: Any, dst: int, tag: int, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.send(t, dst, tag, async_op)
+    def _send(self, t: Any, dst: int, tag: int, async_op: bool) -> Work:
         s = stage(t, host=False)
         a = _wire(s.array)
         dtype = _dtype_code(a)
@@ -326,9 +355,7 @@ class NCCLBackend:
             comm.send(a.data.ptr, a.size, dtype, dst, stream.ptr)
         return self._launch("SEND", [t], body, [], [t], s, async_op)
 
-    def recv(self, t: Any, src: Optional[int], tag: int, async_op: bool) -> Work:
-        if self._on_cpu(t):
-            return self.mpi.recv(t, src, tag, async_op)
+    def _recv(self, t: Any, src: Optional[int], tag: int, async_op: bool) -> Work:
         if src is None:
             raise RuntimeError("the NCCL backend cannot receive from any source: give src=")
         s = stage(t, host=False)
