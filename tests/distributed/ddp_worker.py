@@ -280,23 +280,28 @@ def unused_parameters_named_in_error() -> None:
 
 @check
 def find_unused_parameters_like_torch() -> None:
-    # head_b unused everywhere, then used on the last rank only
-    model = seeded(2, TwoHeads)
-    twin = torch_twin(model, TorchTwoHeads)
-    ddp = DDP(model, find_unused_parameters=True)
-    t_ddp = torch.nn.parallel.DistributedDataParallel(twin, find_unused_parameters=True)
-    for step, use_b in enumerate([False, rank() == world() - 1, False]):
-        x, _ = batch(4 * world(), 4, 2, seed=30 + step)
-        ddp.zero_grad(set_to_none=False)
-        t_ddp.zero_grad(set_to_none=False)
-        ddp(shard(x), use_b=use_b).pow(2).mean().backward()
-        t_ddp(torch.from_numpy(shard(x).numpy().copy()), use_b=use_b).pow(2).mean().backward()
-        for (n, g), (_, tp) in zip(grads_np(ddp.module).items(), twin.named_parameters()):
-            if tp.grad is None or g is None:
-                assert g is None and tp.grad is None, \
-                    f"step {step} {n}: rustgrad grad {g is None}, torch grad {tp.grad is None}"
-            else:
-                close(g, tp.grad.numpy(), f"step {step} grad of {n} vs torch")
+    # find_unused_parameters: head_b unused everywhere, then used on the last rank only;
+    # static_graph: head_b never used
+    for kwargs, uses in (({"find_unused_parameters": True}, [False, rank() == world() - 1, False]),
+                         ({"static_graph": True}, [False, False, False])):
+        model = seeded(2, TwoHeads)
+        twin = torch_twin(model, TorchTwoHeads)
+        ddp = DDP(model, **kwargs)
+        t_ddp = torch.nn.parallel.DistributedDataParallel(twin, **kwargs)
+        for step, use_b in enumerate(uses):
+            x, _ = batch(4 * world(), 4, 2, seed=30 + step)
+            ddp.zero_grad(set_to_none=False)
+            t_ddp.zero_grad(set_to_none=False)
+            ddp(shard(x), use_b=use_b).pow(2).mean().backward()
+            t_x = torch.from_numpy(shard(x).numpy().copy())
+            t_ddp(t_x, use_b=use_b).pow(2).mean().backward()
+            for (n, g), (_, tp) in zip(grads_np(ddp.module).items(), twin.named_parameters()):
+                if tp.grad is None or g is None:
+                    assert g is None and tp.grad is None, \
+                        f"{kwargs} step {step} {n}: rustgrad grad is None: {g is None}, " \
+                        f"torch's: {tp.grad is None}"
+                else:
+                    close(g, tp.grad.numpy(), f"{kwargs} step {step} grad of {n} vs torch")
 
 
 # --- buffers, state_dict, modes --------------------------------------------------------------

@@ -179,6 +179,9 @@ class _Reducer:
         self.ready: Set[int] = set()
         self.unused: List[int] = []
         self.static_unused: Optional[List[int]] = None
+        # torch reduces the used-map in a static graph's first iteration only
+        self.static_first = static_graph
+        self.static_used: Optional[List[bool]] = None
         self.marked_unused = False
         self.local_used = [0] * len(params)
         self.next_bucket = 0
@@ -293,9 +296,16 @@ class _Reducer:
             for i in self.unused:
                 self._mark_ready(i)
         self.local_used[index] = 1
-        if self.should_rebuild_buckets():
-            self.rebuilt_order.append(index)
         self._mark_ready(index)
+        self._progress()
+
+    def _progress(self) -> None:
+        """Lets in-flight all-reduces advance: MPI moves a nonblocking collective on only
+        inside MPI calls, so every hook tests the launched buckets (torch's backends have
+        threads of their own for this)."""
+        for bucket in self.buckets[:self.next_bucket]:
+            if bucket.work is not None and not bucket.work.is_completed():
+                return
 
     def _mark_ready(self, index: int) -> None:
         if index in self.ready:
@@ -315,17 +325,22 @@ class _Reducer:
                 f"parameter during this iteration.")
         self.ready.add(index)
         self.require_finalize = True
+        if self.should_rebuild_buckets():
+            # the order gradients arrive in (a static graph's unused ones at the first hook)
+            self.rebuilt_order.append(index)
         b, k = self.locate[index]
         bucket = self.buckets[b]
         param, view = self.params[index], bucket.views[k]
         grad = param.grad
-        with rustgrad.no_grad():
-            if grad is None:
-                view.zero_()
-            elif grad is not view:
-                view.copy_(grad)
-                if self.gradient_as_bucket_view:
-                    param.grad = view
+        # on a world of one .grad already holds the answer: no copy in and out
+        if self.world_size > 1 or self.gradient_as_bucket_view:
+            with rustgrad.no_grad():
+                if grad is None:
+                    view.zero_()
+                elif grad is not view:
+                    view.copy_(grad)
+                    if self.gradient_as_bucket_view:
+                        param.grad = view
         bucket.pending -= 1
         if bucket.pending == 0:
             # launched in bucket order so that every rank issues the same collectives
@@ -346,7 +361,7 @@ class _Reducer:
     def _finalize(self) -> None:
         used_work = None
         used = None
-        if self.find_unused_parameters and not self.static_graph:
+        if (self.find_unused_parameters and not self.static_graph) or self.static_first:
             used = rustgrad.tensor(self.local_used, dtype=rustgrad.int32)
             if self.world_size > 1:
                 used_work = _dist().all_reduce(used, group=self.group, async_op=True)
@@ -356,24 +371,32 @@ class _Reducer:
                 bucket.work = None
         if used_work is not None:
             used_work.wait()
-        globally_used = [True] * len(self.params) if used is None \
-            else [bool(u) for u in used.tolist()]
+        if used is not None:
+            globally_used = [bool(u) for u in used.tolist()]
+            if self.static_graph:
+                self.static_used = globally_used  # a static graph's first answer holds
+        else:
+            globally_used = self.static_used or [True] * len(self.params)
+        in_place = self.world_size == 1 and not self.gradient_as_bucket_view
         with rustgrad.no_grad():
             for bucket in self.buckets:
                 for i, view in zip(bucket.indices, bucket.views):
                     if not globally_used[i]:
                         continue  # torch leaves the .grad of a parameter no rank used alone
                     param = self.params[i]
-                    if self.gradient_as_bucket_view:
+                    if in_place:
+                        if param.grad is None:
+                            param.grad = rustgrad.zeros_like(param)
+                    elif self.gradient_as_bucket_view:
                         if param.grad is not view:
                             param.grad = view
                     elif param.grad is None:
                         param.grad = view.clone()
                     else:
                         param.grad.copy_(view)
+        self.static_first = False
         self.expect_hooks = False
         self.require_finalize = False
-
 
 class DistributedDataParallel(Module):
     """torch.nn.parallel.DistributedDataParallel: data parallelism across the processes of a
