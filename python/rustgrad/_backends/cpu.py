@@ -65,3 +65,29 @@ def erf(array: Any) -> Any:
 def as_strided(array: Any, shape: Any, strides: Any) -> Any:
     """A view of array's memory with these shape and byte strides (writable)."""
     return _as_strided(array, shape=shape, strides=strides)
+
+
+def select(mask: Any, a: Any, other: Any) -> Any:
+    """where(mask, a, other) for a bool mask and a float array of one shape (other a number or
+    such an array): a branch-free Rust loop where the arrays are float32/float64 and
+    contiguous (NumPy's `where` costs ~5 ns per element on a random mask), else NumPy's."""
+    from .. import _core
+
+    out = _core._where(mask, a, other)
+    return np.where(mask, a, other) if out is None else out
+
+
+def sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
+    """One fused SGD step in place (see optim/sgd.py); False when the arrays do not qualify
+    (the optimizer then runs its NumPy formulation)."""
+    from .. import _core
+
+    return _core._sgd_step(param, grad, buf, args)
+
+
+def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
+              args: Any) -> bool:
+    """One fused Adam step in place (see optim/adam.py); False when the arrays do not qualify."""
+    from .. import _core
+
+    return _core._adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args)

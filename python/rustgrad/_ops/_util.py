@@ -294,7 +294,7 @@ def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -
     gd = g._data
     xp = g._backend
     other = gd.dtype.type(0) if slope is None else gd * gd.dtype.type(slope)
-    out = xp.where(keep, gd, other)
+    out = xp.select(keep, gd, other)
     if out.dtype != gd.dtype:
         out = out.astype(gd.dtype)
     return record(out, (g, x), name, _select_grad_bw, (x,), (keep, slope, name))

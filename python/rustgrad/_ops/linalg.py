@@ -144,10 +144,25 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return record(out, (input, vec), "MvBackward0", _mv_bw, saved)
 
 
+def _column_major(t: Tensor) -> bool:
+    # a matrix laid out transposed (as nn.Linear's weight.t()): its gradient is computed in the
+    # same layout, as torch's mm_mat2_backward, so the weight's own gradient comes out dense and
+    # AccumulateGrad takes it instead of copying it
+    d = t._data
+    return d.ndim == 2 and d.shape[0] > 1 and d.shape[1] > 1 and d.strides[0] < d.strides[1]
+
+
+def _mat2_grad(m1: Tensor, g: Tensor, column_major: bool) -> Tensor:
+    """m1.T @ g, the gradient of mat2 in m1 @ mat2, in mat2's layout."""
+    if column_major:
+        return mm(g.t(), m1).t()
+    return mm(m1.t(), g)
+
+
 def _mm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
     ga = None if b is None else mm(g, b.t())
-    gb = None if a is None else mm(a.t(), g)
+    gb = None if a is None else _mat2_grad(a, g, ctx)
     return ga, gb
 
 
@@ -189,7 +204,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     _check_mm(ad, bd)
     out = ad @ bd
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
-    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved)
+    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved, _column_major(mat2))
 
 
 def _check_bmm(a: Any, b: Any) -> None:
@@ -260,7 +275,7 @@ def _expanded_shape(shape: tuple, target: tuple) -> None:
 
 def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     m1, m2 = saved
-    in_shape, in_dt, beta, alpha, batched = ctx
+    in_shape, in_dt, beta, alpha, batched, layout = ctx
     gi = cast_grad(sum_to(g if beta == 1 else g * beta, in_shape), in_dt)
     prod = bmm if batched else mm
     tr = (lambda t: t.transpose(1, 2)) if batched else (lambda t: t.t())
@@ -270,7 +285,7 @@ def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         if alpha != 1:
             g1 = g1 * alpha
     if m1 is not None:
-        g2 = prod(tr(m1), g)
+        g2 = prod(tr(m1), g) if batched else _mat2_grad(m1, g, layout)
         if alpha != 1:
             g2 = g2 * alpha
     return gi, g1, g2
@@ -307,12 +322,16 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
     prod = xp.matmul(ad, bd)
     _expanded_shape(input._data.shape, prod.shape)
     out = prod if alpha == 1 else prod * alpha
-    if beta != 0:
-        out = out + (input._data if beta == 1 else input._data * beta)
-    out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
+    if beta == 1 and idt == out.dtype:
+        out += input._data  # the product is fresh: add the bias into it
+    else:
+        if beta != 0:
+            out = out + (input._data if beta == 1 else input._data * beta)
+        out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
+    layout = not batched and _column_major(m2)
     return record(out, (input, m1, m2), "BaddbmmBackward0" if batched else "AddmmBackward0",
                   _addmm_bw, (m1 if m2.requires_grad else None, m2 if m1.requires_grad else None),
-                  (input._data.shape, input._data.dtype, beta, alpha, batched))
+                  (input._data.shape, input._data.dtype, beta, alpha, batched, layout))
 
 
 @op(method="addmm", function="addmm")
@@ -840,7 +859,7 @@ def matmul(input: Tensor, other: Any) -> Any:
     out = input._backend.matmul(ad, bd)
     saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
-        return record(out, (input, other), "MmBackward0", _mm_bw, saved)
+        return record(out, (input, other), "MmBackward0", _mm_bw, saved, _column_major(other))
     if na == 1 and nb == 1:
         return record(out, (input, other), "DotBackward0", _dot_bw, saved)
     if na == 2 and nb == 1:

@@ -3,8 +3,10 @@ single-tensor update."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Tuple
 
+from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like, check_args
 
 __all__ = ["Adam"]
@@ -82,11 +84,20 @@ class Adam(Optimizer):
                 xp = p._backend
                 pd = p._data
                 g = p.grad._data
-                if maximize:
-                    g = -g
                 step_t = state["step"]
                 step_t._data[...] += 1
                 step_t._bump_version()
+                step = float(step_t.item())
+                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2**0.5
+                if self._fused_step(p, g, state, amsgrad, _AdamArgs(
+                        lr, beta1, beta2, eps, wd, decoupled, maximize, step_size,
+                        bias_correction2_sqrt)):
+                    continue
+                if maximize:
+                    g = -g
                 if wd != 0:
                     if decoupled:
                         pd *= 1 - lr * wd
@@ -97,11 +108,6 @@ class Adam(Optimizer):
                 _lerp_(xp, m, g, 1 - beta1)
                 v *= beta2
                 v[...] = _fma(xp, (1 - beta2) * g, g, v)
-                step = float(step_t.item())
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2**0.5
                 if amsgrad:
                     vmax = state["max_exp_avg_sq"]._data
                     xp.maximum(vmax, v, out=vmax)
@@ -115,3 +121,34 @@ class Adam(Optimizer):
                 state["exp_avg_sq"]._bump_version()
                 p._bump_version()
         return loss
+
+    def _fused_step(self, p: Tensor, g: Any, state: Dict[str, Any], amsgrad: bool,
+                    args: _AdamArgs) -> bool:
+        """The whole update of `p` and its state in one pass of the backend's kernel (CPU,
+        float32/float64, contiguous), with the roundings of the NumPy formulation in `step`;
+        False where the backend has none or the arrays do not qualify."""
+        kernel = getattr(p._backend, "adam_step", None)
+        vmax = state["max_exp_avg_sq"]._data if amsgrad else None
+        if kernel is None or not kernel(p._data, g, state["exp_avg"]._data,
+                                        state["exp_avg_sq"]._data, vmax, args):
+            return False
+        for t in (p, state["exp_avg"], state["exp_avg_sq"]):
+            t._bump_version()
+        if amsgrad:
+            state["max_exp_avg_sq"]._bump_version()
+        return True
+
+
+@dataclass
+class _AdamArgs:
+    """One step's hyper-parameters, as the backend's fused step reads them."""
+
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float
+    decoupled: bool
+    maximize: bool
+    step_size: float
+    bias_correction2_sqrt: float

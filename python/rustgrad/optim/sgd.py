@@ -3,6 +3,7 @@ update, with its rounding)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .._tensor import Tensor
@@ -74,10 +75,13 @@ class SGD(Optimizer):
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            args = _SgdArgs(lr, wd, momentum, dampening, nesterov, maximize)
             for p in self._params_with_grad(group):
                 xp = p._backend
                 g = p.grad._data
                 pd = p._data
+                if self._fused_step(p, g, momentum, args):
+                    continue
                 if maximize:
                     g = -g
                 if wd != 0:
@@ -98,3 +102,41 @@ class SGD(Optimizer):
                 pd[...] = _fma(xp, -lr, g, pd)
                 p._bump_version()
         return loss
+
+    def _fused_step(self, p: Tensor, g: Any, momentum: float, args: _SgdArgs) -> bool:
+        """The whole update of `p` in one pass of the backend's kernel (CPU, float32/float64,
+        contiguous), with the roundings of the NumPy formulation below; False where the backend
+        has none or the arrays do not qualify."""
+        kernel = getattr(p._backend, "sgd_step", None)
+        if kernel is None:
+            return False
+        buf = None
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            args.init_buffer = buf is None
+            if buf is None:
+                buf = p.grad.detach().clone()
+            if not kernel(p._data, g, buf._data, args):
+                return False
+            if args.init_buffer:
+                state["momentum_buffer"] = buf
+            else:
+                buf._bump_version()
+        elif not kernel(p._data, g, None, args):
+            return False
+        p._bump_version()
+        return True
+
+
+@dataclass
+class _SgdArgs:
+    """One group's hyper-parameters, as the backend's fused step reads them."""
+
+    lr: float
+    weight_decay: float
+    momentum: float
+    dampening: float
+    nesterov: bool
+    maximize: bool
+    init_buffer: bool = False

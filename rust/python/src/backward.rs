@@ -147,10 +147,20 @@ impl GradSink<PyGrad> for TensorSink {
             let leaf = self.leaf(py).map_err(from_py)?;
             let how = match how {
                 Accumulation::Take => {
+                    // a view taken whole stops being one: `.grad` is never a view (torch's)
+                    let base = match grad.0.bind(py).downcast::<PyTensor>() {
+                        Ok(t) => {
+                            let mut b = t.try_borrow_mut().map_err(|e| from_py(e.into()))?;
+                            b.creation_meta = crate::tensor::CREATION_DEFAULT;
+                            b.base.take()
+                        }
+                        Err(_) => None,
+                    };
                     let old = {
                         let mut b = leaf.try_borrow_mut().map_err(|e| from_py(e.into()))?;
                         b.grad.replace(grad.0)
                     };
+                    drop(base);
                     drop(old); // its finalizers may use the leaf
                     return Ok(());
                 }
@@ -193,7 +203,12 @@ fn fits(leaf: &Bound<'_, PyTensor>, grad: &Bound<'_, PyAny>) -> PyResult<bool> {
     let flag = |name: &Bound<'_, pyo3::types::PyString>| -> PyResult<bool> {
         flags.getattr(name)?.is_truthy()
     };
-    if !flag(pyo3::intern!(py, "c_contiguous"))? || !flag(pyo3::intern!(py, "owndata"))? {
+    // A view's array owns nothing; the engine took it only if it is all that holds its base
+    // (`is_exclusive`), and then its memory is as much its own.
+    let is_view = grad.downcast::<PyTensor>()?.try_borrow()?.base.is_some();
+    if !flag(pyo3::intern!(py, "c_contiguous"))?
+        || !(is_view || flag(pyo3::intern!(py, "owndata"))?)
+    {
         return Ok(false);
     }
     // CuPy's flags have no `writeable`: its arrays always are.

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use rustgrad_core::{
     AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook, NodePreHook, NodeRef,
-    PostAccumulateHook, Result, SavedVariables, TensorHook, VersionCounter,
+    PostAccumulateHook, Result, SavedVariables, Storage, TensorHook, VersionCounter,
 };
 
 use crate::errors::from_py;
@@ -78,7 +78,8 @@ impl GradValue for PyGrad {
 
     /// See Note [Stealing a gradient]. The engine owns this handle: a count of one means no one
     /// else holds the tensor. Then its array must be the tensor's alone too: no view or detach()
-    /// shares its storage, no other object holds the array, and it is in no graph.
+    /// shares its storage, no other object holds the array, and it is in no graph. A view is
+    /// exclusive when it is all that holds its base (`sole_view`).
     fn is_exclusive(&self) -> bool {
         Python::with_gil(|py| {
             let obj = self.0.bind(py);
@@ -91,15 +92,51 @@ impl GradValue for PyGrad {
             let Ok(b) = t.try_borrow() else {
                 return false;
             };
-            b.grad_fn.is_none()
-                && !b.requires_grad
-                && b.base.is_none()
-                && b.storage
-                    .as_ref()
-                    .is_some_and(|s| Arc::strong_count(s) == 1)
-                && b.data.get_refcnt(py) == 1
+            if b.grad_fn.is_some() || b.requires_grad || b.data.get_refcnt(py) != 1 {
+                return false;
+            }
+            let Some(storage) = b.storage.as_ref() else {
+                return false;
+            };
+            match &b.base {
+                None => Arc::strong_count(storage) == 1,
+                Some(base) => sole_view(py, &b, base.bind(py), storage),
+            }
         })
     }
+}
+
+/// Whether `view` is all that holds its base: the gradient of a transposed weight arrives as the
+/// transpose of a fresh product, and taking it (dropping the link to the base) saves a copy of
+/// the weight's size per step. The base tensor must be held by the view alone and be in no
+/// graph, the storage shared by the two only, and the base's array held by the base tensor and
+/// by the view's array (NumPy's and CuPy's `.base`) only.
+fn sole_view(
+    py: Python<'_>,
+    view: &PyTensor,
+    base: &Bound<'_, PyAny>,
+    storage: &Arc<Storage>,
+) -> bool {
+    if base.get_refcnt() != 1 || Arc::strong_count(storage) != 2 {
+        return false;
+    }
+    let Ok(bt) = base.downcast::<PyTensor>() else {
+        return false;
+    };
+    let Ok(bb) = bt.try_borrow() else {
+        return false;
+    };
+    let base_data = bb.data.bind(py);
+    bb.grad_fn.is_none()
+        && !bb.requires_grad
+        && bb.base.is_none()
+        && bb.storage.as_ref().is_some_and(|s| Arc::ptr_eq(s, storage))
+        && base_data.get_refcnt() == 2
+        && view
+            .data
+            .bind(py)
+            .getattr(pyo3::intern!(py, "base"))
+            .is_ok_and(|owner| owner.is(base_data))
 }
 
 /// The gradients as the tuple a node hook sees: None where none arrived.
