@@ -34,6 +34,11 @@ def values(rank: int, dtype: Any, n: int = 5) -> np.ndarray:
 
 
 BACKEND, DEVICE = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("gloo", "cpu")
+if DEVICE == "fake":  # NCCL's code on the fake device, its bytes moved by MPI: fake_nccl.py
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    from tests.distributed import fake_nccl
+
+    fake_nccl.install()
 BITWISE = (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR)
 
 
@@ -65,6 +70,8 @@ def main() -> None:
     global DEVICE
     if DEVICE == "cuda":  # one GPU per rank, as NCCL needs
         DEVICE = f"cuda:{rank % torch.cuda.device_count()}"
+    elif DEVICE == "fake":
+        DEVICE = f"fake:{rank % 2}"
     assert dist.get_backend() == BACKEND and dist.is_initialized()
     assert n >= 2 or DEVICE == "cuda", "the CPU checks need 2 ranks or more"
     everyone = range(n)
@@ -187,6 +194,11 @@ def main() -> None:
     dist.all_reduce(t)
     check(t, np.full(1, float(n), np.float32), "after re-init")
     dist.destroy_process_group()
+    if DEVICE.startswith("fake"):  # the fake NCCL, not MPI, moved the tensors
+        used = set(fake_nccl.calls)
+        want = {"init", "allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
+                "destroy"} | ({"send", "recv"} if n > 1 else set())
+        assert want <= used, want - used
     print(f"OK {rank}", flush=True)
 
 

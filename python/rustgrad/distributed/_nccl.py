@@ -93,6 +93,7 @@ class NCCLBackend:
         self.timeout, self.watchdog = mpi.timeout, mpi.watchdog
         self.global_ranks: List[int] = []
         self._device: Optional[int] = None
+        self._device_type = "cuda"
         self._comm: Any = None
         self._stream: Any = None
         index = getattr(device_id, "index", device_id)
@@ -122,6 +123,7 @@ class NCCLBackend:
         stream's queued work; the Work's wait() orders the current stream after it."""
         cp = _cupy()
         index = tensors[0].device.index or 0
+        self._device_type = tensors[0].device.type
         comm = self._communicator(index)
         with cp.cuda.Device(index):
             current = cp.cuda.get_current_stream()
@@ -141,7 +143,7 @@ class NCCLBackend:
 
     def _dispatch(self, name: str, t: Any, *args: Any) -> Work:
         """CPU tensors to the MPI backend; CUDA ones to ``_<name>`` on their GPU."""
-        if t.device.type != "cuda":
+        if t.device.type == "cpu":
             return getattr(self.mpi, name)(*args)
         with _cupy().cuda.Device(t.device.index or 0):
             return getattr(self, "_" + name)(*args)
@@ -334,7 +336,7 @@ class NCCLBackend:
             return self.mpi.barrier(async_op)
         from .._creation import ones
 
-        flag = ones(1, device=f"cuda:{self._device}")
+        flag = ones(1, device=f"{self._device_type}:{self._device}")
         work = self.allreduce(flag, RedOpType.SUM, True)
         if async_op:
             return work
