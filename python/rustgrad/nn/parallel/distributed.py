@@ -423,13 +423,19 @@ class DistributedDataParallel(Module):
         static_graph (bool): the set of used parameters never changes; found once.
         process_group: the group to reduce over (default: the whole world).
 
-    Example::
+    Example (a process started alone is a world of one; under ``mpiexec -n 2`` the same lines
+    average over two)::
 
+        >>> from rustgrad import distributed as dist
+        >>> from rustgrad.nn.parallel import DistributedDataParallel as DDP
         >>> dist.init_process_group("mpi")
-        >>> model = DistributedDataParallel(Net())
-        >>> loss = loss_fn(model(x_shard), y_shard)
-        >>> loss.backward()          # .grad: the mean over all ranks
-        >>> optimizer.step()
+        >>> model = DDP(nn.Linear(3, 1))
+        >>> model(torch.ones(2, 3)).sum().backward()   # .grad: the mean over the ranks
+        >>> model.module.weight.grad
+        tensor([[2., 2., 2.]])
+        >>> list(model.state_dict())
+        ['module.weight', 'module.bias']
+        >>> dist.destroy_process_group()
     """
 
     def __init__(self, module: Module, device_ids: Optional[Sequence[Any]] = None,
@@ -558,10 +564,15 @@ class DistributedDataParallel(Module):
 
         Example::
 
+            >>> from rustgrad import distributed as dist
+            >>> dist.init_process_group("mpi")
+            >>> ddp = nn.parallel.DistributedDataParallel(nn.Linear(3, 1))
             >>> with ddp.no_sync():
-            ...     for x in micro_batches[:-1]:
-            ...         ddp(x).sum().backward()
-            >>> ddp(micro_batches[-1]).sum().backward()  # synchronizes here
+            ...     ddp(torch.ones(1, 3)).sum().backward()   # local only
+            >>> ddp(torch.ones(1, 3)).sum().backward()   # all-reduces the sum of both
+            >>> ddp.module.weight.grad
+            tensor([[2., 2., 2.]])
+            >>> dist.destroy_process_group()
         """
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
