@@ -77,18 +77,21 @@ class ProcessGroup:
         return f"<ProcessGroup {self._backend_name} ranks={self._ranks}>"
 
 
-class GroupMember:
-    """``GroupMember.WORLD``: the default group once initialised (else None);
-    ``GroupMember.NON_GROUP_MEMBER``: what ``new_group`` returns on ranks outside the group."""
-
-    WORLD: Optional[ProcessGroup] = None
-    NON_GROUP_MEMBER = -100
+_world: List[Optional[ProcessGroup]] = [None]  # the default group, once initialised
 
 
 class _WorldMeta(type):
     @property
     def WORLD(cls) -> Optional[ProcessGroup]:
-        return GroupMember.WORLD
+        """The default process group (None before ``init_process_group``)."""
+        return _world[0]
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """``GroupMember.WORLD``: the default group once initialised (else None);
+    ``GroupMember.NON_GROUP_MEMBER``: what ``new_group`` returns on ranks outside the group."""
+
+    NON_GROUP_MEMBER = -100
 
 
 class group(metaclass=_WorldMeta):
@@ -212,7 +215,7 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
 
         impl = NCCLBackend(impl, device_id)
     pg = ProcessGroup(name, impl, list(range(mpi_size)))
-    GroupMember.WORLD = pg
+    _world[0] = pg
     _groups[id(pg)] = pg
     if mpi_size > 1:
         _mpi.install_excepthook()
@@ -241,7 +244,7 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
         world._impl.destroy()
         world._impl.watchdog.stop()
         _groups.clear()
-        GroupMember.WORLD = None
+        _world[0] = None
         from . import _mpi
 
         _mpi.restore_excepthook()

@@ -49,7 +49,7 @@ class ReduceOp:
     BXOR = RedOpType.BXOR
     PREMUL_SUM = RedOpType.PREMUL_SUM
 
-    __slots__ = ("op",)
+    __slots__ = {"op": "The RedOpType this ReduceOp wraps."}
 
     def __init__(self, op: RedOpType) -> None:
         self.op = as_red_op_type(op)
