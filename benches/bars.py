@@ -242,7 +242,7 @@ def _sizes(quick: bool, rounds: int) -> Dict[str, Any]:
     return {"chain": 50 if quick else 5000, "kernels": 1024 if quick else 16384,
             "mlp_steps": 2 if quick else 20, "cnn_steps": 2 if quick else 10,
             "gpt_steps": 1 if quick else 5,
-            "memory": [10_000, 1_000] if quick else [1_000_000, 100_000],
+            "memory": [20_000, 5_000] if quick else [1_000_000, 100_000],
             "memory_rounds": 1 if quick else min(max(rounds, 1), 3),
             "import_rounds": 1 if quick else max(rounds, 5)}
 
@@ -292,16 +292,22 @@ def measure(groups: Sequence[str], rounds: int, quick: bool) -> Dict[str, Any]:
 
     sizes = _sizes(quick, rounds)
     raw: Dict[str, Any] = {"groups": list(groups), "rounds": rounds, "quick": quick, "sizes": sizes,
-                           "threads": {}}
+                           "threads": {}, "stage_seconds": {}}
     for threads in THREADS:
         mine = [g for g in groups if g in THREADED or (threads == 1 and g in ("chain", "kernels"))]
         if mine:
+            t0 = time.perf_counter()
             args = ["bars.py", "--child", str(threads), "--only", ",".join(mine), "--rounds", str(rounds)]
             raw["threads"][str(threads)] = run_child(args + (["--quick"] if quick else []), threads)
+            raw["stage_seconds"][f"{threads} thread(s)"] = time.perf_counter() - t0
     if "memory" in groups:
+        t0 = time.perf_counter()
         raw["memory"] = bench_memory.measure(sizes["memory"], sizes["memory_rounds"])
+        raw["stage_seconds"]["memory"] = time.perf_counter() - t0
     if "import" in groups:
+        t0 = time.perf_counter()
         raw["import"] = bench_import.measure(sizes["import_rounds"])
+        raw["stage_seconds"]["import"] = time.perf_counter() - t0
     return raw
 
 
