@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import pathlib
+import sys
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
@@ -178,7 +179,6 @@ def test_a_world_of_one_averages_to_itself_and_rejects_avg_on_bool():
 
 def test_import_rustgrad_imports_neither_mpi4py_nor_the_package():
     import subprocess
-    import sys
 
     code = ("import sys, rustgrad; assert 'mpi4py' not in sys.modules; "
             "assert 'rustgrad.distributed' not in sys.modules; "
@@ -187,3 +187,12 @@ def test_import_rustgrad_imports_neither_mpi4py_nor_the_package():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_nccl_without_cupy_is_torchs_not_built_in_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as on a machine without CuPy
+    dist = rustgrad.distributed
+    assert not dist.is_nccl_available()
+    with pytest.raises(RuntimeError, match="Distributed package doesn't have NCCL built in"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()

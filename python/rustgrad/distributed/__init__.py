@@ -112,10 +112,10 @@ def is_nccl_available() -> bool:
         >>> dist.is_nccl_available() in (True, False)
         True
     """
-    if not is_mpi_available() or importlib.util.find_spec("cupy") is None:
+    if not is_mpi_available():
         return False
     try:
         from cupy.cuda import nccl
-    except Exception:  # CuPy without a CUDA runtime, or built without NCCL
+    except Exception:  # no CuPy, CuPy without a CUDA runtime, or built without NCCL
         return False
     return bool(getattr(nccl, "available", True))

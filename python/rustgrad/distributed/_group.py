@@ -195,6 +195,15 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
     name = _backend_name(backend)
     default = _NCCL_TIMEOUT if name == Backend.NCCL else default_pg_timeout
     seconds = _seconds(timeout, default)
+    from . import is_mpi_available, is_nccl_available
+
+    if not is_mpi_available():
+        raise RuntimeError("Distributed package doesn't have MPI built in: rustgrad's "
+                           "backends run on mpi4py; install it with `pip install mpich mpi4py`")
+    if name == Backend.NCCL and not is_nccl_available():
+        raise RuntimeError("Distributed package doesn't have NCCL built in: rustgrad's NCCL "
+                           "backend needs CuPy with its NCCL bindings (pip install "
+                           "rustgrad[cuda12] or rustgrad[cuda13])")
     from . import _mpi
     from ._watchdog import Watchdog
 
