@@ -69,11 +69,9 @@ fuzz: $(VENV)/.test build
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here) slow current NumPy builds;
 # both libraries are measured without them, one BLAS thread each.
 bench: $(VENV)/.test build
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_overhead.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bars.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_training.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_explain.py
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_kernels.py
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_gpt.py
 
 lint: $(VENV)/.test
 	cargo fmt --all -- --check
