@@ -124,6 +124,12 @@ def main() -> None:
         pass
     check(t, np.full(3, float(n), np.float32), "is_completed")
     assert wk.result()[0] is t
+    kept = [torch.full((1000,), float(rank), device=DEVICE) for _ in range(40)]
+    for x in kept:  # dropped without a wait: the backend holds them until they complete
+        dist.all_reduce(x, async_op=True)
+    t = torch.ones(2, device=DEVICE)
+    dist.all_reduce(t)
+    check(t, np.full(2, float(n), np.float32), "after dropped Works")
 
     # broadcast from every rank, sync and async
     for src in everyone:

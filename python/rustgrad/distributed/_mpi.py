@@ -16,7 +16,7 @@ from mpi4py import MPI
 from ._buffers import stage, write_into
 from ._reduce_op import RedOpType
 from ._watchdog import Watchdog
-from ._work import Work
+from ._work import InFlight, Work
 
 __all__ = ["MPIBackend", "abort_world", "install_excepthook", "restore_excepthook", "world"]
 
@@ -101,6 +101,7 @@ class MPIBackend:
         self.timeout = timeout
         self.watchdog = watchdog
         self.global_ranks: List[int] = []  # set by the process group
+        self.inflight = InFlight()
 
     # ---- plumbing -----------------------------------------------------------------------
     def _work(self, what: str, requests: List[Any], finish: Sequence[Callable[[], Any]],
@@ -114,7 +115,9 @@ class MPIBackend:
 
         work = Work(what, wait=wait, test=test, finish=finish, result=result,
                     timeout=self.timeout, watchdog=self.watchdog, keep=keep)
-        if not async_op:
+        if async_op:
+            self.inflight.add(work)
+        else:
             work.wait()
         return work
 

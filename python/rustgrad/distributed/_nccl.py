@@ -137,7 +137,9 @@ class NCCLBackend:
 
         work = Work(what, wait=wait, test=lambda: bool(done.done), finish=finish, result=result,
                     timeout=None, watchdog=None, keep=keep)
-        if not async_op:
+        if async_op:
+            self.mpi.inflight.add(work)
+        else:
             work.wait()
         return work
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence
 
-__all__ = ["Work"]
+__all__ = ["InFlight", "Work"]
 
 
 class Work:
@@ -112,6 +112,26 @@ class Work:
     def __repr__(self) -> str:
         state = "completed" if self._done else "pending"
         return f"<Work {self._what} {state}>"
+
+
+class InFlight:
+    """The async Works a backend started and nobody has seen complete: holding them keeps
+    their buffers alive even when the caller drops a Work without waiting (as torch, the
+    operation still runs to its end). Completed ones are let go as new ones start."""
+
+    __slots__ = ("works",)
+
+    def __init__(self) -> None:
+        self.works: List[Work] = []
+
+    def add(self, work: Work) -> None:
+        """Holds ``work`` until it is seen complete."""
+        if work._done:
+            return
+        works = self.works
+        if len(works) >= 32:  # asking completes those done, whoever holds them
+            works[:] = [w for w in works if not w.is_completed()]
+        works.append(work)
 
 
 def _seconds(timeout: Any) -> Optional[float]:
