@@ -131,18 +131,26 @@ def wrap_broadcasts_rank0_state() -> None:
 
 @check
 def grads_equal_full_batch() -> None:
-    for kwargs in ({}, {"gradient_as_bucket_view": True}, {"bucket_cap_mb": 0.0001},
-                   {"find_unused_parameters": True}, {"static_graph": True}):
+    for kwargs, set_to_none in (({}, True), ({}, False),
+                                ({"gradient_as_bucket_view": True}, True),
+                                ({"gradient_as_bucket_view": True}, False),
+                                ({"bucket_cap_mb": 0.0001}, True),
+                                ({"find_unused_parameters": True}, True),
+                                ({"static_graph": True}, True)):
         ddp = DDP(seeded(7 + rank(), MLP), **kwargs)
         ref = seeded(7, MLP)
         for step in range(3):  # the third runs on rebuilt buckets
             x, y = batch(8, 6, 3, seed=step)
-            ddp.zero_grad()
+            ddp.zero_grad(set_to_none=set_to_none)
             F.cross_entropy(ddp(shard(x)), shard(y)).backward()
             ref.zero_grad()
             F.cross_entropy(ref(x), y).backward()
             for (n, g), (_, r) in zip(grads_np(ddp.module).items(), grads_np(ref).items()):
                 close(g, r, f"{kwargs} step {step} grad of {n}")
+            if kwargs.get("gradient_as_bucket_view"):
+                views = {id(v) for b in ddp.reducer.buckets for v in b.views}
+                assert all(id(p.grad) in views for p in ddp.parameters()), \
+                    "with gradient_as_bucket_view every .grad is a view of its bucket"
 
 
 @check
