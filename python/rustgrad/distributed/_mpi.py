@@ -247,7 +247,10 @@ class MPIBackend:
         return list(self.comm.allgather(obj))
 
     def destroy(self) -> None:
-        """Frees the communicator (not the world's)."""
+        """Completes the Works still in flight, then frees the communicator (not the world's)."""
+        works, self.inflight.works = self.inflight.works, []
+        for w in works:
+            w.wait()
         if self.comm != MPI.COMM_WORLD and self.comm != MPI.COMM_NULL:
             self.comm.Free()
 
