@@ -124,3 +124,42 @@ def test_device_guard_sets_the_current_fake_device():
     with device_guard("fake:1"):
         assert fake_backend._current[0] == 1
     assert fake_backend._current[0] == 0
+
+
+@pytest.mark.parametrize("name,op", [
+    ("layer_norm", lambda a, b: F.layer_norm(a, (2,), b[0])),
+    ("batch_norm", lambda a, b: F.batch_norm(a, b[0], b[1], training=False)),
+    ("group_norm", lambda a, b: F.group_norm(a[None], 1, b[0])),
+    ("embedding", lambda a, b: F.embedding(rustgrad.tensor([0, 1], device="fake:1"), a)),
+    ("index_put", lambda a, b: a.index_put((rustgrad.tensor([0], device="fake:0"),), b[0])),
+    ("nll_weight", lambda a, b: F.nll_loss(a, rustgrad.tensor([0, 1], device="fake:0"), b[0])),
+])
+def test_norms_embedding_and_index_put_refuse_another_device(name, op):
+    a = rustgrad.randn(2, 2, device="fake:0")
+    b = rustgrad.rand(2, 2, device="fake:1")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        op(a, b)
+
+
+def test_indices_on_the_cpu_or_the_tensors_device_as_torch():
+    t = rustgrad.arange(5.0, device="fake:1")
+    assert t[rustgrad.tensor([0, 3])].tolist() == [0.0, 3.0]  # a CPU index moves to the device
+    assert t[rustgrad.tensor([0, 3])].device == "fake:1" and t[t > 2].device == "fake:1"
+    t[rustgrad.tensor([1])] = 9.0
+    assert t.cpu().tolist() == [0.0, 9.0, 2.0, 3.0, 4.0]
+    with pytest.raises(RuntimeError, match=r"^indices should be either on cpu or on the same "
+                                           r"device as the indexed tensor \(fake:1\)$"):
+        t[rustgrad.tensor([1], device="fake:0")]
+    with pytest.raises(RuntimeError, match=r"indexed tensor \(cpu\)$"):
+        rustgrad.ones(3)[rustgrad.tensor([1], device="fake:0")]
+
+
+def test_copy_between_devices_is_allowed_and_differentiable_as_torch():
+    x = rustgrad.tensor([1.0, 2.0], device="fake:1", requires_grad=True)
+    y = rustgrad.zeros(2, requires_grad=True)
+    z = y.clone()
+    z.copy_(x)
+    assert z.device == "cpu" and z.tolist() == [1.0, 2.0]
+    (z * 3).sum().backward()
+    assert x.grad.device == "fake:1" and x.grad.cpu().tolist() == [3.0, 3.0]
+    assert y.grad.tolist() == [0.0, 0.0]

@@ -7,6 +7,7 @@ import re
 from typing import Any, Sequence
 
 from .. import _dtype
+from .._backends import _NDARRAY
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
 from ._util import (
@@ -31,8 +32,9 @@ from ._util import (
 )
 
 
-def _normalize(idx: Any, xp: Any) -> tuple:
-    """The index as a tuple of array-level indices; tensors become their arrays."""
+def _normalize(idx: Any, xp: Any, like: Any = None) -> tuple:
+    """The index as a tuple of array-level indices; tensors become their arrays (on the
+    device of `like`, the indexed array: a CPU index moves there, as torch's does)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []
@@ -43,6 +45,8 @@ def _normalize(idx: Any, xp: Any) -> tuple:
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors"
                 )
+            if like is not None and (type(d) is not _NDARRAY or type(like) is not _NDARRAY):
+                d = _index_on(d, like)
             out.append(d)
         elif isinstance(i, list):
             out.append(_list_index(i, xp))
@@ -56,6 +60,24 @@ def _normalize(idx: Any, xp: Any) -> tuple:
                 )
             out.append(i)
     return tuple(out)
+
+
+def _index_on(d: Any, like: Any) -> Any:
+    """Index array d on the device of the indexed array `like`: a CPU index is copied there;
+    one of another device is refused with torch's message."""
+    from .._backends import namespace_of
+
+    if type(d) is _NDARRAY:
+        backend = namespace_of(like)
+        return backend.from_numpy(d, backend.device_of(like))
+    try:
+        same_device(like, d)
+    except RuntimeError:
+        raise RuntimeError(
+            "indices should be either on cpu or on the same device as the indexed tensor "
+            f"({namespace_of(like).device_of(like)})"
+        ) from None
+    return d
 
 
 def _list_index(i: list, xp: Any) -> Any:
@@ -166,7 +188,7 @@ def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def getitem(a: Tensor, idx: Any) -> Tensor:
     """self[indices]: basic indexing gives views, advanced indexing copies."""
     d = a._data
-    nidx = _normalize(idx, a._backend)
+    nidx = _normalize(idx, a._backend, a._data)
     basic = _is_basic(nidx)
     if d.ndim == 0:
         err = _zero_dim_error(idx, nidx)
@@ -250,7 +272,7 @@ def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 def _put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
     """Out-of-place `a[idx] = value`, differentiable in a and value."""
-    nidx = _normalize(idx, a._backend)
+    nidx = _normalize(idx, a._backend, a._data)
     out = a._data.copy()
     vt = isinstance(value, Tensor)
     try:
@@ -313,13 +335,13 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     """self[indices] = value, in place (CopySlices when self needs grad)."""
     if is_grad_enabled() and a.requires_grad and a.is_leaf and a._base is None:
         # torch indexes first: an int or a partial slice makes a view of the leaf
-        if _setitem_name(_normalize(idx, a._backend), a._data.shape, False) == "torch::autograd::CopySlices":
+        if _setitem_name(_normalize(idx, a._backend, a._data), a._data.shape, False) == "torch::autograd::CopySlices":
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
             )
     if (is_grad_enabled() and a._base is not None and a._creation_meta in MODE_VIEWS
-            and _setitem_name(_normalize(idx, a._backend), a._data.shape, False)
+            and _setitem_name(_normalize(idx, a._backend, a._data), a._data.shape, False)
             == "torch::autograd::CopySlices"):
         check_inplace(a[idx])  # torch indexes first: its error names the indexing view
     check_inplace(a)
@@ -327,14 +349,14 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     # only a view with a broadcast dimension can give an overlapping slice; torch fills a
     # number into it, and refuses to copy a tensor through a basic-indexing view of it
     if vt and overlaps(a._data):
-        nidx = _normalize(idx, a._backend)
+        nidx = _normalize(idx, a._backend, a._data)
         if _setitem_name(nidx, a._data.shape, True) != "IndexPutBackward0":
             check_array_overlap(a._data[nidx])
     if vt and (value._data is a._data or a._data.base is not None
                or value._data.base is not None):
         # a value that reads a's memory: torch's copy_ into the indexed view refuses a partial
         # overlap, its index_put_ any overlap
-        nidx = _normalize(idx, a._backend)
+        nidx = _normalize(idx, a._backend, a._data)
         if _setitem_name(nidx, a._data.shape, True) == "IndexPutBackward0":
             check_no_overlap(a, value)
         else:
@@ -344,10 +366,10 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
     if not vt:
         value = checked_int(a._data.dtype, value)
     if is_grad_enabled() and (a.requires_grad or (vt and value.requires_grad)):
-        out = _put(a, idx, value, _setitem_name(_normalize(idx, a._backend), a._data.shape, vt))
+        out = _put(a, idx, value, _setitem_name(_normalize(idx, a._backend, a._data), a._data.shape, vt))
         commit_inplace(a, out)
         return
-    nidx = _normalize(idx, a._backend)
+    nidx = _normalize(idx, a._backend, a._data)
     if vt and type(value._data) is not type(a._data):
         from ._util import same_device
 
@@ -463,7 +485,8 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
     """
     d, v = input._data, values._data
     xp = input._backend
-    idx = tuple(i._data for i in indices)
+    idx = _normalize(tuple(indices), xp, d)
+    same_device(d, v)
     if v.dtype != d.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
@@ -535,6 +558,7 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
             f"types: Long, Int; but got torch.{_dtype.LEGACY_NAMES[indices.dtype.name]} instead "
             "(while checking arguments for embedding)"
         )
+    same_device(idd, weight._data)
     n = weight._data.shape[0]
     # Unlike indexing, embedding takes no negative index (torch's index_select check).
     if idd.size and (int(idd.min()) < 0 or int(idd.max()) >= n):

@@ -10,7 +10,12 @@ from typing import Any, Optional, Sequence, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const, needs_grad, record
+from ._util import const, needs_grad, record, same_devices
+
+
+def _same_devices(*tensors: Optional[Tensor]) -> None:
+    """torch's same-device error unless the given tensors (None skipped) share one device."""
+    same_devices([t._data for t in tensors if t is not None])
 
 
 def _norm_bw_x(g: Tensor, xhat: Tensor, rstd: Tensor, dims: Tuple[int, ...]) -> Tensor:
@@ -54,6 +59,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
         )
     x, w, b = input, weight, bias
     xd = x._data
+    _same_devices(x, w, b)
     xp = x._backend
     dims = tuple(range(xd.ndim - len(shape), xd.ndim))
     mean = xd.mean(axis=dims, keepdims=True)
@@ -106,6 +112,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         raise ValueError(f"batch_norm expects at least 2-D input, got {input.ndim}-D")
     x, w, b = input, weight, bias
     xd = x._data
+    _same_devices(x, w, b, running_mean, running_var)
     xp = x._backend
     c = xd.shape[1]
     dims = (0,) + tuple(range(2, xd.ndim))
@@ -174,6 +181,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     """input normalized over each group of channels, then scaled and shifted per channel."""
     x, w, b = input, weight, bias
     xd = x._data
+    _same_devices(x, w, b)
     n, c = xd.shape[0], xd.shape[1]
     if c % num_groups:
         raise RuntimeError(
