@@ -43,7 +43,7 @@ def _mlp(nn: Any) -> Any:
                          nn.ReLU(), nn.Linear(SIZES[2], SIZES[3]))
 
 
-def _timed_steps(step: Callable[[], None], steps: int, sync: Callable[[], None]) -> float:
+def _timed_steps(step: Callable[[], Any], steps: int, sync: Callable[[], Any]) -> float:
     """The best seconds of `step` over `steps` runs, ranks aligned by `sync` before each."""
     for _ in range(5):
         sync()
@@ -138,7 +138,7 @@ def worker(steps: int) -> Dict[str, float]:
         out["bucket_mb"] = sum(f.numel() * f.element_size() for f in flats) / 2 ** 20
 
         def all_reduces() -> None:
-            works = [dist.all_reduce(f, async_op=True) for f in flats]
+            works: List[Any] = [dist.all_reduce(f, async_op=True) for f in flats]
             for w in works:
                 w.wait()
         out["comm"] = _timed_steps(all_reduces, steps, sync)
