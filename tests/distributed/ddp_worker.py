@@ -381,6 +381,18 @@ def constructor_refusals_like_torch() -> None:
     assert ours == theirs, (ours, theirs)
 
 
+@check
+def different_models_refused_on_every_rank() -> None:
+    hidden = 8 + rank()  # differs across ranks when there are several
+    try:
+        DDP(seeded(0, lambda: MLP((6, hidden, 3))))
+    except RuntimeError as e:
+        assert world() > 1, f"a world of one refused: {e}"
+        assert "DDP expects same model across all ranks" in str(e), str(e)
+    else:
+        assert world() == 1, "the ranks' different models were wrapped"
+
+
 def main() -> int:
     tdist.init_process_group("gloo", init_method="file://" + sys.argv[1],
                              rank=COMM.Get_rank(), world_size=COMM.Get_size())

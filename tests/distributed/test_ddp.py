@@ -30,6 +30,7 @@ TWO_RANK_CHECKS = [
     "buffers_broadcast_like_torch",
     "eval_and_no_grad_forward",
     "constructor_refusals_like_torch",
+    "different_models_refused_on_every_rank",
 ]
 ONE_RANK_CHECKS = [
     "grads_equal_full_batch",
