@@ -10,7 +10,8 @@ prints one table. Definitions:
 - strong scaling: the global batch stays 128 (64 per rank at 2 ranks);
   efficiency = t1 / (2 * t2), the speedup t1 / t2 over the ideal 2;
 - weak scaling: each rank keeps 128 samples (global batch 256 at 2 ranks);
-  efficiency = t1 / t2 (ideal: the step time does not grow);
+  efficiency = t1 / t2 (ideal: the step time does not grow); the same steps under no_sync
+  (no communication) show what the compute alone gets from the cores;
 - all-reduce hidden fraction (2 ranks, strong setting): the all-reduces alone (the same buckets,
   back to back) take C; backward with DDP takes B_sync, and B_copies with DDP's hooks and bucket
   copies but the all-reduce left out; what backward does not hide is B_sync - B_copies, so
@@ -95,6 +96,13 @@ def worker(steps: int) -> Dict[str, float]:
         opt = rustgrad.optim.SGD(ddp.parameters(), lr=0.01)
         x, y = data(batch)
         out[name] = _timed_steps(train_step(ddp, opt, x, y), steps, sync)
+        if name == "weak":
+            def local_step(step: Callable[[], None] = train_step(ddp, opt, x, y),
+                           ddp: Any = ddp) -> None:
+                with ddp.no_sync():
+                    step()
+            # the same compute with no communication: are the cores really free?
+            out["weak_local"] = _timed_steps(local_step, steps, sync)
 
     if world > 1:
         # backward alone in the strong setting: with DDP, with DDP's bucket copies but no
@@ -171,15 +179,19 @@ def main() -> None:
     if args.worker:
         worker(args.steps)
         return
+    load = os.getloadavg()[0]
     one, two = _launch(1, args.steps), _launch(2, args.steps)
     ms = 1e3
     print(f"DistributedDataParallel, MLP {'-'.join(map(str, SIZES))} SGD step (float32), "
           f"one BLAS thread per rank, best of {args.steps} steps")
+    print(f"{os.cpu_count()} cores, 1-minute load average {load:.1f} before the run (other "
+          "processes running take cores from the ranks)")
     rows: List[tuple] = [
         ("plain module (no DDP)", 1, GLOBAL_BATCH, one["plain"]),
         ("DDP", 1, GLOBAL_BATCH, one["strong"]),
         ("DDP strong (global batch 128)", 2, GLOBAL_BATCH // 2, two["strong"]),
         ("DDP weak (global batch 256)", 2, GLOBAL_BATCH, two["weak"]),
+        ("  the same under no_sync", 2, GLOBAL_BATCH, two["weak_local"]),
     ]
     print(f"{'':32}{'ranks':>6}{'batch/rank':>12}{'step ms':>10}{'samples/s':>11}")
     for name, n, b, t in rows:
@@ -187,7 +199,8 @@ def main() -> None:
     print(f"DDP overhead at 1 rank:      {one['strong'] / one['plain']:.2f}x the plain step")
     print(f"strong scaling: speedup {one['strong'] / two['strong']:.2f}x, "
           f"efficiency t1/(2*t2) = {one['strong'] / (2 * two['strong']):.2f}")
-    print(f"weak scaling: efficiency t1/t2 = {one['weak'] / two['weak']:.2f}")
+    print(f"weak scaling: efficiency t1/t2 = {one['weak'] / two['weak']:.2f} "
+          f"({one['weak'] / two['weak_local']:.2f} without communication)")
     hidden = 1 - (two["bwd_sync"] - two["bwd_copies"]) / two["comm"]
     print(f"all-reduce, 2 ranks: {two['buckets']} buckets, {two['bucket_mb']:.2f} MiB, "
           f"{two['comm'] * ms:.2f} ms alone")
