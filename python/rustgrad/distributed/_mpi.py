@@ -8,6 +8,7 @@ are staged through host memory. mpi4py is imported here only, on ``init_process_
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
@@ -55,6 +56,7 @@ def install_excepthook() -> None:
         _previous_hook(kind, value, tb)
         sys.stderr.flush()
         sys.stdout.flush()
+        time.sleep(0.2)  # for mpiexec to pass the traceback on before it ends the job
         abort_world()
 
     sys.excepthook = hook

@@ -58,6 +58,7 @@ class Watchdog:
                 print(f"[Rank {self.rank}] Watchdog caught collective operation timeout: "
                       f"Work(OpType={self._what}, Timeout(ms)={ms}) ran for {ran} milliseconds "
                       "before timing out.", file=sys.stderr, flush=True)
+                time.sleep(0.2)  # for mpiexec to pass the line on before it ends the job
                 self.abort()
                 return
             wait = 1.0 if deadline is None else min(1.0, max(deadline - now, 0.001))
