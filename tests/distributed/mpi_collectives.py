@@ -170,6 +170,27 @@ def main() -> None:
                 dist.ReduceOp.AVG: sum(blocks) / n}[op]
         check(out, np.asarray(want), f"reduce_scatter {op}")
 
+    # reduce_scatter of a list
+    out = torch.zeros(5, dtype=torch.float64, device=DEVICE)
+    dist.reduce_scatter(out, [T(values(rank + 7 * b, np.float64)) for b in everyone])
+    check(out, np.asarray(sum(values(r + 7 * rank, np.float64) for r in everyone)), "rs list")
+
+    # all_to_all_single: equal splits, then uneven ones (rank r sends (r + i) % 2 + 1 rows of 3
+    # to rank i, each row holding 100 r + i)
+    inp = T(np.arange(2 * n, dtype=np.int64) + 100 * rank)
+    out = torch.zeros(2 * n, dtype=torch.int64, device=DEVICE)
+    dist.all_to_all_single(out, inp)
+    check(out, np.concatenate([np.arange(2 * rank, 2 * rank + 2) + 100 * r for r in everyone]),
+          "all_to_all equal")
+    sizes = [(rank + i) % 2 + 1 for i in everyone]
+    inp = T(np.concatenate([np.full((k, 3), 100.0 * rank + i) for i, k in enumerate(sizes)]))
+    out = torch.zeros(sum(sizes), 3, dtype=torch.float64, device=DEVICE)
+    dist.all_to_all_single(out, inp, output_split_sizes=sizes, input_split_sizes=sizes,
+                           async_op=True).wait()
+    check(out, np.concatenate([np.full((k, 3), 100.0 * i + rank) for i, k in enumerate(sizes)]),
+          "all_to_all uneven")
+    dist.monitored_barrier()
+
     # gather to and scatter from the last rank
     glist: Any = [torch.zeros(5, device=DEVICE) for _ in everyone] if rank == last else None
     dist.gather(T(values(rank, np.float32)), glist, dst=last)
@@ -203,7 +224,7 @@ def main() -> None:
     if DEVICE.startswith("fake"):  # the fake NCCL, not MPI, moved the tensors
         used = set(fake_nccl.calls)
         want = {"init", "allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
-                "destroy"} | ({"send", "recv"} if n > 1 else set())
+                "destroy"} | ({"send", "recv"} if n > 1 else set())  # all_to_all: send/recv
         assert want <= used, want - used
     print(f"OK {rank}", flush=True)
 

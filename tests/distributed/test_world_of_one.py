@@ -96,8 +96,10 @@ def test_collectives_are_no_ops_of_torchs_shape(world, op, dtype):
     dist.gather(x, gathered, dst=0)
     got = world.zeros(2, 3, dtype=dt)
     dist.scatter(got, [x], src=0)
+    a2a = world.zeros(2, 3, dtype=dt)
+    dist.all_to_all_single(a2a, x)
     want = np.array([[1, -2, 3], [4, 5, -6]], dtype=dtype)
-    for t in (x, outs[0], into, scattered, gathered[0], got):
+    for t in (x, outs[0], into, scattered, gathered[0], got, a2a):
         assert np.array_equal(t.numpy(), want)
         assert t.dtype == dt
 

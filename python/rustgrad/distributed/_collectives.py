@@ -15,9 +15,10 @@ from ._reduce_op import ReduceOp, as_red_op_type
 from ._work import Work
 
 __all__ = [
-    "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "barrier",
-    "broadcast", "broadcast_object_list", "gather", "irecv", "isend", "recv", "reduce",
-    "reduce_scatter_tensor", "scatter", "send",
+    "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
+    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather", "irecv",
+    "isend", "monitored_barrier", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "scatter", "send",
 ]
 
 SUM = ReduceOp.SUM
@@ -359,6 +360,109 @@ def scatter(tensor: Any, scatter_list: Optional[List[Any]] = None, src: Optional
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     return _done(pg._impl.scatter(tensor, scatter_list, root, async_op), async_op)
+
+
+def all_to_all_single(output: Any, input: Any, output_split_sizes: Optional[List[int]] = None,
+                      input_split_sizes: Optional[List[int]] = None,
+                      group: Optional[ProcessGroup] = None,
+                      async_op: bool = False) -> Optional[Work]:
+    """Splits ``input`` along its first dimension and sends split i to rank i; ``output``
+    receives, at its i-th split, what rank i sent this rank.
+
+    Args:
+        output (Tensor): the received splits, concatenated along the first dimension.
+        input (Tensor): the splits to send, concatenated along the first dimension.
+        output_split_sizes (list of int, optional): the rows received from each rank
+            (default: ``output``'s rows divided equally).
+        input_split_sizes (list of int, optional): the rows sent to each rank (default:
+            ``input``'s rows divided equally).
+        group (ProcessGroup, optional): the group (default: the default group).
+        async_op (bool): return a `Work` to ``wait()`` on instead of blocking.
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> out = torch.zeros(2, 2)
+        >>> dist.all_to_all_single(out, torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> out
+        tensor([[1., 2.],
+                [3., 4.]])
+        >>> dist.destroy_process_group()
+    """
+    _check_tensor(output, "output")
+    _check_tensor(input, "input")
+    pg = _group(group, "all_to_all_single")
+    if pg is None:
+        return None
+    if output.dtype != input.dtype:
+        raise RuntimeError("output tensor must have the same type as input tensor")
+    n = pg.size()
+    out_counts = _split_counts(output, output_split_sizes, n, "output")
+    in_counts = _split_counts(input, input_split_sizes, n, "input")
+    return _done(pg._impl.alltoall(output, input, out_counts, in_counts, async_op), async_op)
+
+
+def _split_counts(t: Any, splits: Optional[List[int]], n: int, what: str) -> List[int]:
+    """Elements per rank of a tensor split along its first dimension."""
+    rows = t.shape[0] if t.dim() else 1
+    row = t.numel() // rows if rows else 0
+    if splits is None or len(splits) == 0:
+        if rows % n:
+            raise RuntimeError(f"Tensor's dim 0 does not divide equally across group size ({what}"
+                               f" has {rows} rows for {n} ranks)")
+        return [rows // n * row] * n
+    if len(splits) != n or sum(splits) != rows:
+        raise RuntimeError(f"Split sizes doesn't match total dim 0 size ({what}: {list(splits)} "
+                           f"for {rows} rows and {n} ranks)")
+    return [int(k) * row for k in splits]
+
+
+def reduce_scatter(output: Any, input_list: List[Any], op: Any = SUM,
+                   group: Optional[ProcessGroup] = None,
+                   async_op: bool = False) -> Optional[Work]:
+    """Reduces the i-th tensor of ``input_list`` across the ranks into ``output`` on rank i.
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> out = torch.zeros(2)
+        >>> dist.reduce_scatter(out, [torch.tensor([1.0, 2.0])])
+        >>> out
+        tensor([1., 2.])
+        >>> dist.destroy_process_group()
+    """
+    _check_tensor(output, "output")
+    _check_tensor_list(input_list, "input_list")
+    pg = _group(group, "reduce_scatter")
+    if pg is None:
+        return None
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: requires input_list of length {pg.size()} (the world "
+                         f"size), got {len(input_list)}")
+    _same_numel(input_list, output, "reduce_scatter")
+    from .._ops.views import cat
+    from ..autograd import no_grad
+
+    with no_grad():
+        flat = cat([t.reshape(-1) for t in input_list])
+    return reduce_scatter_tensor(output, flat, op, group, async_op)
+
+
+def monitored_barrier(group: Optional[ProcessGroup] = None, timeout: Any = None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that ends the job with the watchdog's message when some rank does not reach
+    it within ``timeout`` (default: the group's).
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> dist.monitored_barrier()
+        >>> dist.destroy_process_group()
+    """
+    barrier(group, timeout=timeout)
 
 
 def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False,

@@ -208,6 +208,16 @@ class MPIBackend:
         req = self.comm.Iscatter(None if send is None else _raw(send), _raw(o.array), root)
         return self._work("SCATTER", [req], [o.writeback], [t], (o, send), async_op)
 
+    def alltoall(self, output: Any, t: Any, out_counts: Sequence[int],
+                 in_counts: Sequence[int], async_op: bool) -> Work:
+        """all_to_all_single: block i of t (in_counts[i] elements) to rank i; output gets
+        rank i's block for this rank at its i-th place (out_counts[i] elements)."""
+        s, o = stage(t, host=True), stage(output, host=True)
+        send = [_raw(s.array), (list(in_counts), _offsets(in_counts))]
+        recv = [_raw(o.array), (list(out_counts), _offsets(out_counts))]
+        req = self.comm.Ialltoallv(send, recv)
+        return self._work("ALLTOALL_BASE", [req], [o.writeback], [output], (s, o), async_op)
+
     def barrier(self, async_op: bool) -> Work:
         return self._work("BARRIER", [self.comm.Ibarrier()], [], [], None, async_op)
 
@@ -255,6 +265,14 @@ class MPIBackend:
             w.wait()
         if self.comm != MPI.COMM_WORLD and self.comm != MPI.COMM_NULL:
             self.comm.Free()
+
+
+def _offsets(counts: Sequence[int]) -> List[int]:
+    out, at = [], 0
+    for c in counts:
+        out.append(at)
+        at += c
+    return out
 
 
 def _raw(a: np.ndarray) -> Any:

@@ -185,6 +185,11 @@ class NCCLBackend:
         """scatter of inputs on the group's rank root into t."""
         return self._dispatch("scatter", t, t, inputs, root, async_op)
 
+    def alltoall(self, output: Any, t: Any, out_counts: Sequence[int],
+                 in_counts: Sequence[int], async_op: bool) -> Work:
+        """all_to_all_single of t into output (element counts per rank)."""
+        return self._dispatch("alltoall", t, output, t, out_counts, in_counts, async_op)
+
     def send(self, t: Any, dst: int, tag: int, async_op: bool) -> Work:
         """send of t to the group's rank dst."""
         return self._dispatch("send", t, t, dst, tag, async_op)
@@ -331,6 +336,37 @@ class NCCLBackend:
                 nccl.groupEnd()
             _copy_on(stream, r, _wire(send)[me])
         return self._launch("SCATTER", [t], body, [o.writeback], [t], (o, send), async_op)
+
+    def _alltoall(self, output: Any, t: Any, out_counts: Sequence[int],
+                  in_counts: Sequence[int], async_op: bool) -> Work:
+        nccl = _nccl()
+        s, o = stage(t, host=False), stage(output, host=False)
+        a, r = _wire(s.array), _wire(o.array)
+        dtype = _dtype_code(a)
+        per = a.size // max(s.array.size, 1) if s.array.size else 1  # complex: 2 reals each
+        me = self.rank
+
+        def block(x: Any, counts: Sequence[int], i: int) -> Any:
+            start = sum(counts[:i]) * per
+            return x[start:start + counts[i] * per]
+
+        def body(comm: Any, stream: Any) -> None:
+            nccl.groupStart()
+            try:
+                for peer in range(self.size):
+                    if peer == me:
+                        continue
+                    if in_counts[peer]:
+                        x = block(a, in_counts, peer)
+                        comm.send(x.data.ptr, x.size, dtype, peer, stream.ptr)
+                    if out_counts[peer]:
+                        y = block(r, out_counts, peer)
+                        comm.recv(y.data.ptr, y.size, dtype, peer, stream.ptr)
+            finally:
+                nccl.groupEnd()
+            _copy_on(stream, block(r, out_counts, me), block(a, in_counts, me))
+        return self._launch("ALLTOALL_BASE", [t], body, [o.writeback], [output], (s, o),
+                            async_op)
 
     def barrier(self, async_op: bool) -> Work:
         """Every rank meets: an all_reduce of one number on the GPU, waited by the host."""
