@@ -252,11 +252,19 @@ class MPIBackend:
 
     def bcast_object(self, obj: Any, root: int) -> Any:
         """A picklable object from root to every rank."""
-        return self.comm.bcast(obj, root)
+        self.watchdog.arm("BROADCAST", self.timeout)
+        try:
+            return self.comm.bcast(obj, root)
+        finally:
+            self.watchdog.disarm()
 
     def allgather_object(self, obj: Any) -> List[Any]:
         """Every rank's picklable object, in rank order."""
-        return list(self.comm.allgather(obj))
+        self.watchdog.arm("ALLGATHER", self.timeout)
+        try:
+            return list(self.comm.allgather(obj))
+        finally:
+            self.watchdog.disarm()
 
     def destroy(self) -> None:
         """Completes the Works still in flight, then frees the communicator (not the world's)."""
