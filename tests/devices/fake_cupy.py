@@ -248,7 +248,9 @@ def numpy_cupy() -> Tuple[types.ModuleType, types.ModuleType]:
     cp.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
     cp.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
         as_strided=_sim_wrap(np.lib.stride_tricks.as_strided)))
-    special = _module("cupyx.scipy.special", erf=_sim_wrap(np.vectorize(math.erf, otypes=[float])))
+    erf = np.vectorize(math.erf, otypes=[float])
+    special = _module("cupyx.scipy.special",
+                      erf=_sim_wrap(lambda a: erf(a).astype(np.asarray(a).dtype)))
     cupyx = _module("cupyx", scatter_add=lambda t, i, v: np.add.at(t, i, v),
                     scipy=_module("cupyx.scipy", special=special))
     return cp, cupyx

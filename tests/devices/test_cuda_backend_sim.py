@@ -95,3 +95,17 @@ def test_an_sgd_step_on_cuda(sim):
     loss.backward()
     opt.step()
     assert model.weight.is_cuda and not np.allclose(model.weight.detach().cpu().numpy(), before)
+
+
+def test_the_gpu_bench_runs_its_cuda_path(sim, capsys, monkeypatch):
+    import pathlib
+
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[2] / "benches"))
+    import bench_gpu
+
+    assert bench_gpu.main(["--device", "cuda", "--quick", "--only", "rustgrad", "--rounds", "1",
+                           "--budget", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "device: Fake GPU 0" in out and "failed" not in err, err
+    rows = [ln for ln in out.splitlines() if ln.startswith(("op chain", "MLP", "GPT"))]
+    assert len(rows) == 5 and all(float(r.split()[-3]) > 0 for r in rows)
