@@ -91,3 +91,20 @@ def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_
     from .. import _core
 
     return _core._adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args)
+
+
+def max_pool2d(x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any,
+               out: Any) -> Any:
+    """(maxima, flat indices in each plane) of a contiguous float32/float64 (N, C, H, W) array
+    by torch's CPU rules, in one Rust pass; None when the array does not qualify."""
+    from .. import _core
+
+    return _core._max_pool2d(x, kernel, stride, padding, dilation, out)
+
+
+def max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
+    """zeros(shape) with grad added at max_pool2d's flat indices (Rust); None when the arrays
+    do not qualify."""
+    from .. import _core
+
+    return _core._max_pool2d_backward(grad, indices, list(shape))

@@ -39,10 +39,27 @@ def _stride(stride: Any, kernel_size: Any) -> Tuple[int, int]:
 
 
 # ---- max pooling --------------------------------------------------------------------------
+def _plane_index(xp: Any, shape: tuple, flat: Any) -> tuple:
+    """The (n, c, h, w) index arrays of flat indices into each (H, W) plane."""
+    n, c, _, w = shape
+    return (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1),
+            flat // w, flat % w)
+
+
 def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, idx, overlap = ctx
-    # windows that do not overlap pick distinct elements: plain assignment, no scatter-add
-    return index_into_zeros(g, shape, idx, overlap)
+    shape, flat, overlap = ctx
+    xp = g._backend
+    scatter = getattr(xp, "max_pool2d_backward", None)  # a backend's fused kernel, if any
+    z = None if scatter is None else scatter(g._data, flat, shape)
+    if z is None:
+        # windows that do not overlap pick distinct elements: plain assignment, no scatter-add
+        return index_into_zeros(g, shape, _plane_index(xp, shape, flat), overlap)
+    return record(z, (g,), "IndexPutBackward0", _gather_max_bw, None, (shape, flat))
+
+
+def _gather_max_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, flat = ctx
+    return g[_plane_index(g._backend, shape, flat)]
 
 
 @op(function="max_pool2d", functional="max_pool2d", grad_fn="MaxPool2DWithIndicesBackward0")
@@ -83,6 +100,26 @@ def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
     oh, eh = _pool_geometry(h, k[0], s[0], p[0], d[0], ceil_mode)
     ow, ew = _pool_geometry(w, k[1], s[1], p[1], d[1], ceil_mode)
     xp = input._backend
+    kernel = getattr(xp, "max_pool2d", None)  # a backend's fused kernel, if any
+    res = None if kernel is None else kernel(xd, k, s, p, d, (oh, ow))
+    if res is None:
+        vals, flat = _max_pool_arrays(xp, xd, k, s, p, d, (oh, eh, ow, ew))
+    else:
+        vals, flat = res
+    overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
+    out = record(vals, (input,), "MaxPool2DWithIndicesBackward0", _max_pool_bw, None,
+                 (xd.shape, flat, overlap))
+    if return_indices:
+        return out, const(flat.astype(_dtype.int64.np, copy=False))
+    return out
+
+
+def _max_pool_arrays(xp: Any, xd: Any, k: Tuple[int, int], s: Tuple[int, int],
+                     p: Tuple[int, int], d: Tuple[int, int], geometry: Tuple[int, ...]) -> Any:
+    """(maxima, flat indices in each plane) from the array namespace's argmax over im2col
+    windows: the path of backends without a max-pool kernel."""
+    n, c, h, w = xd.shape
+    oh, eh, ow, ew = geometry
     if s == k and p == (0, 0) and d == (1, 1) and oh * k[0] == h and ow * k[1] == w:
         # tiling windows: a reshape gives them without copying the input into columns
         cols = xd.reshape(n, c, oh, k[0], ow, k[1]).transpose(0, 1, 3, 5, 2, 4)
@@ -94,13 +131,7 @@ def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
     ki, kj = kidx // k[1], kidx % k[1]
     hh = xp.arange(oh).reshape(1, 1, oh, 1) * s[0] - p[0] + ki * d[0]
     ww = xp.arange(ow).reshape(1, 1, 1, ow) * s[1] - p[1] + kj * d[1]
-    idx = (xp.arange(n).reshape(n, 1, 1, 1), xp.arange(c).reshape(1, c, 1, 1), hh, ww)
-    overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
-    out = record(vals, (input,), "MaxPool2DWithIndicesBackward0", _max_pool_bw, None,
-                 (xd.shape, idx, overlap))
-    if return_indices:
-        return out, const((hh * w + ww).astype(_dtype.int64.np))
-    return out
+    return vals, hh * w + ww
 
 
 @op(function="max_pool1d", functional="max_pool1d", grad_fn="MaxPool2DWithIndicesBackward0")

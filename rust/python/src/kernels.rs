@@ -402,3 +402,178 @@ fn adam<T: Real>(arrays: AdamArrays<'_, '_>, a: &AdamArgs) -> PyResult<bool> {
     }
     Ok(true)
 }
+
+/// A pooling window's geometry: (kernel, stride, padding, dilation) per spatial dim, and the
+/// output size.
+type Pair = (usize, usize);
+
+/// max_pool2d over a C-contiguous float32/float64 (N, C, H, W) array: the (N, C, OH, OW)
+/// maxima and their flat indices in each (H, W) plane (int64), by torch's CPU kernel's rules:
+/// padding never wins, a NaN always does (the last one in a window), ties keep the first, and
+/// a window with nothing above -inf points at its first in-bounds element. None when the array
+/// does not qualify.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn _max_pool2d<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    kernel: Pair,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+    out: Pair,
+) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    let geometry = Window {
+        kernel,
+        stride,
+        padding,
+        dilation,
+        out,
+    };
+    if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
+        return max_pool::<f32>(py, a, &geometry);
+    }
+    if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
+        return max_pool::<f64>(py, a, &geometry);
+    }
+    Ok(None)
+}
+
+struct Window {
+    kernel: Pair,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+    out: Pair,
+}
+
+impl Window {
+    /// The in-bounds input rows (or columns) of output position `o` along one dim: the first
+    /// one and the end, stepping by the dilation.
+    fn span(o: usize, k: usize, s: usize, p: usize, d: usize, size: usize) -> (usize, usize) {
+        let start = (o * s) as isize - p as isize;
+        let end = (start + ((k - 1) * d) as isize + 1).min(size as isize);
+        let mut first = start;
+        while first < 0 {
+            first += d as isize;
+        }
+        (first as usize, end.max(first) as usize)
+    }
+}
+
+fn max_pool<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArrayDyn<T>>,
+    w: &Window,
+) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    let x = x.readonly();
+    let Some(xs) = c_slice(&x) else {
+        return Ok(None);
+    };
+    let &[n, c, h, wd] = x.shape() else {
+        return Ok(None);
+    };
+    let (oh, ow) = w.out;
+    if w.dilation.0 == 0 || w.dilation.1 == 0 || w.kernel.0 == 0 || w.kernel.1 == 0 {
+        return Ok(None);
+    }
+    let planes = n * c;
+    let mut vals: Vec<T> = Vec::with_capacity(planes * oh * ow);
+    let mut idx: Vec<i64> = Vec::with_capacity(planes * oh * ow);
+    let rows: Vec<(usize, usize)> = (0..oh)
+        .map(|o| Window::span(o, w.kernel.0, w.stride.0, w.padding.0, w.dilation.0, h))
+        .collect();
+    let cols: Vec<(usize, usize)> = (0..ow)
+        .map(|o| Window::span(o, w.kernel.1, w.stride.1, w.padding.1, w.dilation.1, wd))
+        .collect();
+    let neg_inf = T::of(f64::NEG_INFINITY);
+    for plane in xs.chunks_exact(h * wd).take(planes) {
+        for &(r0, r1) in &rows {
+            for &(c0, c1) in &cols {
+                let mut best = neg_inf;
+                let mut at = r0 * wd + c0;
+                for r in (r0..r1).step_by(w.dilation.0) {
+                    for col in (c0..c1).step_by(w.dilation.1) {
+                        let i = r * wd + col;
+                        let v = plane[i];
+                        if v > best || v.is_nan() {
+                            best = v;
+                            at = i;
+                        }
+                    }
+                }
+                vals.push(best);
+                idx.push(at as i64);
+            }
+        }
+    }
+    let shape = vec![n, c, oh, ow];
+    let vals = numpy::ndarray::Array::from_shape_vec(shape.clone(), vals)
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    let idx = numpy::ndarray::Array::from_shape_vec(shape, idx)
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    Ok(Some((
+        vals.into_pyarray(py).into_any(),
+        idx.into_pyarray(py).into_any(),
+    )))
+}
+
+/// The gradient of max_pool2d: zeros of `shape` (N, C, H, W) with each (N, C, OH, OW) entry
+/// of the C-contiguous float32/float64 `grad` added at its plane's flat index. None when the
+/// arrays do not qualify.
+#[pyfunction]
+pub fn _max_pool2d_backward<'py>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    shape: Vec<usize>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Ok(indices) = indices.downcast::<PyArrayDyn<i64>>() else {
+        return Ok(None);
+    };
+    if let Ok(g) = grad.downcast::<PyArrayDyn<f32>>() {
+        return scatter_planes::<f32>(py, g, indices, shape);
+    }
+    if let Ok(g) = grad.downcast::<PyArrayDyn<f64>>() {
+        return scatter_planes::<f64>(py, g, indices, shape);
+    }
+    Ok(None)
+}
+
+fn scatter_planes<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyArrayDyn<T>>,
+    indices: &Bound<'py, PyArrayDyn<i64>>,
+    shape: Vec<usize>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let (g, ix) = (grad.readonly(), indices.readonly());
+    let (Some(gs), Some(is)) = (c_slice(&g), c_slice(&ix)) else {
+        return Ok(None);
+    };
+    let &[n, c, h, w] = shape.as_slice() else {
+        return Ok(None);
+    };
+    let gshape = g.shape();
+    if gshape.len() != 4 || gshape[0] != n || gshape[1] != c || ix.shape() != gshape {
+        return Ok(None);
+    }
+    let (hw, per_plane) = (h * w, gshape[2] * gshape[3]);
+    if is.iter().any(|&i| i < 0 || i as usize >= hw) {
+        return Ok(None);
+    }
+    let mut out = vec![T::of(0.0); n * c * hw];
+    if per_plane > 0 {
+        for ((o, g), i) in out
+            .chunks_exact_mut(hw)
+            .zip(gs.chunks_exact(per_plane))
+            .zip(is.chunks_exact(per_plane))
+        {
+            for (&v, &at) in g.iter().zip(i) {
+                o[at as usize] = o[at as usize] + v;
+            }
+        }
+    }
+    let out = numpy::ndarray::Array::from_shape_vec(shape, out)
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    Ok(Some(out.into_pyarray(py).into_any()))
+}
