@@ -222,7 +222,8 @@ def _memory_bars(raw: Dict[str, Any]) -> List[Bar]:
     bars = [
         Bar(group, "record time per node", us(rec), us(med(big, "torch", "record_s_per_node")), 0.25,
             unit="µs"),
-        Bar(group, "backward time per node", us(med(big, "rustgrad", "backward_s_per_node")),
+        Bar(group, "backward time per node (torch's: first round only)",
+            us(med(big, "rustgrad", "backward_s_per_node")),
             us(med(big, "torch", "backward_s_per_node")), kind="info", unit="µs"),
         Bar(group, "RSS growth per live node", med(big, "rustgrad", "bytes_per_node"),
             med(big, "torch", "bytes_per_node"), 400, kind="limit", unit="B"),
