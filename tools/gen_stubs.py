@@ -584,8 +584,9 @@ def namespace_stub(decls: List[Any], ov: Overrides) -> str:
     imports = _module_imports(PKG_DIR / "__init__.py")
     declared = {n: d for d in decls for n in d.function}
     defined = _defined_functions(PKG_DIR / "__init__.py")
-    submodules = sorted(n for n, v in vars(rustgrad).items()
-                        if isinstance(v, types.ModuleType) and _public(n) and n in names_all)
+    submodules = sorted({n for n, v in vars(rustgrad).items()
+                         if isinstance(v, types.ModuleType) and _public(n) and n in names_all}
+                        | set(rustgrad._LAZY_SUBMODULES))  # imported on first attribute use
     assigned = _assigned(PKG_DIR / "__init__.py")
     reserved = set(names_all) | set(declared) | set(defined) | set(assigned) | {
         bound for _, _, bound in imports if _public(bound)}

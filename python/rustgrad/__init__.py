@@ -176,13 +176,16 @@ def _version() -> str:
 __version__ = _version()
 
 
+_LAZY_SUBMODULES = frozenset({"distributed"})
+
+
 def _lazy_submodule(name: str) -> _Any:
     """`rustgrad.distributed`, imported on first use (as torch.distributed is reachable), so
     that `import rustgrad` pays nothing for it."""
-    if name == "distributed":
+    if name in _LAZY_SUBMODULES:
         import importlib
 
-        return importlib.import_module(".distributed", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'rustgrad' has no attribute {name!r}")
 
 

@@ -14,6 +14,7 @@ from . import autograd as autograd
 from . import backends as backends
 from . import cpu as cpu
 from . import cuda as cuda
+from . import distributed as distributed
 from . import memory as memory
 from . import nn as nn
 from . import optim as optim
