@@ -109,3 +109,19 @@ def test_the_gpu_bench_runs_its_cuda_path(sim, capsys, monkeypatch):
     assert "device: Fake GPU 0" in out and "failed" not in err, err
     rows = [ln for ln in out.splitlines() if ln.startswith(("op chain", "MLP", "GPT"))]
     assert len(rows) == 5 and all(float(r.split()[-3]) > 0 for r in rows)
+
+
+def test_the_op_families_cuda_tests_pass_on_the_simulated_gpu():
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.devices.sim_cuda", "-q", "tests/devices/test_op_families.py",
+         "tests/devices/test_dispatch.py", "tests/ops/test_arith.py"],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    m = __import__("re").search(r"(\d+) passed", proc.stdout)
+    assert m and int(m.group(1)) > 100, proc.stdout[-2000:]
+    assert " failed" not in proc.stdout
