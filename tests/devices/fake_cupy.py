@@ -176,7 +176,9 @@ def install(monkeypatch: pytest.MonkeyPatch, cupy: Optional[types.ModuleType]) -
 
 class SimArray(np.ndarray):
     """A CuPy-like array over NumPy: all arrays one type, each knowing its device (.device.id),
-    its address (.data.ptr) and exporting __cuda_array_interface__."""
+    its address (.data.ptr) and exporting __cuda_array_interface__. Unlike CuPy, it computes on
+    arrays of any device whatever the current device is (CuPy raises ValueError: see
+    tests/cuda/test_gpu.py's two-GPU tests)."""
 
     _sim_device: int
 
