@@ -113,6 +113,10 @@ class _FakeBackend(_Namespace):
         np.add.at(target.view(np.ndarray), index, np.asarray(values))
 
     @staticmethod
+    def current_index() -> int:
+        return _current[0]
+
+    @staticmethod
     def device_count() -> int:
         return COUNT
 

@@ -341,10 +341,15 @@ class Tensor(TensorBase):
         """Refused: no backend has bfloat16 arrays."""
     def type_as(self, other: Tensor) -> Tensor:
         """self cast to other's dtype."""
-    def cpu(self) -> Tensor:
+    def cpu(self, memory_format: Any = None) -> Tensor:
         """This tensor on the CPU (self if it is there already)."""
-    def cuda(self, device: Any = None) -> Tensor:
-        """This tensor on a CUDA device (the current one by default)."""
+    def cuda(
+        self,
+        device: Any = None,
+        non_blocking: Any = False,
+        memory_format: Any = None,
+    ) -> Tensor:
+        """This tensor on a CUDA device (the current one by default; an int is an index)."""
     @overload
     def type(self, dtype: None = None, non_blocking: builtins.bool = False) -> builtins.str:
         """torch's Tensor.type(): the legacy type name, or a cast to a dtype or such a name."""

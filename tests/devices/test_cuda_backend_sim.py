@@ -125,3 +125,13 @@ def test_the_op_families_cuda_tests_pass_on_the_simulated_gpu():
     m = __import__("re").search(r"(\d+) passed", proc.stdout)
     assert m and int(m.group(1)) > 100, proc.stdout[-2000:]
     assert " failed" not in proc.stdout
+
+
+def test_cuda_method_forms(sim):
+    t = rustgrad.ones(2)
+    assert t.cuda(1, True).device == "cuda:1"
+    assert t.cuda(non_blocking=True).device == "cuda:0"
+    assert t.cuda(rustgrad.device("cuda:1")).device == "cuda:1"
+    assert t.cuda("cuda:1", memory_format=rustgrad.preserve_format).device == "cuda:1"
+    c = t.cuda()
+    assert c.cuda() is c and c.cpu().device == "cpu"

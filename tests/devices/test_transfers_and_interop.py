@@ -128,3 +128,11 @@ def test_a_bare_cuda_capsule_goes_to_cuda(monkeypatch, versioned):
     with pytest.raises(RuntimeError, match=r"install rustgrad\[cuda12\]|rustgrad\[cuda12\]"):
         rustgrad.from_dlpack(cap)
     assert capsule_device(torch.utils.dlpack.to_dlpack(torch.ones(1))) == (1, 0)
+
+
+@pytest.mark.parametrize("lib", [torch, rustgrad])
+def test_cuda_and_cpu_take_torchs_arguments(lib):
+    t = lib.ones(2)
+    assert t.cpu(memory_format=lib.preserve_format) is t
+    with pytest.raises(RuntimeError, match="Invalid device, must be cuda device"):
+        t.cuda("cpu")

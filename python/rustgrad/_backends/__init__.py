@@ -181,6 +181,15 @@ def namespace(dev: Any) -> Any:
     return bound
 
 
+def resolve(dev: Any) -> device:
+    """dev with its index: ``"cuda"`` is the current CUDA device (``cuda:0`` unless another
+    was selected), as torch reads it when comparing a tensor's device with a target."""
+    d = dev if isinstance(dev, device) else device(dev)
+    if d.index is not None or d.type == "cpu":
+        return d
+    return device(d.type, _backend_for_type(d.type).current_index())
+
+
 def device_guard(dev: Any) -> Any:
     """A context in which `dev` is its backend's current device (CuPy's ``cuda.Device(i)``);
     a no-op for the cpu and for a device without an index."""

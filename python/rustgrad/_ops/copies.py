@@ -94,9 +94,9 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     dev, dtype, copy = parse_to(*args, **kwargs)
     out = self
     if dev is not None:
-        from .._backends import device as _device
+        from .._backends import resolve
 
-        target = _device(dev) if not isinstance(dev, _device) else dev
+        target = resolve(dev)  # "cuda" is the current GPU: to("cuda") of a tensor there is itself
         if target != out.device:
             out = to_device(out, target)
     if dtype is not None:
@@ -158,15 +158,21 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 @op(method="cpu")
-def cpu(self: Tensor) -> Tensor:
+def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
     """This tensor on the CPU (self if it is there already)."""
     return to(self, "cpu")
 
 
 @op(method="cuda")
-def cuda(self: Tensor, device: Any = None) -> Tensor:
-    """This tensor on a CUDA device (the current one by default)."""
-    return to(self, "cuda" if device is None else device)
+def cuda(self: Tensor, device: Any = None, non_blocking: Any = False,
+         memory_format: Any = None) -> Tensor:
+    """This tensor on a CUDA device (the current one by default; an int is an index)."""
+    from .._backends import device as _device
+
+    target = _device("cuda") if device is None else _device(device)
+    if target.type != "cuda":
+        raise RuntimeError("Invalid device, must be cuda device")
+    return to(self, target)
 
 
 @op(method="type")
