@@ -238,7 +238,9 @@ def tensor(
             not isinstance(data, (_np.ndarray, Tensor)):
         _check_int_range(arr, np_dt, np_dt.name)
     target = _target(device) if device is not None else (
-        data._backend if isinstance(data, Tensor) else namespace(CPU))
+        data._backend if isinstance(data, Tensor) else
+        namespace("cuda") if not isinstance(arr, _np.ndarray)
+        and hasattr(arr, "__cuda_array_interface__") else namespace(CPU))
     out = target.from_numpy(_np.array(arr, dtype=np_dt, copy=True), device) \
         if isinstance(arr, _np.ndarray) else target.asarray(arr, dtype=np_dt).copy()
     return _wrap(out, requires_grad)
@@ -257,6 +259,8 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
         arr = data if dtype is None else data.astype(dtype.np, copy=False)
         _dtype.from_np(arr.dtype)
         return _wrap(arr)
+    if device is None and dtype is None and hasattr(data, "__cuda_array_interface__"):
+        return _wrap(namespace("cuda").asarray(data))  # GPU memory, shared as torch shares it
     return tensor(data, dtype=dtype, device=device)
 
 

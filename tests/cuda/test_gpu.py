@@ -116,8 +116,13 @@ def test_zero_copy_with_cupy_and_torch():
     assert cap.is_cuda and cap.data_ptr() == t.data_ptr()
     from_cp = rustgrad.from_dlpack(cp.arange(3.0))
     assert from_cp.is_cuda and from_cp.tolist() == [0.0, 1.0, 2.0]
-    as_t = rustgrad.as_tensor(torch.ones(2, device="cuda"))
-    assert as_t.is_cuda
+    tc = torch.ones(2, device="cuda")
+    as_t = rustgrad.as_tensor(tc)  # __cuda_array_interface__: shared
+    assert as_t.is_cuda and as_t.data_ptr() == tc.data_ptr()
+    c = cp.arange(3.0)
+    copied = rustgrad.tensor(c)
+    assert copied.is_cuda and copied.data_ptr() != c.data.ptr and copied.tolist() == [0.0, 1.0, 2.0]
+    assert rustgrad.as_tensor(c).data_ptr() == c.data.ptr
     assert t.__dlpack_device__() == (2, 0)
     with pytest.raises(RuntimeError, match="requires grad"):
         rustgrad.ones(2, device="cuda", requires_grad=True).__cuda_array_interface__  # noqa: B018

@@ -135,3 +135,4 @@ def test_cuda_method_forms(sim):
     assert t.cuda("cuda:1", memory_format=rustgrad.preserve_format).device == "cuda:1"
     c = t.cuda()
     assert c.cuda() is c and c.cpu().device == "cpu"
+
