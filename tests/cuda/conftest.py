@@ -1,16 +1,10 @@
-"""Every test here needs a GPU that CuPy sees: they are marked `cuda` (pytest -m cuda selects
-them; benches/gpu_check.sh runs them) and skipped elsewhere."""
+"""Every test here needs a GPU that CuPy sees: each module is marked `cuda` (pytest -m cuda selects
+them; benches/gpu_check.sh runs them), and they skip elsewhere."""
 
 from __future__ import annotations
 
 import pytest
 import rustgrad
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
-    for item in items:
-        if "tests/cuda/" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.cuda)
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,8 @@ import pytest
 import rustgrad
 import torch
 
+pytestmark = pytest.mark.cuda
+
 cuda = rustgrad.cuda
 
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+pytestmark = pytest.mark.cuda
+
 
 @pytest.fixture
 def k():
