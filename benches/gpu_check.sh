@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 WHEELS=${WHEELS:-gpu/wheels}
 SITE=${SITE:-/tmp/rustgrad-gpu-site}
-WORKERS=${WORKERS:-4}          # pytest-xdist workers sharing the GPU (0: no xdist)
+WORKERS=${WORKERS:-8}          # pytest-xdist workers sharing the GPU (0: no xdist); CuPy compiles
+                               # each new kernel once (cached on disk), so workers help
 export PYTHONUNBUFFERED=1
 failed=0
 
