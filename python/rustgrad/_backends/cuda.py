@@ -8,6 +8,7 @@ naming the fix, whatever was called first (`is_available()` included: it only an
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Iterator, Optional
 
 try:
@@ -60,21 +61,28 @@ def require() -> None:
         return
     if not is_available():
         raise RuntimeError(_state["error"])
-    # the backend namespace is CuPy's, as cpu.py's is NumPy's
+    # the backend namespace is CuPy's, as cpu.py's is NumPy's (names CuPy makes lazily or
+    # deprecates are left to __getattr__ below)
     g = globals()
-    for name in dir(_cp):
-        if not name.startswith("_") and name not in g:
-            g[name] = getattr(_cp, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in dir(_cp):
+            if not name.startswith("_") and name not in g:
+                try:
+                    g[name] = getattr(_cp, name)
+                except Exception:  # noqa: BLE001,S112 - a name CuPy lists but cannot give
+                    continue
     from . import register
 
     register(_cp.ndarray, __import__(__name__, fromlist=["*"]))
     _state["ready"] = True
 
 
-def _reset_for_tests() -> None:
-    """Forgets the probe (tests swap a fake CuPy in and out of sys.modules)."""
-    _state["ready"] = False
-    _state["error"] = None
+def __getattr__(name: str) -> Any:
+    # CuPy's names not copied by require() (made lazily by CuPy), once CUDA is set up
+    if _state["ready"] and not name.startswith("__"):
+        return getattr(_cp, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- device bookkeeping used by the dispatch layer ----------------------------------------
