@@ -5,7 +5,8 @@
 //! rustgrad ops records a graph of its own under `create_graph=True` (double backward).
 
 use std::any::Any;
-use std::sync::{Arc, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -410,7 +411,9 @@ impl Clone for Saved {
 /// gradient per input (a tuple, or the bare gradient for a single input).
 pub struct PyNode {
     pub base: NodeBase<PyGrad>,
-    pub name: String,
+    /// One copy per distinct name for the process (`intern_name`): a node is recorded per op,
+    /// and a String of its own cost each ~50 bytes and an allocation.
+    pub name: &'static str,
     pub backward: Py<PyAny>,
     pub saved: SavedVariables<Saved>,
     pub ctx: Py<PyAny>,
@@ -425,6 +428,20 @@ pub struct PyNode {
     pub cuts: NodeCuts,
 }
 
+/// The process's one copy of a node name: names are few (one per op and Function class) and
+/// live as long as the program, so each is leaked once.
+pub fn intern_name(name: &str) -> &'static str {
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = names.get_or_insert_with(HashSet::new);
+    if let Some(&known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
 impl PyNode {
     pub fn unpack<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyTuple>> {
         // torch names the modified tensor's own grad_fn (now, not at save time), or no node
@@ -433,7 +450,7 @@ impl PyNode {
         let counter = std::cell::RefCell::new(None);
         let values = self
             .saved
-            .unpack_all(&self.name, |s| {
+            .unpack_all(self.name, |s| {
                 *culprit.borrow_mut() = Some(self.grad_fn_name(py, s));
                 *counter.borrow_mut() = saved_version_counter(py, s);
                 describe(py, s)
@@ -619,8 +636,8 @@ impl PyNode {
                         .ok()
                         .map(|b| b.grad_fn.as_ref().map(|f| f.name()))
                 })
-                .map_or_else(|| self.name.clone(), Option::unwrap_or_default),
-            Saved::Output { .. } | Saved::Packed { .. } | Saved::NoneValue => self.name.clone(),
+                .map_or_else(|| self.name.to_owned(), Option::unwrap_or_default),
+            Saved::Output { .. } | Saved::Packed { .. } | Saved::NoneValue => self.name.to_owned(),
         }
     }
 }
@@ -669,7 +686,7 @@ impl Node<PyGrad> for PyNode {
     }
 
     fn name(&self) -> String {
-        self.name.clone()
+        self.name.to_owned()
     }
 
     fn apply(&self, grads: Vec<Option<PyGrad>>) -> Result<Vec<Option<PyGrad>>> {
