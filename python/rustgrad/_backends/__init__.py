@@ -169,14 +169,14 @@ def namespace(dev: Any) -> Any:
     backend = _backend_for_type(d.type)
     if d.index is None or backend is cpu:
         return backend
-    if not 0 <= d.index < backend.device_count():
-        raise RuntimeError(
-            f"{d.type} device index {d.index} is out of range: there are "
-            f"{backend.device_count()} {d.type} devices (CUDA error: invalid device ordinal)"
-        )
     key = (d.type, d.index)
     bound = _BOUND.get(key)
-    if bound is None:
+    if bound is None:  # checked once per device
+        if not 0 <= d.index < backend.device_count():
+            raise RuntimeError(
+                f"{d.type} device index {d.index} is out of range: there are "
+                f"{backend.device_count()} {d.type} devices (CUDA error: invalid device ordinal)"
+            )
         bound = _BOUND[key] = _OnDevice(backend, d.index)
     return bound
 
