@@ -173,19 +173,22 @@ def _version() -> str:
         return "0+unknown"
 
 
-__version__ = _version()
-
+# read on first use (`_lazy_submodule`): importlib.metadata costs `import rustgrad` ~30 ms
+__version__: str
 
 _LAZY_SUBMODULES = frozenset({"distributed"})
 
 
 def _lazy_submodule(name: str) -> _Any:
-    """`rustgrad.distributed`, imported on first use (as torch.distributed is reachable), so
-    that `import rustgrad` pays nothing for it."""
+    """`rustgrad.distributed`, imported on first use (as torch.distributed is reachable), and
+    `__version__`, read on first use, so that `import rustgrad` pays nothing for them."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     raise AttributeError(f"module 'rustgrad' has no attribute {name!r}")
 
 

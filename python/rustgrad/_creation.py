@@ -582,8 +582,19 @@ class Generator:
         if seed < -(1 << 63) or seed >= 1 << 64:
             raise RuntimeError("Overflow when unpacking long long")
         self._seed = seed & ((1 << 64) - 1)  # torch reads a negative seed as its uint64 bits
-        self._rng = _np.random.default_rng(self._seed)
+        self._rng_made: Any = None  # made on first draw: numpy.random costs `import rustgrad` ~15 ms
         return self
+
+    @property
+    def _rng(self) -> Any:
+        """The NumPy generator behind this one, seeded from `_seed` on first use."""
+        if self._rng_made is None:
+            self._rng_made = _np.random.default_rng(self._seed)
+        return self._rng_made
+
+    @_rng.setter
+    def _rng(self, rng: Any) -> None:
+        self._rng_made = rng
 
     def seed(self) -> int:
         """Reseeds from the OS's entropy; returns the new seed."""

@@ -111,6 +111,8 @@ def op(
 # generated with the op's own signature plus the alias keywords (one frame, no *args packing);
 # an op without them (the arithmetic hot path) is bound as itself.
 NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+# the parameters that make an op need an adapter (the alias targets, and the format check)
+_ADAPTED = frozenset(NUMPY_ALIASES.values()) | {"memory_format"}
 
 
 class _Missing:
@@ -128,6 +130,10 @@ def _both(name: str, param: str, alias: str) -> TypeError:
 
 def with_numpy_aliases(fn: F) -> F:
     """fn, or an adapter that also takes `axis=`/`keepdims=` where fn has `dim`/`keepdim`."""
+    code = getattr(fn, "__code__", None)
+    if (code is not None and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__")
+            and _ADAPTED.isdisjoint(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])):
+        return fn  # most ops: decided from the code object (inspect.signature costs import time)
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
