@@ -176,12 +176,15 @@ def _version() -> str:
 # read on first use (`_lazy_submodule`): importlib.metadata costs `import rustgrad` ~30 ms
 __version__: str
 
-_LAZY_SUBMODULES = frozenset({"distributed"})
+# reachable as attributes after `import rustgrad`, as torch.nn is after `import torch`, but
+# imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
+_LAZY_SUBMODULES = frozenset({"distributed", "nn", "optim", "testing", "viz"})
 
 
 def _lazy_submodule(name: str) -> _Any:
-    """`rustgrad.distributed`, imported on first use (as torch.distributed is reachable), and
-    `__version__`, read on first use, so that `import rustgrad` pays nothing for them."""
+    """`rustgrad.nn`, `.optim`, `.distributed`, `.testing` and `.viz`, imported on first use
+    (as torch.nn is reachable after `import torch`), and `__version__`, read on first use, so
+    that `import rustgrad` pays nothing for them."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -195,7 +198,7 @@ def _lazy_submodule(name: str) -> _Any:
 # PEP 562; bound by assignment so that the generated stub gains no catch-all `__getattr__`
 __getattr__ = _lazy_submodule
 
-from . import accelerator, amp, backends, cpu, nn, optim, testing, utils, viz
+from . import accelerator, amp, backends, cpu, utils
 from ._config import (
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004  (torch.compile returns the model: rustgrad has no compiler)

@@ -18,15 +18,13 @@ as one tensor; views are saved as copies.
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import pickle
 import tokenize
-import zipfile
 import zlib
 from collections import Counter, OrderedDict
-from typing import IO, Any, Callable, Dict, List, Optional, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 import numpy as _np
 
@@ -34,6 +32,12 @@ from . import _dtype, _torch_pickle
 from ._backends import device as _device
 from ._size import Size
 from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    import zipfile
+
+# zipfile and json are imported where save/load use them: `import rustgrad` pays nothing for
+# them (zipfile brings pathlib, shutil and urllib, ~6 ms)
 
 __all__ = ["save", "load"]
 
@@ -211,6 +215,9 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
 
         safetensors.save_file(obj, f)
         return
+    import json
+    import zipfile
+
     writer = _Writer()
     structure = {"format": _FORMAT, "root": writer.encode(obj)}
     own = isinstance(f, (str, os.PathLike))
@@ -291,6 +298,8 @@ def _file_name(f: Any) -> str:
 
 
 def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
+    import zipfile
+
     try:
         info = z.getinfo(name)
     except KeyError:
@@ -390,6 +399,9 @@ def _is_safetensors(head: bytes, size: int) -> bool:
 
 
 def _load(fh: Any, map_location: Any) -> Any:
+    import json
+    import zipfile
+
     if not (hasattr(fh, "seekable") and fh.seekable()):
         fh = io.BytesIO(fh.read())
     start = fh.tell()
