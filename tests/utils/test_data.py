@@ -656,11 +656,15 @@ def test_distributed_sampler_shuffled(lib: ModuleType) -> None:
                "Invalid rank 2, rank should be in the interval [0, 1]")
 
 
-def test_distributed_sampler_needs_replicas_without_distributed() -> None:
-    with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
+def test_distributed_sampler_needs_a_process_group_for_what_it_is_not_given() -> None:
+    # torch's error, rank or world size left to an uninitialized default group
+    msg = "Default process group has not been initialized"
+    with pytest.raises(ValueError, match=msg):
         rustgrad.utils.data.distributed.DistributedSampler(range(4))
-    with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
+    with pytest.raises(ValueError, match=msg):
         rustgrad.utils.data.DistributedSampler(range(4), num_replicas=2)
+    assert list(rustgrad.utils.data.DistributedSampler(range(4), num_replicas=2, rank=1,
+                                                       shuffle=False)) == [1, 3]
 
 
 def test_import_as_torch() -> None:

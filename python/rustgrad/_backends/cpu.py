@@ -108,3 +108,18 @@ def max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     from .. import _core
 
     return _core._max_pool2d_backward(grad, indices, list(shape))
+
+
+def gelu(x: Any) -> Any:
+    """Exact GELU of a contiguous float32/float64 array in one Rust pass; None otherwise."""
+    from .. import _core
+
+    return _core._gelu(x)
+
+
+def gelu_backward(grad: Any, x: Any) -> Any:
+    """grad times exact GELU's derivative at x in one Rust pass; None when the arrays do not
+    qualify."""
+    from .. import _core
+
+    return _core._gelu_backward(grad, x)

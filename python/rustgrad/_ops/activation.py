@@ -21,6 +21,7 @@ from ._util import (
     check_inplace,
     check_internal_overlap,
     commit_inplace,
+    const,
     floating,
     is_grad_enabled,
     quiet_fp,
@@ -192,6 +193,11 @@ def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         left_derivative = 0.5 * right
         right_derivative = left * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _KAPPA * a * a))
         return g * (left_derivative + right_derivative)
+    fused = getattr(g._backend, "gelu_backward", None)  # a backend's one-pass kernel
+    if fused is not None and not is_grad_enabled():  # no graph of the gradient to record
+        out = fused(g._data, a._data)
+        if out is not None:
+            return const(out)
     cdf = 0.5 * (1 + erf(a * math.sqrt(0.5)))
     pdf = (-0.5 * a * a).exp() * _INV_SQRT_2PI
     return g * (cdf + a * pdf)
@@ -220,7 +226,10 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
             inner = _SQRT_2_OVER_PI * (d + _KAPPA * d * d * d)
             out = 0.5 * d * (1 + xp.tanh(inner))
         else:
-            out = d * 0.5 * (1 + _erf_array(xp, d * d.dtype.type(math.sqrt(0.5))))
+            fused = getattr(xp, "gelu", None)  # a backend's one-pass kernel
+            out = None if fused is None else fused(d)
+            if out is None:
+                out = d * 0.5 * (1 + _erf_array(xp, d * d.dtype.type(math.sqrt(0.5))))
     return record(out.astype(d.dtype, copy=False), (input,), "GeluBackward0", _gelu_bw,
                   (input,), approximate)
 
