@@ -178,7 +178,7 @@ __version__: str
 
 # reachable as attributes after `import rustgrad`, as torch.nn is after `import torch`, but
 # imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
-_LAZY_SUBMODULES = frozenset({"distributed", "nn", "optim", "testing", "viz"})
+_LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "testing", "viz"})
 
 
 def _lazy_submodule(name: str) -> _Any:
