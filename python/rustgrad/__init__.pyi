@@ -16,6 +16,7 @@ from . import cpu as cpu
 from . import cuda as cuda
 from . import distributed as distributed
 from . import memory as memory
+from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import optim as optim
 from . import return_types as return_types
