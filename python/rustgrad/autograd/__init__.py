@@ -4,15 +4,15 @@ torch.autograd."""
 
 from __future__ import annotations
 
-import threading
+# _thread, not threading: the same local() class, and `import rustgrad` skips threading (~2 ms)
+import _thread
 from collections.abc import Mapping
-from typing import Any, Literal, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence, Tuple, Union
 
 from .. import _core
 from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
 from .._tensor import Tensor
 from . import functional, graph  # noqa: F401
-from ._reach import who_gets_grad
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, once_differentiable
 from .grad_mode import (
@@ -31,6 +31,9 @@ from .provenance import (
     set_strict_data,
     trace_hooks,
 )
+
+if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see it here
+    from ._reach import who_gets_grad
 
 _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
 
@@ -167,7 +170,7 @@ def _quiet_floats() -> Any:
     return cpu.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
-_checkpoint_state = threading.local()
+_checkpoint_state = _thread._local()
 
 
 class _checkpoint_valid:
@@ -348,3 +351,14 @@ def _accumulate_grad(
         old._bump_version()
     else:
         leaf._grad = leaf._grad + new
+
+
+def __getattr__(name: str) -> Any:
+    """`who_gets_grad`, imported on first use: its module and the explain machinery it uses
+    (dataclasses, ~5 ms) are not needed by `import rustgrad`."""
+    if name == "who_gets_grad":
+        from ._reach import who_gets_grad
+
+        globals()[name] = who_gets_grad  # later uses find it directly
+        return who_gets_grad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,9 +6,10 @@ without a Python call.
 
 from __future__ import annotations
 
+# _thread, not threading: the same local() class, and `import rustgrad` skips threading
+import _thread
 import functools
 import inspect
-import threading
 import warnings
 from typing import Any, Callable, TypeVar
 
@@ -19,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Inside inference mode ops record nothing whatever grad mode says (torch): Rust's grad flag,
 # which recording reads, stays off there, and the grad mode user code sets and reads is kept
 # here, per thread.
-_inference_grad = threading.local()
+_inference_grad = _thread._local()
 
 
 def _grad_in_inference() -> bool:

@@ -8,11 +8,13 @@ attributes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 from .. import _core
 from .._ops._declare import SAVED  # torch's `_saved_<name>` getters, declared with each op
-from ._memory_report import live_graphs, memory_report, saved_tensors
+
+if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see them here
+    from ._memory_report import live_graphs, memory_report, saved_tensors
 
 Node = _core.Node
 
@@ -95,3 +97,17 @@ def _node_getattr(node: Any, attr: str) -> Any:
         if getter is not None:
             return getter(_LazySaved(node), ctx)
     raise AttributeError(f"'{name}' object has no attribute '{attr}'")
+
+
+_FROM_MEMORY_REPORT = frozenset({"live_graphs", "memory_report", "saved_tensors"})
+
+
+def __getattr__(name: str) -> Any:
+    """memory_report, saved_tensors and live_graphs, imported on first use: their module
+    (dataclasses, ~3 ms) is not needed by `import rustgrad`."""
+    if name in _FROM_MEMORY_REPORT:
+        from . import _memory_report
+
+        globals()[name] = value = getattr(_memory_report, name)  # later uses find it directly
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,8 @@ torch.autograd for people learning and debugging autograd.
 
 from __future__ import annotations
 
-import threading
+# _thread, not threading: the same primitives, and `import rustgrad` skips threading
+import _thread
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
@@ -114,7 +115,7 @@ class HookEvent:
         return f"{self.kind:<15} {self.name}{owner}: {grads}"
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _active: List[trace_hooks] = []
 
 
@@ -158,7 +159,7 @@ def _emit(kind: str, hook: Any, grads: Any, owner: str = "") -> None:
     shapes, norms = _describe(grads)
     event = HookEvent(kind, name, owner, shapes, norms)
     for trace in list(_active):
-        if trace._thread == threading.get_ident():
+        if trace._thread == _thread.get_ident():
             trace.events.append(event)
 
 
@@ -187,7 +188,7 @@ class trace_hooks:
 
     def __init__(self) -> None:
         self.events: List[HookEvent] = []
-        self._thread = threading.get_ident()
+        self._thread = _thread.get_ident()
 
     def __enter__(self) -> trace_hooks:
         with _lock:
