@@ -91,3 +91,53 @@ def test_kernels_decline_other_layouts() -> None:
     assert _core._gelu(a.astype(np.float16)) is None
     assert _core._gelu_backward(a, a[:, :3]) is None
     np.testing.assert_array_equal(cpu.erf(a.T), cpu.erf(np.ascontiguousarray(a.T)))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_kernel_matches_torch(log: bool, dtype) -> None:
+    x = np.random.default_rng(5).standard_normal((37, 129)).astype(dtype) * 4
+    x[3, :50] = -np.inf  # a masked row: exactly 0 there (log: -inf)
+    x[4, 7] = np.nan  # a NaN poisons its row, as torch's
+    g = np.random.default_rng(6).standard_normal(x.shape).astype(dtype)
+    name = "log_softmax" if log else "softmax"
+    r = rustgrad.tensor(x, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    ro, to = getattr(r, name)(-1), getattr(t, name)(-1)
+    ro.backward(rustgrad.tensor(g))
+    to.backward(torch.tensor(g))
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(ro.detach().numpy(), to.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), rtol=10 * tol, atol=10 * tol)
+    if not log:
+        assert (ro.detach().numpy()[3, :50] == 0).all()
+    assert np.isnan(ro.detach().numpy()[4]).all()
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_fused_softmax_equals_the_formula(monkeypatch: pytest.MonkeyPatch, log: bool) -> None:
+    x = np.random.default_rng(7).standard_normal((9, 31))
+    name = "log_softmax" if log else "softmax"
+
+    def run() -> tuple:
+        r = rustgrad.tensor(x, requires_grad=True)
+        out = getattr(r, name)(-1)
+        (out * rustgrad.tensor(np.arange(31.0))).sum().backward()
+        return out.detach().numpy(), r.grad.numpy()
+
+    fused = run()
+    monkeypatch.delattr(cpu, "softmax")
+    monkeypatch.delattr(cpu, "softmax_backward")
+    plain = run()
+    for a, b in zip(fused, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+
+
+def test_softmax_other_dims_and_double_backward() -> None:
+    x = rustgrad.tensor(np.random.default_rng(8).standard_normal((4, 5, 6)), requires_grad=True)
+    t = torch.tensor(x.detach().numpy(), requires_grad=True)
+    np.testing.assert_allclose(x.softmax(1).detach().numpy(), t.softmax(1).detach().numpy(),
+                               rtol=1e-14)
+    y = rustgrad.tensor(np.random.default_rng(9).standard_normal((3, 7)), requires_grad=True)
+    assert rustgrad.autograd.gradgradcheck(lambda v: v.log_softmax(-1), (y,))
+    assert rustgrad.autograd.gradgradcheck(lambda v: v.softmax(-1), (y,))

@@ -123,3 +123,19 @@ def gelu_backward(grad: Any, x: Any) -> Any:
     from .. import _core
 
     return _core._gelu_backward(grad, x)
+
+
+def softmax(x: Any, log: bool) -> Any:
+    """softmax (log: log_softmax) over the last dim of a contiguous float32/float64 array in
+    one Rust pass per row; None otherwise."""
+    from .. import _core
+
+    return _core._softmax(x, log)
+
+
+def softmax_backward(grad: Any, out: Any, log: bool) -> Any:
+    """The gradient of `softmax` over the last dim from its output; None when the arrays do
+    not qualify."""
+    from .. import _core
+
+    return _core._softmax_backward(grad, out, log)

@@ -531,8 +531,28 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
 
 
 
+def _fused_softmax(xp: Any, src: Any, dim: int, log: bool) -> Any:
+    """The backend's one-pass kernel over the last dim, or None (the NumPy formulation runs)."""
+    kernel = getattr(xp, "softmax", None)
+    if kernel is None or dim != src.ndim - 1:
+        return None
+    return kernel(src, log)
+
+
+def _fused_softmax_bw(g: Tensor, out: Tensor, dim: int, log: bool) -> Any:
+    """The backend's one-pass gradient where no graph of it is recorded, or None."""
+    kernel = getattr(g._backend, "softmax_backward", None)
+    if kernel is None or is_grad_enabled() or dim != out._data.ndim - 1:
+        return None
+    res = kernel(g._data, out._data, log)
+    return None if res is None else const(res)
+
+
 def _softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (out,) = saved
+    fused = _fused_softmax_bw(g, out, ctx, False)
+    if fused is not None:
+        return fused
     return (g - (g * out).sum(ctx, keepdim=True)) * out
 
 
@@ -556,9 +576,10 @@ def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     xp = input._backend
     d = input._data
     src = _src(d)
+    out = None if src.size == 0 else _fused_softmax(xp, src, dim, False)
     if src.size == 0:
         out = src.copy()
-    else:
+    elif out is None:
         with quiet_fp(xp):
             e = xp.exp(src - src.max(axis=dim, keepdims=True))
             out = e / e.sum(axis=dim, keepdims=True)
@@ -582,6 +603,9 @@ def safe_softmax(input: Tensor, dim: int) -> Tensor:
 
 def _log_softmax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (out,) = saved
+    fused = _fused_softmax_bw(g, out, ctx, True)
+    if fused is not None:
+        return fused
     return g - out.exp() * g.sum(ctx, keepdim=True)
 
 
@@ -604,9 +628,10 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     xp = input._backend
     d = input._data
     src = _src(d)
+    out = None if src.size == 0 else _fused_softmax(xp, src, dim, True)
     if src.size == 0:
         out = src.copy()
-    else:
+    elif out is None:
         with quiet_fp(xp):
             shifted = src - src.max(axis=dim, keepdims=True)
             out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))

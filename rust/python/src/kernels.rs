@@ -40,17 +40,12 @@ fn shaped<'py, T: numpy::Element>(
 
 /// exp(x) for float32 in straight-line arithmetic, so loops over it vectorize: x = n ln2 + r
 /// with |r| <= ln2/2, exp(r) by its Taylor polynomial to r^7 (error < 1e-8 relative), times
-/// 2^n built in the exponent bits. Arguments are clamped to [-87, 88] (no infinities or
-/// subnormals: the kernels call it on -x^2 and -x^2/2, where 0 is as good).
+/// 2^n built in the exponent bits. Below -87 it is 0 (exp underflows there, and softmax's
+/// masked -inf entries must give exactly 0); arguments above 88 are clamped (the kernels pass
+/// x <= 0).
 #[inline(always)]
 fn exp_f32(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
-    let x = x.clamp(-87.0, 88.0);
-    let m = x * std::f32::consts::LOG2_E + MAGIC;
-    let n = m - MAGIC;
-    let k = (m.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6; // ln 2 split, exact products
-                                                       // Taylor coefficients 1/7! .. 1/0!, by Horner's rule in fused multiply-adds
     const C: [f32; 8] = [
         1.0 / 5040.0,
         1.0 / 720.0,
@@ -61,8 +56,18 @@ fn exp_f32(x: f32) -> f32 {
         1.0,
         1.0,
     ];
+    let xc = x.clamp(-87.0, 88.0);
+    let m = xc * std::f32::consts::LOG2_E + MAGIC;
+    let n = m - MAGIC;
+    let k = (m.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = xc - n * 0.693_145_75 - n * 1.428_606_8e-6; // ln 2 split: exact products
     let p = C.iter().fold(0.0f32, |acc, &c| acc.mul_add(r, c));
-    p * f32::from_bits(((k + 127) << 23) as u32)
+    let y = p * f32::from_bits(((k + 127) << 23) as u32);
+    if x < -87.0 {
+        0.0
+    } else {
+        y
+    }
 }
 
 /// erf for float32 in straight-line arithmetic (both branches computed, one kept, so loops
@@ -284,6 +289,9 @@ trait Real:
     + numpy::Element
 {
     fn of(x: f64) -> Self;
+    /// exp as the kernels compute it: `exp_f32` for float32, libm's for float64.
+    fn exp_k(self) -> Self;
+    fn ln(self) -> Self;
     fn sqrt(self) -> Self;
     fn is_nan(self) -> bool;
     /// `if keep { a } else { b }` by bit masks: a branch on a random mask mispredicts half
@@ -294,6 +302,12 @@ trait Real:
 impl Real for f32 {
     fn of(x: f64) -> Self {
         x as f32
+    }
+    fn exp_k(self) -> Self {
+        exp_f32(self)
+    }
+    fn ln(self) -> Self {
+        f32::ln(self)
     }
     fn sqrt(self) -> Self {
         f32::sqrt(self)
@@ -310,6 +324,12 @@ impl Real for f32 {
 impl Real for f64 {
     fn of(x: f64) -> Self {
         x
+    }
+    fn exp_k(self) -> Self {
+        f64::exp(self)
+    }
+    fn ln(self) -> Self {
+        f64::ln(self)
     }
     fn sqrt(self) -> Self {
         f64::sqrt(self)
@@ -827,4 +847,198 @@ fn scatter_planes<'py, T: Real + numpy::Element>(
     let out = numpy::ndarray::Array::from_shape_vec(shape, out)
         .map_err(|e| PyTypeError::new_err(e.to_string()))?;
     Ok(Some(out.into_pyarray(py).into_any()))
+}
+
+/// Lanes of the partial sums and maxima below: wide enough for AVX-512, so the reductions
+/// vectorize (in the order torch's vectorized kernels use, not one running total).
+const LANES: usize = 16;
+
+#[inline(always)]
+fn lane_fold<T: Real>(xs: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let mut acc = [init; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = f(*a, v);
+        }
+    }
+    let mut total = acc.iter().fold(init, |a, &v| f(a, v));
+    for &v in rest {
+        total = f(total, v);
+    }
+    total
+}
+
+#[inline(always)]
+fn softmax_rows<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
+    let neg_inf = T::of(f64::NEG_INFINITY);
+    for (row, o) in xs.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        let m = lane_fold(row, neg_inf, |a, v| if v > a { v } else { a });
+        for (oi, &v) in o.iter_mut().zip(row) {
+            *oi = (v - m).exp_k();
+        }
+        let sum = lane_fold(o, T::of(0.0), |a, v| a + v);
+        if log {
+            let shift = m + sum.ln();
+            for (oi, &v) in o.iter_mut().zip(row) {
+                *oi = v - shift;
+            }
+        } else {
+            let inv = T::of(1.0) / sum;
+            for oi in o.iter_mut() {
+                *oi = *oi * inv;
+            }
+        }
+    }
+}
+
+/// The gradient of softmax (`log`: of log_softmax) over rows of n, from the output y:
+/// y (g - sum(g y)), or g - exp(y) sum(g).
+#[inline(always)]
+fn softmax_backward_rows<T: Real>(gs: &[T], ys: &[T], out: &mut [T], n: usize, log: bool) {
+    let zero = T::of(0.0);
+    for ((g, y), o) in gs
+        .chunks_exact(n)
+        .zip(ys.chunks_exact(n))
+        .zip(out.chunks_exact_mut(n))
+    {
+        if log {
+            let s = lane_fold(g, zero, |a, v| a + v);
+            for ((oi, &gi), &yi) in o.iter_mut().zip(g).zip(y) {
+                *oi = gi - yi.exp_k() * s;
+            }
+        } else {
+            for ((oi, &gi), &yi) in o.iter_mut().zip(g).zip(y) {
+                *oi = gi * yi;
+            }
+            let s = lane_fold(o, zero, |a, v| a + v);
+            for ((oi, &gi), &yi) in o.iter_mut().zip(g).zip(y) {
+                *oi = (gi - s) * yi;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_rows_avx512(xs: &[f32], out: &mut [f32], n: usize, log: bool) {
+    softmax_rows(xs, out, n, log)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_backward_rows_avx512(
+    gs: &[f32],
+    ys: &[f32],
+    out: &mut [f32],
+    n: usize,
+    log: bool,
+) {
+    softmax_backward_rows(gs, ys, out, n, log)
+}
+
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// softmax (`log`: log_softmax) over the last dim of a C-contiguous float32/float64 array, in
+/// torch's CPU order: the row's max m, e = exp(x - m), then e / sum(e) as e * (1 / sum), or
+/// x - (m + ln sum). None for other arrays (the op's NumPy formulation runs).
+#[pyfunction]
+pub fn _softmax<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    log: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
+        let a = a.readonly();
+        let (Some(xs), Some(&n)) = (c_slice(&a), a.shape().last()) else {
+            return Ok(None);
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut out = vec![0f32; xs.len()];
+        if has_avx512() {
+            // SAFETY: the CPU has the features the function is compiled for.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                softmax_rows_avx512(xs, &mut out, n, log)
+            };
+        } else {
+            softmax_rows(xs, &mut out, n, log);
+        }
+        return shaped(py, a.shape(), out).map(Some);
+    }
+    if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
+        let a = a.readonly();
+        let (Some(xs), Some(&n)) = (c_slice(&a), a.shape().last()) else {
+            return Ok(None);
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut out = vec![0f64; xs.len()];
+        softmax_rows(xs, &mut out, n, log);
+        return shaped(py, a.shape(), out).map(Some);
+    }
+    Ok(None)
+}
+
+/// The gradient of `_softmax` over the last dim from the output y and the incoming gradient g
+/// (C-contiguous, one shape, float32/float64); None for other arrays.
+#[pyfunction]
+pub fn _softmax_backward<'py>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    log: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let (Ok(g), Ok(y)) = (
+        grad.downcast::<PyArrayDyn<f32>>(),
+        out.downcast::<PyArrayDyn<f32>>(),
+    ) {
+        let (g, y) = (g.readonly(), y.readonly());
+        let (Some(gs), Some(ys), Some(&n)) = (c_slice(&g), c_slice(&y), y.shape().last()) else {
+            return Ok(None);
+        };
+        if g.shape() != y.shape() || n == 0 {
+            return Ok(None);
+        }
+        let mut res = vec![0f32; ys.len()];
+        if has_avx512() {
+            // SAFETY: the CPU has the features the function is compiled for.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                softmax_backward_rows_avx512(gs, ys, &mut res, n, log)
+            };
+        } else {
+            softmax_backward_rows(gs, ys, &mut res, n, log);
+        }
+        return shaped(py, y.shape(), res).map(Some);
+    }
+    if let (Ok(g), Ok(y)) = (
+        grad.downcast::<PyArrayDyn<f64>>(),
+        out.downcast::<PyArrayDyn<f64>>(),
+    ) {
+        let (g, y) = (g.readonly(), y.readonly());
+        let (Some(gs), Some(ys), Some(&n)) = (c_slice(&g), c_slice(&y), y.shape().last()) else {
+            return Ok(None);
+        };
+        if g.shape() != y.shape() || n == 0 {
+            return Ok(None);
+        }
+        let mut res = vec![0f64; ys.len()];
+        softmax_backward_rows(gs, ys, &mut res, n, log);
+        return shaped(py, y.shape(), res).map(Some);
+    }
+    Ok(None)
 }

@@ -11,8 +11,8 @@
 //!   handle base); `py_value.rs`: gradients, hooks and formulas as the engine sees them;
 //! - `modes.rs`: grad, inference and anomaly mode, live storage counts;
 //! - `provenance.rs`: sites, cuts, version-bump logs, scopes and the hook tracer (explain tools);
-//! - `kernels.rs`: CPU kernels NumPy lacks or runs slowly (erf, GELU, where, the
-//!   SGD and Adam steps, max-pooling),
+//! - `kernels.rs`: CPU kernels NumPy lacks or runs slowly (erf, GELU, softmax,
+//!   where, the SGD and Adam steps, max-pooling),
 //!   called by the CPU backend;
 //! - `callbacks.rs`: the Python functions the binding calls back; `errors.rs`: core errors as
 //!   Python exceptions.
@@ -69,6 +69,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_gelu, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_where, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_softmax, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_softmax_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d, m)?)?;
