@@ -89,14 +89,28 @@ def main() -> None:
                     op, f)
             check(t, fold(f, [values(r, ndt) for r in everyone]).astype(ndt), f"{op} {tdt}")
             assert t._version > v, "a collective's write bumps the version"
-    # AVG: float, and integers truncated
+    # AVG: float; integers truncated by NCCL, refused as torch's gloo does on MPI
     t = T(values(rank, np.float64))
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     check(t, sum(values(r, np.float64) for r in everyone) / n, "avg f64")
     t = T(values(rank, np.int64))
-    dist.all_reduce(t, dist.ReduceOp.AVG)
-    s = sum(values(r, np.int64) for r in everyone)
-    check(t, (np.sign(s) * (np.abs(s) // n)).astype(np.int64), "avg i64")
+    if BACKEND == "nccl":
+        dist.all_reduce(t, dist.ReduceOp.AVG)
+        s = sum(values(r, np.int64) for r in everyone)
+        check(t, (np.sign(s) * (np.abs(s) // n)).astype(np.int64), "avg i64")
+    else:
+        for op_call in (lambda: dist.all_reduce(t, dist.ReduceOp.AVG),
+                        lambda: dist.reduce(t, 0, dist.ReduceOp.AVG),
+                        lambda: dist.reduce_scatter_tensor(
+                            torch.zeros(1, dtype=torch.int64),
+                            torch.zeros(n, dtype=torch.int64), dist.ReduceOp.AVG)):
+            try:
+                op_call()
+                raise AssertionError("an integer AVG must raise on MPI")
+            except RuntimeError as e:
+                assert str(e) == ("result type Float can't be cast to the desired output "
+                                  "type Long"), e
+        check(t, values(rank, np.int64), "a refused AVG leaves the tensor")
     # a non-contiguous view writes through to its base; 0-d tensors
     base = torch.arange(6.0, device=DEVICE).reshape(2, 3) * (rank + 1)
     dist.all_reduce(base.t())
@@ -211,6 +225,13 @@ def main() -> None:
     gathered: List[Any] = [None] * n
     dist.all_gather_object(gathered, ("r", rank))
     assert gathered == [("r", r) for r in everyone], gathered
+    # gather_object: only dst receives (its list's first n slots); the others pass None
+    at_last: Any = [None] * (n + 1) if rank == last else None
+    dist.gather_object({"r": rank}, at_last, dst=last)
+    if rank == last:
+        assert at_last == [{"r": r} for r in everyone] + [None], at_last
+    else:
+        assert at_last is None
 
     dist.barrier()
     dist.barrier(async_op=True).wait()

@@ -4,8 +4,8 @@ DistributedSampler with set_epoch, rank 0's snapshot from `model.module.state_di
 with `map_location`, and a resume. torch, training on the union of the ranks' batches in one
 process, is the oracle for the parameters.
 
-The strict xfails at the end are calls that real torch DDP scripts and tutorials make and
-rustgrad lacks; each names its gap."""
+The tests at the end are calls that real torch DDP scripts and tutorials make, each a gap
+once."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from collections import OrderedDict
 from typing import Any, Dict, List
 
 import numpy as np
@@ -71,6 +72,7 @@ def test_ranks_come_from_the_launcher_environment(ranks: List[Dict[str, Any]]) -
         assert rep["env"] == [r, r, 2]  # RANK, LOCAL_RANK, WORLD_SIZE
         assert rep["backend"] == "gloo"
         assert rep["initialized_after"] is False
+        assert rep["elastic"] is True and rep["run_id"] == "none"  # torchrun's default id
 
 
 def test_ddp_starts_every_rank_from_rank_zero(ranks: List[Dict[str, Any]]) -> None:
@@ -97,12 +99,18 @@ def test_final_parameters_agree_across_ranks_and_with_torch(ranks: List[Dict[str
     assert r0["gathered_final"] == r1["gathered_final"] == [r0["final"], r1["final"]]
     np.testing.assert_allclose(r0["final"], _torch_reference(r0, r1), rtol=1e-5, atol=1e-6)
     assert not np.allclose(r0["final"], r0["initial"])
+    steps = len(r0["seen"]["0"])
+    assert r0["metrics"] == [{"rank": 0, "steps": steps}, {"rank": 1, "steps": steps}]
+    assert r1["metrics"] is None
+    assert r0["reduce_op_sum"] == r1["reduce_op_sum"] == 3.0
 
 
 def test_snapshot_keys_resume_and_map_locations(ranks: List[Dict[str, Any]]) -> None:
     for rep in ranks:
         assert rep["module_keys"] == ["0.weight", "0.bias", "2.weight", "2.bias"]
         assert rep["ddp_keys"] == ["module." + k for k in rep["module_keys"]]
+        assert rep["ddp_group_is_world"] is True
+        np.testing.assert_array_equal(rep["plain_from_ddp"], rep["final"])
         assert rep["resumed_from"] == 1
         # stopped after epoch 0 and resumed by a fresh model: the same run, bit for bit
         np.testing.assert_array_equal(rep["resumed_final"], rep["final"])
@@ -111,7 +119,7 @@ def test_snapshot_keys_resume_and_map_locations(ranks: List[Dict[str, Any]]) -> 
             np.testing.assert_array_equal(values, rep["final"], err_msg=name)
 
 
-# ---- calls real scripts make that rustgrad lacks (strict xfails: each passes once fixed) ----
+# ---- calls real scripts make (each was a gap once) ----
 
 @pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=(
     "gap: no rustgrad.multiprocessing; multigpu.py and the DDP tutorial call "
@@ -122,58 +130,75 @@ def test_torch_multiprocessing_spawn_exists() -> None:
     assert callable(mp.spawn) and callable(mp.Process)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "gap: dist.reduce_op (torch's deprecated alias of ReduceOp, used by dist_tuto's "
-    "all_reduce and average_gradients) is missing"))
 def test_reduce_op_alias() -> None:
-    assert rustgrad.distributed.reduce_op.SUM == rustgrad.distributed.ReduceOp.SUM
+    with pytest.warns(FutureWarning, match="reduce_op` is deprecated"):
+        assert rustgrad.distributed.reduce_op.SUM == rustgrad.distributed.ReduceOp.SUM
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "gap: dist.get_default_backend_for_device (pytorch/examples distributed/ddp/example.py) "
-    "is missing"))
 def test_default_backend_for_cpu() -> None:
     want = torch.distributed.get_default_backend_for_device(torch.device("cpu"))
     assert rustgrad.distributed.get_default_backend_for_device(rustgrad.device("cpu")) == want
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "gap: dist.is_torchelastic_launched and dist.is_gloo_available are missing"))
 def test_launch_and_backend_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "r1")
-    assert rustgrad.distributed.is_torchelastic_launched() is torch.distributed.is_torchelastic_launched()
+    assert rustgrad.distributed.is_torchelastic_launched() is \
+        torch.distributed.is_torchelastic_launched() is True
     assert rustgrad.distributed.is_gloo_available() is True
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "gap: dist.gather_object (collecting per-rank metrics on rank 0) is missing; "
-    "all_gather_object and broadcast_object_list exist"))
 def test_gather_object_exists() -> None:
     assert callable(rustgrad.distributed.gather_object)
 
 
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=(
-    "gap: no rustgrad.distributed.elastic.multiprocessing.errors.record, the decorator "
-    "torchrun's docs put on a script's main()"))
-def test_elastic_record_decorator() -> None:
+def test_elastic_record_writes_torchs_error_file_and_reraises(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     from rustgrad.distributed.elastic.multiprocessing.errors import record
+    from torch.distributed.elastic.multiprocessing.errors import record as torch_record
+
     assert record(lambda: 3)() == 3
+    assert record(lambda: sys.exit(0))() is None
+    files = {}
+    for name, rec in (("torch", torch_record), ("rustgrad", record)):
+        files[name] = tmp_path / f"{name}.json"
+        monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(files[name]))
+        boom = KeyError("lost")
+
+        def main(err: Exception = boom) -> None:
+            raise err
+
+        with pytest.raises(KeyError) as e:
+            rec(main)()
+        assert e.value is boom
+    got, want = (json.loads(files[n].read_text()) for n in ("rustgrad", "torch"))
+    assert got["message"]["message"] == want["message"]["message"] == "KeyError: 'lost'"
+    assert set(got["message"]["extraInfo"]) == set(want["message"]["extraInfo"])
+    assert "raise err" in got["message"]["extraInfo"]["py_callstack"]
+    with pytest.raises(SystemExit):
+        record(lambda: sys.exit(2))()
 
 
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=(
-    "gap: no rustgrad.nn.modules.utils.consume_prefix_in_state_dict_if_present, torch's "
-    "helper to load a DDP state_dict ('module.' keys) into a plain model"))
-def test_consume_ddp_prefix() -> None:
+def test_consume_ddp_prefix_like_torch() -> None:
     from rustgrad.nn.modules.utils import consume_prefix_in_state_dict_if_present
-    state = {"module.w": 1, "module.b": 2}
-    consume_prefix_in_state_dict_if_present(state, "module.")
-    assert list(state) == ["w", "b"]
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present as torch_consume
+
+    def fresh() -> Any:
+        state = OrderedDict([("module.w", 1), ("x", 2), ("module.b.c", 3), ("modulez", 4)])
+        state._metadata = OrderedDict(  # type: ignore[attr-defined]
+            [("", {"v": 0}), ("module", {"v": 1}), ("module.b", {"v": 2}), ("x", {"v": 3})])
+        return state
+
+    got, want = fresh(), fresh()
+    consume_prefix_in_state_dict_if_present(got, "module.")
+    torch_consume(want, "module.")
+    assert list(got.items()) == list(want.items()) == [("x", 2), ("modulez", 4), ("w", 1),
+                                                       ("b.c", 3)]
+    assert list(got._metadata.items()) == list(want._metadata.items())  # type: ignore
+    plain = {"module.w": 1, "module.b": 2}
+    consume_prefix_in_state_dict_if_present(plain, "module.")
+    assert list(plain) == ["w", "b"]
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "gap: with backend='mpi' torch warns that rank/world_size are ignored (the MPI runtime "
-    "assigns them; dist_tuto's mpirun variant passes rank=0, world_size=0); rustgrad raises "
-    "ValueError when they differ from MPI's"))
 def test_mpi_backend_ignores_rank_and_world_size() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
     code = ("import warnings, rustgrad.distributed as d\n"
@@ -184,6 +209,4 @@ def test_mpi_backend_ignores_rank_and_world_size() -> None:
             "d.destroy_process_group()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=env)
-    if "ValueError" in proc.stderr:
-        raise ValueError(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stderr

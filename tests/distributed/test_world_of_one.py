@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import pathlib
 import sys
+import warnings
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
@@ -144,14 +145,38 @@ def test_argument_errors_are_torchs(tmp_path):
 
 
 def test_rank_and_world_size_are_checked_against_mpis():
+    # gloo (and no backend named) rendezvous with them in torch: here they must match MPI's
     dist = rustgrad.distributed
-    with pytest.raises(ValueError, match="world_size=2.*mpiexec -n 2"):
-        dist.init_process_group("mpi", world_size=2, rank=0)
-    with pytest.raises(ValueError, match="rank=1"):
-        dist.init_process_group("mpi", world_size=1, rank=1)
+    for backend in ("gloo", None):
+        with pytest.raises(ValueError, match="world_size=2.*mpiexec -n 2"):
+            dist.init_process_group(backend, world_size=2, rank=0)
+        with pytest.raises(ValueError, match="rank=1"):
+            dist.init_process_group(backend, world_size=1, rank=1)
+        with pytest.raises(ValueError, match="world_size=0.*at least 1") as e:
+            dist.init_process_group(backend, world_size=0, rank=0)
+        assert "mpiexec -n 0" not in str(e.value)
     assert not dist.is_initialized()
-    dist.init_process_group("mpi", world_size=1, rank=0,
+    dist.init_process_group("gloo", world_size=1, rank=0,
                             timeout=datetime.timedelta(seconds=5))
+    dist.destroy_process_group()
+
+
+def test_the_mpi_backend_ignores_rank_and_world_size_with_torchs_warning():
+    dist = rustgrad.distributed
+    for rank, size in ((0, 0), (1, 2)):
+        with pytest.warns(UserWarning) as w:
+            dist.init_process_group("mpi", rank=rank, world_size=size)
+        try:
+            assert dist.get_rank() == 0 and dist.get_world_size() == 1
+        finally:
+            dist.destroy_process_group()
+        assert str(w[0].message) == (
+            f"For MPI backend, world_size ({size}) and rank ({rank}) are ignored since they "
+            "are assigned by the MPI runtime.")
+        assert w[0].filename == __file__  # blamed on the caller, as torch's stacklevel
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dist.init_process_group("mpi")  # nothing given: no warning
     dist.destroy_process_group()
 
 
@@ -164,19 +189,90 @@ def test_reduce_op_spellings():
     assert R.RedOpType.SUM is R.SUM
 
 
-def test_a_world_of_one_averages_to_itself_and_rejects_avg_on_bool():
-    # gloo has no AVG (torch's NCCL has): 2-rank values are checked in test_mpi
+def test_a_world_of_one_averages_to_itself():
+    # 2-rank values are checked in test_mpi
     dist = rustgrad.distributed
     dist.init_process_group("mpi")
     try:
         x = rustgrad.tensor([1.5, -3.0])
         dist.all_reduce(x, op=dist.ReduceOp.AVG)
         assert x.tolist() == [1.5, -3.0]
-        b = rustgrad.tensor([True, False])
-        with pytest.raises(RuntimeError, match="Cannot use ReduceOp.AVG with boolean inputs"):
-            dist.all_reduce(b, op=dist.ReduceOp.AVG)
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "bool"])  # no gloo int16
+@pytest.mark.parametrize("call", ["all_reduce", "reduce", "reduce_scatter_tensor"])
+def test_avg_of_integers_raises_torchs_gloo_error(tmp_path, dtype, call):
+    def run(lib: ModuleType) -> None:
+        d = lib.distributed
+        t = lib.tensor([3, 4], dtype=getattr(lib, dtype))
+        if call == "reduce_scatter_tensor":
+            d.reduce_scatter_tensor(lib.zeros(2, dtype=t.dtype), t, op=d.ReduceOp.AVG)
+        elif call == "reduce":
+            d.reduce(t, 0, op=d.ReduceOp.AVG)
+        else:
+            d.all_reduce(t, op=d.ReduceOp.AVG)
+
+    for lib in (torch, rustgrad):
+        _init(lib, tmp_path / "store")
+    try:
+        assert _error(lambda: run(rustgrad)) == _error(lambda: run(torch))
+        assert _error(lambda: run(rustgrad))[0] == "RuntimeError"
+    finally:
+        for lib in (torch, rustgrad):
+            lib.distributed.destroy_process_group()
+
+
+def test_reduce_op_is_torchs_deprecated_alias():
+    for lib in (torch, rustgrad):
+        with pytest.warns(FutureWarning) as w:
+            ops = [getattr(lib.distributed.reduce_op, n) for n in ("SUM", "MAX", "AVG")]
+        assert ops == [lib.distributed.ReduceOp.SUM, lib.distributed.ReduceOp.MAX,
+                       lib.distributed.ReduceOp.AVG]
+        assert len(w) == 3 and "`torch.distributed.reduce_op` is deprecated" in str(w[0].message)
+        assert w[0].filename == __file__
+    with pytest.warns(FutureWarning):
+        assert list(rustgrad.distributed.reduce_op.__members__) == list(
+            torch.distributed.reduce_op.__members__)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1", "meta", "xpu", "mps"])
+def test_default_backend_for_device_is_torchs(device):
+    assert _error(lambda: torch.distributed.get_default_backend_for_device(device)) == _error(
+        lambda: rustgrad.distributed.get_default_backend_for_device(device))
+    if device in ("cpu", "cuda:1"):
+        assert torch.distributed.get_default_backend_for_device(torch.device(device)) == \
+            rustgrad.distributed.get_default_backend_for_device(rustgrad.device(device))
+
+
+def test_backend_and_launch_queries_follow_torch(monkeypatch):
+    for value in (None, "none", "abc"):
+        if value is None:
+            monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+        else:
+            monkeypatch.setenv("TORCHELASTIC_RUN_ID", value)
+        assert rustgrad.distributed.is_torchelastic_launched() is \
+            torch.distributed.is_torchelastic_launched()
+    assert rustgrad.distributed.is_gloo_available() is True
+
+
+def test_gather_object_on_a_world_of_one_is_torchs(tmp_path):
+    for lib in (torch, rustgrad):
+        _init(lib, tmp_path / "store")
+    try:
+        outs = {}
+        for lib in (torch, rustgrad):
+            out = [None, "kept"]
+            lib.distributed.gather_object({"a": [1, 2]}, out, dst=0)
+            outs[lib] = out
+        assert outs[rustgrad] == outs[torch] == [{"a": [1, 2]}, "kept"]
+        for args in ((None,), ([],), ([None], 0, None, 0)):
+            same_error(lambda L, a=args: L.distributed.gather_object(1, *a))
+        assert _error(lambda: rustgrad.distributed.gather_object(1, None))[0] == "ValueError"
+    finally:
+        for lib in (torch, rustgrad):
+            lib.distributed.destroy_process_group()
 
 
 def test_import_rustgrad_imports_neither_mpi4py_nor_the_package():

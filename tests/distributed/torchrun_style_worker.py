@@ -18,6 +18,8 @@ import rustgrad.distributed as dist
 import rustgrad.nn.functional as F
 from rustgrad import nn
 from rustgrad.distributed import destroy_process_group, init_process_group
+from rustgrad.distributed.elastic.multiprocessing.errors import record
+from rustgrad.nn.modules.utils import consume_prefix_in_state_dict_if_present
 from rustgrad.nn.parallel import DistributedDataParallel as DDP
 from rustgrad.utils.data import DataLoader, Dataset
 from rustgrad.utils.data.distributed import DistributedSampler
@@ -89,12 +91,15 @@ class Trainer:
                 break
 
 
+@record
 def main(out: pathlib.Path) -> None:
     local_rank = int(os.environ["LOCAL_RANK"])
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     init_process_group(backend="gloo")
     report: Dict[str, Any] = {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
-                              "env": [rank, local_rank, world_size], "backend": dist.get_backend()}
+                              "env": [rank, local_rank, world_size], "backend": dist.get_backend(),
+                              "elastic": dist.is_torchelastic_launched(),
+                              "run_id": os.environ.get("TORCHELASTIC_RUN_ID")}
 
     dataset = RegressionSet(SAMPLES)
     report["x"], report["y"] = dataset.x.tolist(), dataset.y.tolist()
@@ -112,6 +117,13 @@ def main(out: pathlib.Path) -> None:
     report["seen"] = {str(k): v for k, v in full.seen.items()}
     report["ddp_keys"] = list(full.model.state_dict())
     report["module_keys"] = list(full.model.module.state_dict())
+    report["ddp_group_is_world"] = full.model.process_group is dist.group.WORLD
+    # the DDP state_dict's "module." keys, stripped in place, load into a plain model
+    ddp_state = full.model.state_dict()
+    consume_prefix_in_state_dict_if_present(ddp_state, "module.")
+    plain = make_model(seed=9)
+    plain.load_state_dict(ddp_state)
+    report["plain_from_ddp"] = flat(plain)
 
     # a run stopped after epoch 0, then resumed from its snapshot by a fresh model
     snapshot = out / "snapshot.pt"
@@ -140,6 +152,15 @@ def main(out: pathlib.Path) -> None:
     everyone: List[Any] = [None] * world_size
     dist.all_gather_object(everyone, report["final"])
     report["gathered_final"] = everyone
+    # per-rank metrics collected on rank 0 only; dist_tuto's deprecated reduce_op spelling
+    metrics: Any = [None] * world_size if rank == 0 else None
+    dist.gather_object({"rank": rank, "steps": len(full.seen[0])}, metrics, dst=0)
+    report["metrics"] = metrics
+    total = torch.tensor([float(rank + 1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        dist.all_reduce(total, op=dist.reduce_op.SUM)
+    report["reduce_op_sum"] = float(total)
     destroy_process_group()
     report["initialized_after"] = dist.is_initialized()
     (out / f"rank{rank}.json").write_text(json.dumps(report))

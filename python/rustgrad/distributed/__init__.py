@@ -29,6 +29,8 @@ Example::
 from __future__ import annotations
 
 import importlib.util
+import os
+from typing import Any
 
 from ._collectives import (
     all_gather,
@@ -40,6 +42,7 @@ from ._collectives import (
     broadcast,
     broadcast_object_list,
     gather,
+    gather_object,
     irecv,
     isend,
     monitored_barrier,
@@ -67,7 +70,7 @@ from ._group import (
     is_initialized,
     new_group,
 )
-from ._reduce_op import ReduceOp
+from ._reduce_op import ReduceOp, reduce_op
 from ._work import Work
 
 __all__ = [
@@ -75,10 +78,11 @@ __all__ = [
     "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all_single",
     "barrier", "broadcast", "monitored_barrier", "reduce_scatter",
     "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
-    "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
-    "get_world_size", "group", "init_process_group", "irecv", "is_available", "is_initialized",
-    "is_mpi_available", "is_nccl_available", "isend", "new_group", "recv", "reduce",
-    "reduce_scatter_tensor", "scatter", "send",
+    "gather_object", "get_backend", "get_default_backend_for_device", "get_global_rank",
+    "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
+    "init_process_group", "irecv", "is_available", "is_gloo_available", "is_initialized",
+    "is_mpi_available", "is_nccl_available", "is_torchelastic_launched", "isend", "new_group",
+    "recv", "reduce", "reduce_op", "reduce_scatter_tensor", "scatter", "send",
 ]
 
 
@@ -123,3 +127,64 @@ def is_nccl_available() -> bool:
     except Exception:  # no CuPy, CuPy without a CUDA runtime, or built without NCCL
         return False
     return bool(getattr(nccl, "available", True))
+
+
+def is_gloo_available() -> bool:
+    """Whether ``init_process_group("gloo")`` can run: True when mpi4py is installed, since
+    rustgrad's gloo is its MPI backend under torch's CPU backend name.
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.is_gloo_available() == dist.is_mpi_available()
+        True
+    """
+    return is_mpi_available()
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by torchrun or ``python -m rustgrad.distributed.run``
+    (both set ``TORCHELASTIC_RUN_ID`` in every rank's environment).
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.is_torchelastic_launched() in (True, False)
+        True
+    """
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+# torch's Backend.default_device_backend_map
+_DEVICE_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl", "mps": "gloo"}
+# device types torch knows but has no default backend for (a ValueError, not a bad device)
+_OTHER_DEVICE_TYPES = frozenset({"meta", "hip", "ipu", "mkldnn", "opengl", "opencl", "ideep",
+                                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "hpu", "mtia",
+                                 "privateuseone"})
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend torch picks for a device: ``"gloo"`` for ``"cpu"``, ``"nccl"`` for
+    ``"cuda"`` (both run here); a ValueError for a device type without one.
+
+    Args:
+        device (str or rustgrad.device): the device, as ``"cuda:1"`` or ``torch.device``.
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.get_default_backend_for_device("cpu"), dist.get_default_backend_for_device(
+        ...     torch.device("cuda:0"))
+        ('gloo', 'nccl')
+    """
+    from .. import device as make_device
+
+    if isinstance(device, str) and device.split(":", 1)[0] in (
+            _DEVICE_BACKENDS.keys() | _OTHER_DEVICE_TYPES):
+        kind = device.split(":", 1)[0]
+    else:
+        kind = device.type if isinstance(device, make_device) else make_device(device).type
+    backend = _DEVICE_BACKENDS.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend

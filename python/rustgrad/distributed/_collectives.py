@@ -16,7 +16,8 @@ from ._work import Work
 
 __all__ = [
     "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
-    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather", "irecv",
+    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather",
+    "gather_object", "irecv",
     "isend", "monitored_barrier", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
     "scatter", "send",
 ]
@@ -602,3 +603,48 @@ def all_gather_object(object_list: List[Any], obj: Any, group: Optional[ProcessG
         raise ValueError(f"all_gather_object: object_list must have {len(gathered)} slots "
                          f"(the world size), got {len(object_list)}")
     object_list[:] = gathered
+
+
+def gather_object(obj: Any, object_gather_list: Optional[List[Any]] = None,
+                  dst: Optional[int] = None, group: Optional[ProcessGroup] = None,
+                  group_dst: Optional[int] = None, weights_only: bool = False) -> None:
+    """Gathers every rank's picklable ``obj`` into ``object_gather_list`` on rank ``dst``
+    (entry i: rank i's); the other ranks pass None and receive nothing.
+
+    Args:
+        obj (Any): this rank's picklable object.
+        object_gather_list (list, optional): on ``dst`` only, a list with a slot per rank of
+            the group (its first ``world_size`` entries are replaced); None elsewhere.
+        dst (int, optional): the global rank that receives (default 0; or ``group_dst``).
+        group (ProcessGroup, optional): the group (default: the default group).
+        weights_only: accepted for torch compatibility (objects travel pickled).
+
+    Example::
+
+        >>> from rustgrad import distributed as dist
+        >>> dist.init_process_group("mpi")
+        >>> out = [None]
+        >>> dist.gather_object({"loss": 0.5}, out if dist.get_rank() == 0 else None, dst=0)
+        >>> out
+        [{'loss': 0.5}]
+        >>> dist.destroy_process_group()
+    """
+    pg = _group(group, "gather_object")
+    if pg is None:
+        return
+    if dst is None and group_dst is None:
+        dst = 0
+    root = _group_rank(pg, dst, group_dst)
+    if pg.rank() == root:
+        if not object_gather_list:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    elif object_gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
+                         "ranks.")
+    mpi = getattr(pg._impl, "mpi", pg._impl)
+    gathered = mpi.gather_object(obj, root)
+    if pg.rank() != root:
+        return
+    assert object_gather_list is not None
+    for i, item in enumerate(gathered):
+        object_gather_list[i] = item

@@ -4,6 +4,7 @@ questions about them (rank, size, backend). Backends are imported on first use o
 from __future__ import annotations
 
 import datetime
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 __all__ = [
@@ -158,6 +159,36 @@ def _backend_name(backend: Any) -> str:
     return str(Backend(name))
 
 
+
+def _check_rank_and_size(name: str, rank: Any, world_size: Any, mpi_rank: int,
+                         mpi_size: int) -> None:
+    """torch's MPI backend ignores rank and world_size (with a warning); gloo and NCCL use them
+    to rendezvous, and here, where MPI placed the processes already, they must agree with it."""
+    rank = -1 if rank is None else int(rank)
+    world_size = -1 if world_size is None else int(world_size)
+    if name == Backend.MPI:
+        if world_size != -1 or rank != -1:
+            warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are "
+                          "ignored since they are assigned by the MPI runtime.", stacklevel=3)
+        return
+    if world_size != -1:
+        if world_size < 1:
+            raise ValueError(f"init_process_group(world_size={world_size}): the world size "
+                             "must be at least 1")
+        if world_size != mpi_size:
+            raise ValueError(
+                f"init_process_group(world_size={world_size}) but MPI started {mpi_size} "
+                f"process(es): start the ranks with `mpiexec -n {world_size}`, "
+                f"`python -m rustgrad.distributed.run --nproc-per-node {world_size}` or "
+                f"`rustgrad.multiprocessing.spawn(fn, nprocs={world_size})`")
+    if rank != -1 and rank != mpi_rank:
+        if not 0 <= rank < (mpi_size if world_size == -1 else world_size):
+            raise ValueError(f"init_process_group(rank={rank}): the rank must be in "
+                             f"[0, {mpi_size})")
+        raise ValueError(f"init_process_group(rank={rank}) but this process is MPI's rank "
+                         f"{mpi_rank}: the ranks come from mpiexec")
+
+
 def init_process_group(backend: Optional[str] = None, init_method: Optional[str] = None,
                        timeout: Optional[datetime.timedelta] = None, world_size: int = -1,
                        rank: int = -1, store: Any = None, group_name: str = "",
@@ -178,8 +209,10 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
         timeout (datetime.timedelta, optional): how long a blocking collective or
             ``Work.wait()`` may take before the watchdog ends the job (default 30 minutes,
             10 for NCCL, as torch).
-        world_size (int, optional), rank (int, optional): checked against MPI's; a
-            ValueError if they disagree (the job was not started by mpiexec).
+        world_size (int, optional), rank (int, optional): with ``"mpi"``, ignored with torch's
+            warning (the MPI runtime assigns them); with ``"gloo"`` and ``"nccl"``, checked
+            against MPI's: a ValueError if they disagree (the job was not started by mpiexec
+            or ``rustgrad.multiprocessing.spawn`` with that many processes).
         store, group_name, pg_options, device_id: accepted for torch compatibility.
 
     Example::
@@ -209,14 +242,9 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
 
     comm = _mpi.world()
     mpi_rank, mpi_size = comm.Get_rank(), comm.Get_size()
-    if world_size not in (-1, None) and int(world_size) != mpi_size:
-        raise ValueError(
-            f"init_process_group(world_size={world_size}) but MPI started {mpi_size} "
-            f"process(es): start the ranks with `mpiexec -n {world_size}` or "
-            f"`python -m rustgrad.distributed.run --nproc-per-node {world_size}`")
-    if rank not in (-1, None) and int(rank) != mpi_rank:
-        raise ValueError(f"init_process_group(rank={rank}) but this process is MPI's rank "
-                         f"{mpi_rank}: the ranks come from mpiexec")
+    # no backend named: torch's default (gloo/NCCL) uses rank and world_size, so check them
+    asked = name if backend is not None else Backend.GLOO
+    _check_rank_and_size(asked, rank, world_size, mpi_rank, mpi_size)
     watchdog = Watchdog(mpi_rank, _mpi.abort_world)
     impl: Any = _mpi.MPIBackend(comm, seconds, watchdog)
     if name == Backend.NCCL:

@@ -69,11 +69,18 @@ def restore_excepthook() -> None:
         sys.excepthook, _previous_hook = _previous_hook, None
 
 
+# torch's names of the dtypes an average cannot be written back into
+_SCALAR_NAMES = {"b": "Bool", "i1": "Char", "i2": "Short", "i4": "Int", "i8": "Long",
+                 "u1": "Byte", "u2": "UInt16", "u4": "UInt32", "u8": "UInt64"}
+
+
 def _mpi_buffer(a: np.ndarray, op: RedOpType) -> tuple:
     """The array as MPI sees it and the MPI op for ``op`` on its dtype."""
+    if op == RedOpType.AVG and a.dtype.kind in "biu":  # torch's gloo: no integer averages
+        name = _SCALAR_NAMES.get(f"{a.dtype.kind}{a.dtype.itemsize}" if a.dtype.kind != "b"
+                                 else "b", str(a.dtype))
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {name}")
     if a.dtype == np.bool_:
-        if op == RedOpType.AVG:
-            raise RuntimeError("Cannot use ReduceOp.AVG with boolean inputs")
         return a.view(np.uint8), _BOOL_OPS[op]
     if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and a.dtype.kind not in "iu":
         raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
@@ -84,10 +91,7 @@ def _mpi_buffer(a: np.ndarray, op: RedOpType) -> tuple:
 
 def _average(a: np.ndarray, n: int) -> Callable[[], None]:
     def divide() -> None:
-        if a.dtype.kind in "iu":  # truncating, as an integer average in C does
-            np.copyto(a, np.sign(a) * (np.abs(a) // n))
-        else:
-            np.true_divide(a, n, out=a)
+        np.true_divide(a, n, out=a)
     return divide
 
 
@@ -265,6 +269,15 @@ class MPIBackend:
             return list(self.comm.allgather(obj))
         finally:
             self.watchdog.disarm()
+
+    def gather_object(self, obj: Any, root: int) -> Optional[List[Any]]:
+        """Every rank's picklable object on root, in rank order (None elsewhere)."""
+        self.watchdog.arm("GATHER", self.timeout)
+        try:
+            gathered = self.comm.gather(obj, root)
+        finally:
+            self.watchdog.disarm()
+        return None if gathered is None else list(gathered)
 
     def destroy(self) -> None:
         """Completes the Works still in flight, then frees the communicator (not the world's)."""

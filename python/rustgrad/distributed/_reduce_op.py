@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+import warnings
 
-__all__ = ["ReduceOp"]
+__all__ = ["ReduceOp", "reduce_op"]
 
 
 class RedOpType(enum.IntEnum):
@@ -27,7 +28,8 @@ class ReduceOp:
     ``ReduceOp.SUM``, ``AVG``, ``PRODUCT``, ``MIN``, ``MAX`` and the bitwise ``BAND``, ``BOR``,
     ``BXOR`` (integer and bool tensors). On bool tensors SUM is a logical or and PRODUCT a
     logical and, as torch's NCCL backend does; AVG divides the sum by the group's size
-    (truncating on integer tensors). ``ReduceOp(ReduceOp.MAX)`` wraps an op as torch does.
+    (floating-point tensors only: on integer and bool tensors it raises torch's gloo
+    RuntimeError). ``ReduceOp(ReduceOp.MAX)`` wraps an op as torch does.
 
     Example::
 
@@ -75,3 +77,31 @@ def as_red_op_type(op: object) -> RedOpType:
     if isinstance(op, int) and not isinstance(op, bool) and op in RedOpType._value2member_map_:
         return RedOpType(op)
     raise TypeError(f"expected a distributed.ReduceOp, got {op!r}")
+
+
+class _DeprecatedReduceOp:
+    """``dist.reduce_op``: torch's deprecated alias of ``ReduceOp``'s members. Each attribute
+    read warns (FutureWarning, as torch) and returns the ``ReduceOp`` value.
+
+    Example::
+
+        >>> import warnings
+        >>> from rustgrad import distributed as dist
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     dist.reduce_op.SUM == dist.ReduceOp.SUM
+        True
+    """
+
+    def __init__(self) -> None:
+        for name, value in RedOpType.__members__.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "__members__", RedOpType.__members__)
+
+    def __getattribute__(self, key: str) -> object:
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use "
+                      "`torch.distributed.ReduceOp` instead", FutureWarning, stacklevel=2)
+        return object.__getattribute__(self, key)
+
+
+reduce_op = _DeprecatedReduceOp()

@@ -7,8 +7,9 @@ Example::
     python -m rustgrad.distributed.run --nnodes 2 --nproc-per-node 4 --hostfile hosts train.py
 
 Each rank finds torchrun's variables in its environment: ``RANK``, ``LOCAL_RANK``,
-``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``, so a
-torchrun script (``init_process_group("gloo")`` or ``"nccl"``,
+``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``,
+``TORCHELASTIC_RUN_ID`` (``--rdzv-id``, default ``none``; a fresh one with ``--standalone``),
+so a torchrun script (``init_process_group("gloo")`` or ``"nccl"``,
 ``int(os.environ["LOCAL_RANK"])``) runs by changing only the command. The mpiexec used is the
 one next to this Python (a virtual environment's, from ``pip install mpich mpi4py``), else the
 first on PATH, else ``--mpiexec``.
@@ -21,6 +22,7 @@ import os
 import pathlib
 import shutil
 import sys
+import uuid
 from typing import List, Optional, Sequence
 
 __all__ = ["find_mpiexec", "get_args_parser", "main", "mpiexec_command", "parse_args"]
@@ -80,7 +82,8 @@ def get_args_parser() -> argparse.ArgumentParser:
          "127.0.0.1")
     flag("master-port", default=29500, type=int, help="MASTER_PORT for the script. "
          "Default: 29500")
-    flag("standalone", action="store_true", help="accepted for torchrun compatibility")
+    flag("standalone", action="store_true", help="a fresh TORCHELASTIC_RUN_ID, as torchrun")
+    flag("rdzv-id", default="none", help="TORCHELASTIC_RUN_ID for the script. Default: none")
     flag("mpiexec", default=None, help="the mpiexec to use (default: the venv's, then PATH's)")
     flag("mpiexec-args", default="", help="extra arguments for mpiexec, one string")
     flag("no-python", action="store_true", help="run the script as an executable, not with "
@@ -145,6 +148,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         sys.exit(f"error: {e}")
     os.environ["MASTER_ADDR"] = str(args.master_addr)
     os.environ["MASTER_PORT"] = str(args.master_port)
+    # torchrun's: scripts test TORCHELASTIC_RUN_ID (dist.is_torchelastic_launched())
+    os.environ["TORCHELASTIC_RUN_ID"] = str(uuid.uuid4()) if args.standalone else args.rdzv_id
+    os.environ["TORCHELASTIC_RESTART_COUNT"] = "0"
+    os.environ["TORCHELASTIC_MAX_RESTARTS"] = "0"
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(cmd[0], cmd)

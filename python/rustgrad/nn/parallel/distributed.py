@@ -450,7 +450,8 @@ class DistributedDataParallel(Module):
         if process_group is None and not dist.is_initialized():
             raise ValueError("Default process group has not been initialized, please make "
                              "sure to call init_process_group.")
-        self.process_group = process_group
+        # torch keeps the group object, the default one when none is given
+        self.process_group = dist.group.WORLD if process_group is None else process_group
         ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         named = [(n, p) for n, p in module.named_parameters() if n not in ignore]
         if not any(p.requires_grad for _, p in named):

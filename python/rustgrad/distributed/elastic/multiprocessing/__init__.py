@@ -1,0 +1,1 @@
+"""``rustgrad.distributed.elastic.multiprocessing``: holds ``errors`` (``record``)."""
