@@ -767,10 +767,10 @@ fn max_pool<'py, T: Real + numpy::Element>(
                     for col in (c0..c1).step_by(w.dilation.1) {
                         let i = r * wd + col;
                         let v = plane[i];
-                        if v > best || v.is_nan() {
-                            best = v;
-                            at = i;
-                        }
+                        // selects, not a branch: which element wins is data-dependent
+                        let take = (v > best) | v.is_nan();
+                        best = if take { v } else { best };
+                        at = if take { i } else { at };
                     }
                 }
                 vals.push(best);
