@@ -27,7 +27,8 @@ OPTIONAL_DEFERRED = ["numpy.random", "mpi4py", "cupy"]
 OWN_DEFERRED = [
     "rustgrad.nn", "rustgrad.optim", "rustgrad.testing", "rustgrad.viz", "rustgrad.distributed",
     "rustgrad.utils.data", "rustgrad.utils.checkpoint", "rustgrad.utils.dlpack",
-    "rustgrad.autograd._reach", "rustgrad.autograd._memory_report",
+    "rustgrad.autograd._reach", "rustgrad.autograd._memory_report", "rustgrad._explain",
+    "rustgrad.serialization", "rustgrad._torch_pickle",
 ]
 
 
@@ -94,8 +95,16 @@ def test_deferred_names_reachable_as_attributes_after_import() -> None:
     torch = pytest.importorskip("torch")
     want = torch.nn.functional.relu(torch.tensor([-1.0, 2.0])).tolist()
     got = _fresh("""
+        import io
         import rustgrad
         x = rustgrad.tensor([-1.0, 2.0])
+
+        def save_load():
+            buf = io.BytesIO()
+            rustgrad.save({"x": x}, buf)
+            buf.seek(0)
+            return rustgrad.load(buf)["x"].tolist()
+
         out = {
             "relu": rustgrad.nn.functional.relu(x).tolist(),
             "linear": type(rustgrad.nn.Linear(2, 1)).__module__,
@@ -112,6 +121,9 @@ def test_deferred_names_reachable_as_attributes_after_import() -> None:
             "saved_tensors": callable(rustgrad.autograd.graph.saved_tensors),
             "live_graphs": callable(rustgrad.autograd.graph.live_graphs),
             "distributed": callable(rustgrad.distributed.is_available),
+            "explain": callable(rustgrad.explain),
+            "save_load": save_load(),
+            "serialization": rustgrad.serialization.load is rustgrad.load,
         }
         print(repr(out))
     """)
@@ -120,6 +132,7 @@ def test_deferred_names_reachable_as_attributes_after_import() -> None:
         "lr_scheduler": "StepLR", "dataloader": [[0.0, 1.0], [2.0, 3.0]], "checkpoint": True,
         "dlpack": True, "testing": True, "viz": True, "who_gets_grad": True,
         "memory_report": True, "saved_tensors": True, "live_graphs": True, "distributed": True,
+        "explain": True, "save_load": [-1.0, 2.0], "serialization": True,
     }
 
 
@@ -130,21 +143,24 @@ def test_deferred_names_importable_by_from_import() -> None:
         from rustgrad.autograd.graph import memory_report
         from rustgrad.utils import data
         from rustgrad.utils.data import DataLoader
+        from rustgrad import explain, load, save
         import rustgrad
         print(repr([nn is rustgrad.nn, optim is rustgrad.optim,
                           testing is rustgrad.testing, viz is rustgrad.viz,
                           data is rustgrad.utils.data, DataLoader is data.DataLoader,
                           who_gets_grad is rustgrad.autograd.who_gets_grad,
-                          memory_report is rustgrad.autograd.graph.memory_report]))
-    """) == [True] * 8
+                          memory_report is rustgrad.autograd.graph.memory_report,
+                          explain is rustgrad.explain, load is rustgrad.serialization.load,
+                          save is rustgrad.serialization.save]))
+    """) == [True] * 11
 
 
 def test_star_import_gives_the_deferred_submodules() -> None:
     assert _fresh("""
         from rustgrad import *
         print(repr([nn.Module.__name__, optim.Adam.__name__, callable(testing.assert_close),
-                          callable(viz.to_dot)]))
-    """) == ["Module", "Adam", True, True]
+                          callable(viz.to_dot), callable(save), callable(load), callable(explain)]))
+    """) == ["Module", "Adam", True, True, True, True, True]
 
 
 def test_unknown_attributes_still_raise() -> None:

@@ -557,11 +557,23 @@ def _hand_member(tensor: type, name: str, scope: Scope, ind: str) -> List[str]:
 
 
 # ---- namespaces ---------------------------------------------------------------------------
+def _type_checking_only(node: ast.stmt) -> bool:
+    """Whether node is `if TYPE_CHECKING:` (any alias of it): the imports of a name the module
+    binds on first use (its `__getattr__`), which the stub declares as if imported."""
+    return (isinstance(node, ast.If) and not node.orelse
+            and isinstance(node.test, (ast.Name, ast.Attribute))
+            and (getattr(node.test, "id", None) or getattr(node.test, "attr", "")).lstrip("_")
+            == "TYPE_CHECKING")
+
+
 def _module_imports(path: pathlib.Path) -> List[Tuple[str, str, str]]:
-    """(module as written, name, bound name) for each top-level `from ... import` of path."""
+    """(module as written, name, bound name) for each top-level `from ... import` of path,
+    those under a top-level `if TYPE_CHECKING:` included."""
     out = []
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.ImportFrom):
+    for top in ast.parse(path.read_text()).body:
+        for node in top.body if isinstance(top, ast.If) and _type_checking_only(top) else [top]:
+            if not isinstance(node, ast.ImportFrom):
+                continue
             mod = "." * node.level + (node.module or "")
             out += [(mod, a.name, a.asname or a.name) for a in node.names]
     return out

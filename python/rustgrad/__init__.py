@@ -4,6 +4,7 @@ kernels. `import rustgrad as torch` works for everything rustgrad supports."""
 from __future__ import annotations
 
 import builtins as _builtins
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from . import (
@@ -178,17 +179,28 @@ __version__: str
 
 # reachable as attributes after `import rustgrad`, as torch.nn is after `import torch`, but
 # imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
-_LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "testing", "viz"})
+_LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "serialization",
+                              "testing", "viz"})
+# functions bound on first use, from the module that defines them (imported then): name ->
+# module; the `if _TYPE_CHECKING:` imports below name them for type checkers and the stub
+_LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization"}
 
 
 def _lazy_submodule(name: str) -> _Any:
-    """`rustgrad.nn`, `.optim`, `.distributed`, `.testing` and `.viz`, imported on first use
-    (as torch.nn is reachable after `import torch`), and `__version__`, read on first use, so
-    that `import rustgrad` pays nothing for them."""
+    """`rustgrad.nn`, `.optim`, `.distributed`, `.serialization`, `.testing`, `.viz` and the
+    other `_LAZY_SUBMODULES`, imported on first use (as torch.nn is reachable after `import
+    torch`), `explain`, `load` and `save` bound on first use, and `__version__`, read on first
+    use, so that `import rustgrad` pays nothing for them."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_FUNCTIONS:
+        import importlib
+
+        module = importlib.import_module(_LAZY_FUNCTIONS[name], __name__)
+        globals()[name] = value = getattr(module, name)  # later uses find it directly
+        return value
     if name == "__version__":
         globals()[name] = value = _version()
         return value
@@ -215,11 +227,13 @@ from ._config import (
     set_num_threads,
     use_deterministic_algorithms,
 )
-from ._explain import explain
 from ._tensor_str import set_printoptions
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from .serialization import load, save
+
+if _TYPE_CHECKING:  # bound on first use by _lazy_submodule (_LAZY_FUNCTIONS)
+    from ._explain import explain
+    from .serialization import load, save
 
 # what `from rustgrad import *` gives and what type checkers treat as exported (mypy --strict
 # re-exports nothing else): the names bound above by hand, then every declared op function

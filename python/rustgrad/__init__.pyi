@@ -20,6 +20,7 @@ from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import optim as optim
 from . import return_types as return_types
+from . import serialization as serialization
 from . import testing as testing
 from . import utils as utils
 from . import viz as viz
