@@ -184,3 +184,18 @@ def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_
               args: Any) -> bool:
     """No fused GPU step: False, and the optimizer runs its array formulation (CuPy kernels)."""
     return False
+
+
+# ---- the ops' one-pass kernels (see cpu.py; gelu and gelu_backward are cuda_kernels') --------
+def max_pool2d(x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, out: Any) -> Any:
+    """(maxima, flat indices in each plane) of (N, C, H, W) x, one kernel (torch's rules)."""
+    return max_pool2d_with_indices(x, kernel, stride, padding, dilation, out[0], out[1])
+
+
+def max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
+    """zeros(shape) with grad added at max_pool2d's flat indices (an atomic scatter-add)."""
+    n, c, h, w = shape
+    z = _cp.zeros((n * c, h * w), dtype=grad.dtype)
+    rows = _cp.arange(n * c).reshape(n * c, 1)
+    add_at(z, (rows, indices.reshape(n * c, -1)), grad.reshape(n * c, -1))
+    return z.reshape(shape)
