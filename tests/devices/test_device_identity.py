@@ -48,6 +48,8 @@ def test_index_out_of_range_is_refused():
     ("mse_loss", lambda a, b: F.mse_loss(a, b)),
     ("bce_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b)),
     ("linear", lambda a, b: F.linear(a, b)),
+    ("mv", lambda a, b: rustgrad.mv(a, b[0])),
+    ("prelu", lambda a, b: F.prelu(a, b[0])),
 ])
 def test_index_mismatch_raises_torchs_error(name, op):
     a = rustgrad.randn(2, 2, device="fake:0")

@@ -26,6 +26,7 @@ from ._util import (
     is_grad_enabled,
     quiet_fp,
     record,
+    same_device,
     select_grad,
 )
 from .compare import where
@@ -676,6 +677,7 @@ def _prelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
     wd, xd = weight._data, input._data
+    same_device(xd, wd)
     if wd.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {wd.ndim}")

@@ -128,6 +128,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         tensor([3., 7.])
     """
     ad, vd = input._data, vec._data
+    same_device(ad, vd)
     if ad.ndim != 2 or vd.ndim != 1:
         raise RuntimeError(
             f"vector + matrix @ vector expected, got 1, {ad.ndim}, {vd.ndim}"
