@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
@@ -144,12 +145,40 @@ def with_numpy_aliases(fn: F) -> F:
     checks_format = "memory_format" in names
     if not (aliases or checks_format) or any(p.kind in (_P.POSITIONAL_ONLY, _P.VAR_POSITIONAL) for p in params):
         return fn
+    ns: Dict[str, Any] = {"_fn": fn, "_M": _MISSING, "_both": _both}
+    # compiled on its first call, not here (compiling every adapter cost `import rustgrad` ~6 ms):
+    # until then the adapter runs _first_call's code, which compiles the adapter's own code and
+    # swaps it in, so the one function object bound everywhere never changes
+    adapter = types.FunctionType(_first_call.__code__, ns, fn.__name__)
+    ns["_compile_me"] = lambda: _compile_adapter(adapter, fn, params, aliases, checks_format)
+    adapter = functools.update_wrapper(adapter, fn)
+    # pickled by reference as `<family>.<op>.numpy_aliases`, which names this very object
+    fn.numpy_aliases = adapter  # type: ignore[attr-defined]
+    adapter.__qualname__ = f"{fn.__qualname__}.numpy_aliases"
+    return cast(F, adapter)
+
+
+def _compile_me() -> Callable[..., Any]:
+    raise AssertionError("called only as a global of an adapter's own namespace")
+
+
+def _first_call(*args: Any, **kwargs: Any) -> Any:
+    # runs as a not yet compiled adapter: its globals are the adapter's namespace, where
+    # _compile_me compiles the adapter (swapping this code out) and returns it
+    return _compile_me()(*args, **kwargs)
+
+
+def _compile_adapter(adapter: Any, fn: Callable[..., Any], params: List[inspect.Parameter],
+                     aliases: Dict[str, str], checks_format: bool) -> Any:
+    """Compiles the adapter's code (fn's signature plus the alias keywords) into adapter."""
+    if adapter.__code__ is not _first_call.__code__:
+        return adapter  # another thread compiled it first
+    ns = adapter.__globals__
     targets = set(aliases.values())
     first = min((i for i, p in enumerate(params) if p.name in targets), default=len(params))
     # an alias target and every required positional after it may now be left out (given by alias)
     optional = {p.name for i, p in enumerate(params)
                 if p.name in targets or (i > first and p.default is _P.empty and p.kind is _P.POSITIONAL_OR_KEYWORD)}
-    ns: Dict[str, Any] = {"_fn": fn, "_M": _MISSING, "_both": _both}
     if checks_format:
         from .. import _memory_format
 
@@ -204,8 +233,8 @@ def with_numpy_aliases(fn: F) -> F:
     # named inside the package, so provenance sites (Note [Sites]) skip this frame
     where = os.path.join(_PACKAGE_DIR, f"<numpy aliases of {fn.__module__}.{fn.__qualname__}>")
     exec(compile(src, where, "exec"), ns)
-    adapter = functools.update_wrapper(ns[fn.__name__], fn)
-    # pickled by reference as `<family>.<op>.numpy_aliases`, which names this very object
-    fn.numpy_aliases = adapter  # type: ignore[attr-defined]
-    adapter.__qualname__ = f"{fn.__qualname__}.numpy_aliases"
-    return cast(F, adapter)
+    made = ns[fn.__name__]
+    adapter.__kwdefaults__ = made.__kwdefaults__
+    adapter.__defaults__ = made.__defaults__
+    adapter.__code__ = made.__code__
+    return adapter
