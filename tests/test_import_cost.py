@@ -214,3 +214,35 @@ def test_default_seed_stream_unchanged_by_deferral() -> None:
         print(repr([a, np.random.default_rng(67280421310721).random(3).tolist()]))
     """)
     assert got[0] == got[1]
+
+
+def test_numpy_alias_adapters_compiled_on_first_call() -> None:
+    # an op taking dim/keepdim is bound to an adapter that also takes axis=/keepdims=; its code
+    # is compiled on its first call (from threads at once here), into the same bound object
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6.0).reshape(2, 3)
+    want = [torch.sum(x, axis=0).tolist(), x.sum(axis=1, keepdims=True).tolist(),
+            torch.cumsum(x, axis=1).tolist()]
+    got = _fresh("""
+        import threading
+        import rustgrad
+        from rustgrad._ops import _declare
+        pending = [f.__code__ is _declare._first_call.__code__
+                   for f in (rustgrad.sum, rustgrad.Tensor.sum, rustgrad.cumsum)]
+        bound = rustgrad.sum
+        x = rustgrad.arange(6.0).reshape(2, 3)
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(
+            rustgrad.cumsum(x, axis=1).tolist())) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = [rustgrad.sum(x, axis=0).tolist(), x.sum(axis=1, keepdims=True).tolist(),
+               results[0]]
+        print(repr([pending, got, all(r == results[0] for r in results), len(results),
+                    rustgrad.sum is bound is rustgrad.Tensor.sum,
+                    rustgrad.sum.__code__.co_name,
+                    rustgrad.cumsum.__code__ is _declare._first_call.__code__]))
+    """)
+    assert got == [[True, True, True], want, True, 8, True, "sum", False]
