@@ -99,6 +99,8 @@ class _DeprecatedReduceOp:
         object.__setattr__(self, "__members__", RedOpType.__members__)
 
     def __getattribute__(self, key: str) -> object:
+        if key.startswith("__") and key != "__members__":  # isinstance, inspect: no warning
+            return object.__getattribute__(self, key)
         warnings.warn("`torch.distributed.reduce_op` is deprecated, please use "
                       "`torch.distributed.ReduceOp` instead", FutureWarning, stacklevel=2)
         return object.__getattribute__(self, key)
