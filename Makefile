@@ -21,7 +21,7 @@ $(VENV)/.test: $(VENV)/.base Makefile
 	$(PY) -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" \
 		2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
 	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400" \
-		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" "mpich>=4.2" "mpi4py>=4" \
+		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" "mpich>=4.2" "mpi4py>=4" "ml_dtypes>=0.5" \
 		"mkdocs==1.6.1" "mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11" "griffelib==2.4.1"
 	touch $@
 
