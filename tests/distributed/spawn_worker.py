@@ -2,8 +2,8 @@
 DDP tutorial's shape (`mp.spawn(demo, args=(world_size,), nprocs=world_size)`, each process
 calling `init_process_group("gloo", rank=rank, world_size=world_size)` after setting
 MASTER_ADDR/MASTER_PORT), written with rustgrad under torch's names. Each rank writes what it
-saw to OUT/rank{r}.json. MODE "fail": rank 1 raises after the first collective; "nojoin":
-spawn(join=False), then join() on the context."""
+saw to OUT/rank{r}.json. MODE "fail": rank 1 raises after the first collectives; "exit":
+rank 1 calls sys.exit(4) there; "nojoin": spawn(join=False), then join() on the context."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def demo_basic(rank: int, world_size: int, out: str, mode: str) -> None:
     report["final"] = [p.detach().reshape(-1).tolist() for p in ddp_model.parameters()]
     if mode == "fail" and rank == 1:
         raise ValueError("rank 1 gave up")
+    if mode == "exit" and rank == 1:
+        sys.exit(4)
     dist.barrier()  # rank 0 waits here for a rank 1 that never comes, in "fail"
     dist.destroy_process_group()
     pathlib.Path(out, f"rank{rank}.json").write_text(json.dumps(report))
@@ -63,8 +65,9 @@ if __name__ == "__main__":
     else:
         try:
             mp.spawn(demo_basic, args=(world_size, out, mode), nprocs=world_size, join=True)
-        except mp.ProcessRaisedException as e:
-            print(json.dumps({"error_index": e.error_index, "msg": e.msg,
+        except (mp.ProcessRaisedException, mp.ProcessExitedException) as e:
+            print(json.dumps({"error_index": e.error_index, "msg": e.msg, "type": type(e).__name__,
+                              "exit_code": getattr(e, "exit_code", None),
                               "pid_ok": e.error_pid > 0}))
             raise SystemExit(3) from None
         print("spawned and joined")

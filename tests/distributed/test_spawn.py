@@ -92,11 +92,23 @@ def test_an_exception_ends_every_process_and_is_raised_in_the_parent(
     assert proc.returncode == 3, proc.stdout + proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["error_index"] == 1 and report["pid_ok"]
+    assert report["type"] == "ProcessRaisedException"
     msg = report["msg"]
     assert msg.startswith("\n\n-- Process 1 terminated with the following error:\nTraceback")
     assert "ValueError: rank 1 gave up" in msg and "spawn_worker.py" in msg
     assert seconds < 60  # rank 0, left waiting in a barrier, was ended
     assert not (tmp_path / "rank0.json").exists()
+
+
+@needs_mpiexec
+def test_a_non_zero_exit_is_torchs_process_exited_exception(tmp_path: pathlib.Path) -> None:
+    proc, seconds = _run(tmp_path, "exit")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["type"] == "ProcessExitedException"
+    assert (report["error_index"], report["exit_code"]) == (1, 4)
+    assert report["msg"] == "process 1 terminated with exit code 4"
+    assert seconds < 60
 
 
 def test_the_standard_librarys_names_are_reexported_as_torch_does() -> None:

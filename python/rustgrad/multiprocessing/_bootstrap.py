@@ -1,7 +1,8 @@
 """Run in each process that ``rustgrad.multiprocessing.spawn`` starts under mpiexec:
 prepares the interpreter as multiprocessing's "spawn" does (sys.path, cwd, the main script
 imported as ``__mp_main__``), unpickles ``fn`` and ``args``, and calls ``fn(rank, *args)``.
-An exception's traceback goes, pickled, to WORKDIR/error{rank} for the parent to raise."""
+An exception's traceback goes, pickled, to WORKDIR/error{rank} for the parent to raise; a
+non-zero ``sys.exit`` code to WORKDIR/exit{rank}."""
 
 from __future__ import annotations
 
@@ -37,13 +38,23 @@ def main() -> None:
     """The entry point: ``python -c '...main()' WORKDIR``."""
     workdir = pathlib.Path(sys.argv[1])
     rank = _rank()
-    (workdir / f"pid{rank}").write_text(str(os.getpid()))
+    _report(workdir / f"pid{rank}", str(os.getpid()).encode())
     try:
         with open(workdir / "payload", "rb") as f:
             _mp_spawn.prepare(pickle.load(f))
             fn, args = pickle.load(f)
         fn(rank, *args)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if code != 0:  # reported as torch's ProcessExitedException, with this rank
+            _report(workdir / f"exit{rank}", str(code).encode())
+        raise
     except (Exception, KeyboardInterrupt):
-        (workdir / f"error{rank}.tmp").write_bytes(pickle.dumps(traceback.format_exc()))
-        os.replace(workdir / f"error{rank}.tmp", workdir / f"error{rank}")
+        _report(workdir / f"error{rank}", pickle.dumps(traceback.format_exc()))
         _end_the_world()
+
+
+def _report(path: pathlib.Path, data: bytes) -> None:
+    """Writes a file the parent polls for, whole or not at all."""
+    path.with_suffix(".tmp").write_bytes(data)
+    os.replace(path.with_suffix(".tmp"), path)

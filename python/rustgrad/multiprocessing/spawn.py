@@ -84,7 +84,10 @@ class ProcessContext:
         return pids or [self.launcher.pid]
 
     def _errors(self) -> List[pathlib.Path]:
-        files = [self.workdir / f"error{r}" for r in range(self.nprocs)]
+        """The failed ranks' reports (error{r}: a traceback, exit{r}: an exit code), the
+        first failure first."""
+        files = [self.workdir / f"{kind}{r}" for r in range(self.nprocs)
+                 for kind in ("error", "exit")]
         return sorted((f for f in files if f.exists()), key=lambda f: f.stat().st_mtime)
 
     def _stop(self, grace_period: Optional[float]) -> None:
@@ -122,10 +125,17 @@ class ProcessContext:
         self._done = True
         try:
             if errors:
-                index = int(errors[0].name[len("error"):])
-                trace = pickle.loads(errors[0].read_bytes())
+                first = errors[0]
+                kind = "exit" if first.name.startswith("exit") else "error"
+                index = int(first.name[len(kind):])
                 pid_file = self.workdir / f"pid{index}"
                 pid = int(pid_file.read_text()) if pid_file.exists() else self.launcher.pid
+                if kind == "exit":
+                    status = int(first.read_text())
+                    raise ProcessExitedException(
+                        f"process {index:d} terminated with exit code {status:d}", index, pid,
+                        status)
+                trace = pickle.loads(first.read_bytes())
                 msg = f"\n\n-- Process {index:d} terminated with the following error:\n"
                 raise ProcessRaisedException(msg + trace, index, pid)
             if code != 0:
