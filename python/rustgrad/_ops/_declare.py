@@ -112,8 +112,6 @@ def op(
 # generated with the op's own signature plus the alias keywords (one frame, no *args packing);
 # an op without them (the arithmetic hot path) is bound as itself.
 NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
-# the parameters that make an op need an adapter (the alias targets, and the format check)
-_ADAPTED = frozenset(NUMPY_ALIASES.values()) | {"memory_format"}
 
 
 class _Missing:
@@ -131,19 +129,27 @@ def _both(name: str, param: str, alias: str) -> TypeError:
 
 def with_numpy_aliases(fn: F) -> F:
     """fn, or an adapter that also takes `axis=`/`keepdims=` where fn has `dim`/`keepdim`."""
-    code = getattr(fn, "__code__", None)
-    if (code is not None and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__")
-            and _ADAPTED.isdisjoint(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])):
-        return fn  # most ops: decided from the code object (inspect.signature costs import time)
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return fn
-    names = {p.name for p in params}
+    params: Optional[List[inspect.Parameter]] = None
+    of = getattr(fn, "autocast_of", fn)  # an autocast entry point takes its op's signature
+    if type(of) is types.FunctionType and not hasattr(of, "__wrapped__") and not hasattr(of, "__signature__"):
+        # most ops: the parameters read from the code object, as inspect.signature would (its
+        # cost is paid on the adapter's first call, not by `import rustgrad`)
+        code = of.__code__
+        n = code.co_argcount + code.co_kwonlyargcount
+        star = bool(code.co_flags & inspect.CO_VARARGS)
+        names = set(code.co_varnames[:n + star + bool(code.co_flags & inspect.CO_VARKEYWORDS)])
+        positional_only = star or code.co_posonlyargcount > 0
+    else:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            return fn
+        names = {p.name for p in params}
+        positional_only = any(p.kind in (_P.POSITIONAL_ONLY, _P.VAR_POSITIONAL) for p in params)
     aliases = {a: n for a, n in NUMPY_ALIASES.items()
                if n in names and a not in names}
     checks_format = "memory_format" in names
-    if not (aliases or checks_format) or any(p.kind in (_P.POSITIONAL_ONLY, _P.VAR_POSITIONAL) for p in params):
+    if not (aliases or checks_format) or positional_only:
         return fn
     ns: Dict[str, Any] = {"_fn": fn, "_M": _MISSING, "_both": _both}
     # compiled on its first call, not here (compiling every adapter cost `import rustgrad` ~6 ms):
@@ -168,11 +174,13 @@ def _first_call(*args: Any, **kwargs: Any) -> Any:
     return _compile_me()(*args, **kwargs)
 
 
-def _compile_adapter(adapter: Any, fn: Callable[..., Any], params: List[inspect.Parameter],
+def _compile_adapter(adapter: Any, fn: Callable[..., Any], params: Optional[List[inspect.Parameter]],
                      aliases: Dict[str, str], checks_format: bool) -> Any:
     """Compiles the adapter's code (fn's signature plus the alias keywords) into adapter."""
     if adapter.__code__ is not _first_call.__code__:
         return adapter  # another thread compiled it first
+    if params is None:
+        params = list(inspect.signature(fn).parameters.values())
     ns = adapter.__globals__
     targets = set(aliases.values())
     first = min((i for i, p in enumerate(params) if p.name in targets), default=len(params))
