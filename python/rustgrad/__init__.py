@@ -183,14 +183,15 @@ _LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "
                               "testing", "viz"})
 # functions bound on first use, from the module that defines them (imported then): name ->
 # module; the `if _TYPE_CHECKING:` imports below name them for type checkers and the stub
-_LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization"}
+_LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization",
+                   "set_printoptions": "._tensor_str"}
 
 
 def _lazy_submodule(name: str) -> _Any:
     """`rustgrad.nn`, `.optim`, `.distributed`, `.serialization`, `.testing`, `.viz` and the
     other `_LAZY_SUBMODULES`, imported on first use (as torch.nn is reachable after `import
-    torch`), `explain`, `load` and `save` bound on first use, and `__version__`, read on first
-    use, so that `import rustgrad` pays nothing for them."""
+    torch`), `explain`, `load`, `save` and `set_printoptions` bound on first use, and
+    `__version__`, read on first use, so that `import rustgrad` pays nothing for them."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -227,12 +228,12 @@ from ._config import (
     set_num_threads,
     use_deterministic_algorithms,
 )
-from ._tensor_str import set_printoptions
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 if _TYPE_CHECKING:  # bound on first use by _lazy_submodule (_LAZY_FUNCTIONS)
     from ._explain import explain
+    from ._tensor_str import set_printoptions
     from .serialization import load, save
 
 # what `from rustgrad import *` gives and what type checkers treat as exported (mypy --strict
