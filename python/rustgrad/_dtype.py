@@ -90,12 +90,43 @@ class _unsupported_dtype(dtype):
         return self
 
 
-bfloat16 = _unsupported_dtype("bfloat16", 2, True)
+class _bfloat16_dtype(dtype):
+    """torch.bfloat16, stored as ml_dtypes' NumPy bfloat16 (the library JAX uses). ml_dtypes is
+    optional and costs most of a second to import, so it is loaded on the first use of the type
+    for data (`.np`); without it, that use raises a TypeError naming `pip install ml_dtypes`."""
+
+    __slots__ = ("_np",)
+
+    def __init__(self) -> None:
+        self.name = "bfloat16"
+        self._cat = 2
+        self.is_floating_point = True
+        self.is_complex = False
+        self.is_signed = True
+        self.itemsize = 2
+        self._np = None
+
+    @property  # type: ignore[override]
+    def np(self) -> Any:
+        """ml_dtypes.bfloat16 as a NumPy dtype (imported on first use)."""
+        if self._np is None:
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise TypeError(
+                    "rustgrad: torch.bfloat16 tensors need the ml_dtypes package (NumPy's "
+                    "bfloat16 type): pip install ml_dtypes") from None
+            self._np = _np.dtype(ml_dtypes.bfloat16)
+            _FROM_NP[self._np] = self
+        return self._np
+
+
+bfloat16 = _bfloat16_dtype()
 complex32 = _unsupported_dtype("complex32", 4, False, "float16")
 complex64 = _unsupported_dtype("complex64", 8, False, "float32")
 complex128 = _unsupported_dtype("complex128", 16, False, "float64")
 chalf, cfloat, cdouble = complex32, complex64, complex128
-UNSUPPORTED = (bfloat16, complex32, complex64, complex128)
+UNSUPPORTED = (complex32, complex64, complex128)
 
 ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
 _FROM_NP = {d.np: d for d in ALL}
@@ -112,15 +143,16 @@ LEGACY_NAMES = {
     "int32": "IntTensor",
     "int64": "LongTensor",
     "bool": "BoolTensor",
+    "bfloat16": "BFloat16Tensor",
 }
 
-BY_NAME = {d.name: d for d in ALL + UNSUPPORTED}
+BY_NAME = {d.name: d for d in ALL + UNSUPPORTED + (bfloat16,)}
 
 #: the C++ name torch prints for a dtype in its TypeMeta messages ('float', 'c10::Half')
 CPP_NAMES = {
     "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
     "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-    "bool": "bool",
+    "bool": "bool", "bfloat16": "c10::BFloat16",
 }
 #: the C type in torch's "value cannot be converted to type ... without overflow"
 C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
@@ -145,6 +177,9 @@ def from_np(np_dtype: Any) -> dtype:
         pass
     try:
         nd = _np.dtype(np_dtype)
+        if nd.name == "bfloat16" and nd.kind == "V":  # ml_dtypes' type, made before .np was read
+            if bfloat16.np == nd:
+                return bfloat16
         if not nd.isnative and nd.newbyteorder("=") in _FROM_NP:
             raise ValueError(
                 "given numpy array has byte order different from the native byte order. "
@@ -167,6 +202,10 @@ def set_default_dtype(d: dtype) -> None:
     """Sets the dtype of new floating-point tensors (float32 unless changed)."""
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
+    if d is bfloat16:
+        # until every op takes bfloat16 arrays for floating point ones (most check kind "f")
+        raise TypeError("rustgrad: torch.bfloat16 is not supported as the default dtype: "
+                        "make bfloat16 tensors with dtype= or .to(torch.bfloat16)")
     if isinstance(d, _unsupported_dtype):
         _ = d.np  # raises: rustgrad cannot make tensors of it
     _default[0] = d
@@ -193,6 +232,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             return a
         if not a.is_floating_point:
             return b
+        if a.itemsize == b.itemsize == 2:  # float16 with bfloat16: neither holds the other
+            return float32
         return a if a.itemsize >= b.itemsize else b
     # integers: uint8 with a signed type needs the next wider signed type
     if a is uint8 or b is uint8:

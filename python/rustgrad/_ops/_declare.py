@@ -86,6 +86,7 @@ def op(
         line = doc or (fn.__doc__ or "").strip().split("\n")[0]
         if not fn.__doc__ and line:
             fn.__doc__ = line
+        fn = with_autocast(fn)
         d = Decl(
             fn=with_numpy_aliases(fn),
             family=fn.__module__.rsplit(".", 1)[-1],
@@ -104,6 +105,32 @@ def op(
         return fn
 
     return declare
+
+
+# ---- autocast --------------------------------------------------------------------------------
+# An op torch's autocast lists name (rustgrad/amp/_op_lists.py) is declared, and bound in its
+# family module, as an entry point that checks one flag: `autocast_dispatch`, None unless an
+# enabled autocast region is open in some thread (rustgrad.amp sets it). Other ops, the
+# arithmetic hot path among them, are left as they are.
+autocast_dispatch: Optional[Callable[..., Any]] = None
+
+
+def with_autocast(fn: F) -> F:
+    """fn, or its autocast entry point where an autocast list names it (see above)."""
+    from ..amp._op_lists import NAMES
+
+    name = fn.__name__
+    if name not in NAMES:
+        return fn
+
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        if autocast_dispatch is None:
+            return fn(*args, **kwargs)
+        return autocast_dispatch(name, fn, args, kwargs)
+
+    entry = functools.update_wrapper(entry, fn)
+    entry.autocast_of = fn  # type: ignore[attr-defined]
+    return cast(F, entry)
 
 
 # ---- NumPy's keyword names --------------------------------------------------------------

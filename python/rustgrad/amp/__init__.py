@@ -1,10 +1,10 @@
-"""rustgrad.amp: torch's automatic mixed precision API (GradScaler, autocast); see the two
-modules for how much of it rustgrad can honour.
+"""rustgrad.amp: torch's automatic mixed precision: `autocast` regions, in which the ops of
+torch's autocast lists cast their inputs (bfloat16 on the cpu through the optional `ml_dtypes`
+package, float16 on cuda), and `GradScaler`'s loss scaling; see the two modules.
 
-GradScaler's loss scaling is computed for real (on the cpu, and on cuda with a GPU). autocast
-cannot be honoured, since rustgrad runs each op in its inputs' dtype: a disabled region is a
-no-op, and a region torch would autocast raises a RuntimeError rather than silently computing
-in float32. To train in half precision, cast the model and inputs explicitly.
+The module-level functions torch has at ``torch.*`` (``set_autocast_enabled``,
+``get_autocast_dtype``, the deprecated ``get_autocast_gpu_dtype``, ...) are in
+`rustgrad.amp.autocast_mode`.
 """
 
 from __future__ import annotations
