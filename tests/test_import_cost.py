@@ -22,6 +22,7 @@ STDLIB_DEFERRED = [
     "multiprocessing", "queue", "signal",  # utils.data's worker processes
     "threading",  # grad modes and provenance use _thread directly
     "secrets", "hmac",  # numpy.random's seeding
+    "pkgutil",  # the op families are listed with os.listdir
 ]
 OPTIONAL_DEFERRED = ["numpy.random", "mpi4py", "cupy"]
 OWN_DEFERRED = [

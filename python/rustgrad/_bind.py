@@ -8,7 +8,7 @@ ImportError naming both places: a later binding never silently wins.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from ._ops import _declare
@@ -23,9 +23,12 @@ def load_families() -> List[Decl]:
     if not _FAMILIES_LOADED:
         from . import _ops
 
-        for info in pkgutil.iter_modules(_ops.__path__):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{_ops.__name__}.{info.name}")
+        # the family modules are the package's public .py files, in pkgutil.iter_modules' order
+        # (by name), listed directly: pkgutil costs `import rustgrad` ~1 ms
+        for entry in sorted(os.listdir(_ops.__path__[0])):
+            name, ext = os.path.splitext(entry)
+            if ext == ".py" and not name.startswith("_"):
+                importlib.import_module(f"{_ops.__name__}.{name}")
         _FAMILIES_LOADED = True
     return _declare.DECLS
 
