@@ -193,6 +193,14 @@ def from_np(np_dtype: Any) -> dtype:
         ) from None
 
 
+def is_floating_np(np_dtype: Any) -> _builtins.bool:
+    """Whether arrays of this NumPy dtype hold floating point values: NumPy's kind "f", and
+    ml_dtypes' bfloat16 (kind "V"), which checks of `dtype.kind == "f"` miss."""
+    if np_dtype.kind == "f":
+        return True
+    return np_dtype.kind == "V" and bfloat16._np is not None and np_dtype == bfloat16._np
+
+
 def get_default_dtype() -> dtype:
     """The dtype of new floating-point tensors."""
     return _default[0]

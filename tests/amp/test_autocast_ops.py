@@ -294,3 +294,32 @@ def test_custom_fwd_cast_inputs_runs_forward_outside_autocast() -> None:
 def test_custom_fwd_without_cast_inputs_keeps_the_region_for_backward() -> None:
     r, t = _custom(rustgrad, None), _custom(torch, None)
     assert repr(r) == repr(t)
+
+
+# ---- cost and cache ---------------------------------------------------------------------------
+def test_outside_regions_ops_are_untouched() -> None:
+    from rustgrad._ops import _declare, arith
+
+    assert _declare.autocast_dispatch is None  # the entry points' one flag
+    # the arithmetic hot path is on no list: bound as the op functions themselves
+    assert rustgrad.Tensor.__mul__ is arith.mul and rustgrad.Tensor.__add__ is arith.add
+    with rustgrad.autocast("cpu"):
+        assert _declare.autocast_dispatch is not None
+    assert _declare.autocast_dispatch is None
+
+
+def test_weight_casts_are_cached_within_a_region() -> None:
+    from rustgrad.amp import autocast_mode
+
+    a = rustgrad.ones(3, 3, requires_grad=True)
+    w = rustgrad.ones(3, 3, requires_grad=True)
+    with rustgrad.autocast("cpu"):
+        a @ w
+        a @ w
+        (a * 1) @ w  # a non-leaf: never cached
+        assert len(autocast_mode._state.cache) == 2
+        with rustgrad.autocast("cpu", cache_enabled=False):
+            b = rustgrad.ones(3, 3, requires_grad=True)
+            b @ b
+            assert len(autocast_mode._state.cache) == 2
+    assert len(autocast_mode._state.cache) == 0
