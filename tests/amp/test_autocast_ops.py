@@ -323,3 +323,19 @@ def test_weight_casts_are_cached_within_a_region() -> None:
             b @ b
             assert len(autocast_mode._state.cache) == 2
     assert len(autocast_mode._state.cache) == 0
+
+
+def test_cuda_amp_custom_fwd_bwd_spellings_warn_as_torch(lib: ModuleType) -> None:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fwd = lib.cuda.amp.custom_fwd(lambda ctx, x: x)
+        bwd = lib.cuda.amp.custom_bwd(lambda ctx, g: g)
+    msgs = [(m.category, str(m.message)) for m in w]
+    assert (FutureWarning, "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+            "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.") in msgs
+    assert any(c is FutureWarning and "torch.cuda.amp.custom_bwd(args...)" in m for c, m in msgs)
+
+    class Ctx:
+        pass
+
+    assert fwd(Ctx(), 3) == 3 and bwd(Ctx(), 4) == 4

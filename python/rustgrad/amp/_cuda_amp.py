@@ -1,11 +1,14 @@
-"""rustgrad.cuda.amp: torch's deprecated `torch.cuda.amp` spellings, GradScaler("cuda") and
-autocast("cuda") with the device fixed (and torch's FutureWarning)."""
+"""rustgrad.cuda.amp: torch's deprecated `torch.cuda.amp` spellings, GradScaler("cuda"),
+autocast("cuda") and custom_fwd/custom_bwd with the device fixed (and torch's FutureWarning)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
+from typing import Any, Callable, Optional
 
 from .. import _dtype
+from . import autocast_mode as _autocast_mode
 from .autocast_mode import autocast as _autocast
 from .grad_scaler import GradScaler as _GradScaler
 
@@ -35,3 +38,32 @@ class GradScaler(_GradScaler):
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval,
                          enabled=enabled)
+
+
+def custom_fwd(fwd: Optional[Callable[..., Any]] = None, *,
+               cast_inputs: Optional[_dtype.dtype] = None) -> Any:
+    """torch.cuda.amp.custom_fwd: ``torch.amp.custom_fwd(..., device_type="cuda")``, with
+    torch's FutureWarning about the spelling.
+
+    Args:
+        fwd (Callable, optional): the forward; without it, a decorator is returned.
+        cast_inputs (rustgrad.dtype, optional): the dtype forward's inputs are cast to.
+    """
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return functools.partial(_autocast_mode.custom_fwd, device_type="cuda",
+                             cast_inputs=cast_inputs)(fwd)
+
+
+def custom_bwd(bwd: Callable[..., Any]) -> Any:
+    """torch.cuda.amp.custom_bwd: ``torch.amp.custom_bwd(bwd, device_type="cuda")``, with
+    torch's FutureWarning about the spelling.
+
+    Args:
+        bwd (Callable): the backward.
+    """
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _autocast_mode.custom_bwd(bwd, device_type="cuda")
