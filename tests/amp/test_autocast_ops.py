@@ -338,4 +338,5 @@ def test_cuda_amp_custom_fwd_bwd_spellings_warn_as_torch(lib: ModuleType) -> Non
     class Ctx:
         pass
 
-    assert fwd(Ctx(), 3) == 3 and bwd(Ctx(), 4) == 4
+    ctx = Ctx()
+    assert fwd(ctx, 3) == 3 and bwd(ctx, 4) == 4  # backward reads what forward recorded
