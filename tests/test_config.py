@@ -322,10 +322,30 @@ UNSUPPORTED_USES = {
 
 
 @pytest.mark.parametrize("use", sorted(UNSUPPORTED_USES))
-@pytest.mark.parametrize("name", ["bfloat16", "complex64", "complex128"])
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
 def test_unsupported_dtypes_refuse_data_with_a_clear_type_error(use, name):
     with pytest.raises(TypeError, match=f"torch.{name} is not supported"):
         UNSUPPORTED_USES[use](getattr(rustgrad, name))
+
+
+BFLOAT16_USES = {
+    "zeros": lambda lib: lib.zeros(2, dtype=lib.bfloat16),
+    "tensor": lambda lib: lib.tensor([1.0, 1.3, -2.7e5], dtype=lib.bfloat16),
+    "to": lambda lib: lib.tensor([1.0, 1.3, 3.14159, 1e-3]).to(lib.bfloat16),
+    "arange": lambda lib: lib.arange(0, 1, 0.1, dtype=lib.bfloat16),
+    "randn": lambda lib: lib.randn(2, 3, dtype=lib.bfloat16),
+}
+
+
+@pytest.mark.parametrize("use", sorted(BFLOAT16_USES))
+def test_bfloat16_tensors_are_made_as_torchs(use):
+    # bfloat16 is stored (ml_dtypes): the factories give torch's dtype, shape and rounded values
+    t, r = BFLOAT16_USES[use](torch), BFLOAT16_USES[use](rustgrad)
+    assert repr(r.dtype) == repr(t.dtype) == "torch.bfloat16"
+    assert tuple(r.shape) == tuple(t.shape) and r.element_size() == t.element_size() == 2
+    assert r.is_floating_point() and t.is_floating_point()
+    if use != "randn":  # exact: both round to nearest even from the same float32 values
+        assert r.tolist() == t.tolist()
 
 
 def test_finfo_of_unsupported_dtypes_still_answers():
@@ -487,20 +507,20 @@ def test_autocast_cuda_without_cuda_warns_and_disables_as_torch(lib):
                for _, m in msgs), msgs
 
 
-def test_autocast_to_bfloat16_on_cpu_is_refused_clearly():
-    with pytest.raises(RuntimeError, match="cannot autocast to torch.bfloat16"):
-        with rustgrad.autocast("cpu"):
-            pass
-    with pytest.raises(RuntimeError, match="cannot autocast"):
-        with rustgrad.autocast("cpu", dtype=rustgrad.float16):
-            pass
+def test_autocast_on_cpu_casts_to_bfloat16_by_default_as_torch(lib):
+    a, b = lib.ones(2, 3), lib.ones(3, 2)
+    with lib.autocast("cpu"):
+        assert lib.get_autocast_dtype("cpu") is lib.bfloat16 and lib.is_autocast_enabled("cpu")
+        assert (a @ b).dtype is lib.bfloat16
+    with lib.autocast("cpu", dtype=lib.float16):
+        assert (a @ b).dtype is lib.float16
+    assert (a @ b).dtype is lib.float32
 
-    @rustgrad.autocast("cpu")  # decorating is fine; calling enters the region
-    def f() -> None:
-        return None
+    @lib.autocast("cpu")  # a decorated function runs inside the region
+    def f() -> Any:
+        return (a @ b).dtype
 
-    with pytest.raises(RuntimeError, match="cannot autocast"):
-        f()
+    assert f() is lib.bfloat16 and not lib.is_autocast_enabled("cpu")
 
 
 def test_autocast_wants_a_str_device_type():

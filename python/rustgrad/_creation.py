@@ -16,7 +16,7 @@ _Device = device  # the class, under a name the `device` parameters do not shado
 
 def _wrap(array: Any, requires_grad: bool = False) -> Tensor:
     backend = namespace_of(array)
-    if requires_grad and array.dtype.kind not in "fc":
+    if requires_grad and not (array.dtype.kind == "c" or _dtype.is_floating_np(array.dtype)):
         raise RuntimeError(
             "Only Tensors of floating point and complex dtype can require gradients"
         )
@@ -461,7 +461,7 @@ def full_like_scalar(t: Tensor, value: Any) -> Tensor:
     """A 0-dim tensor holding a Python scalar, on t's device (torch's wrapped number)."""
     xp = t._backend
     return _wrap(xp.asarray(value, dtype=_dtype.scalar_dtype(value).np)
-                 if not isinstance(value, float) or t._data.dtype.kind != "f"
+                 if not isinstance(value, float) or not _dtype.is_floating_np(t._data.dtype)
                  else xp.asarray(value, dtype=t._data.dtype))
 
 

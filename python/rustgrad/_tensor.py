@@ -103,7 +103,7 @@ class Tensor(_core.TensorBase):
 
     def is_floating_point(self) -> bool:
         """Whether the dtype is a floating point type."""
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating_np(self._data.dtype)
 
     def element_size(self) -> int:
         """The size of one element in bytes.
@@ -284,7 +284,7 @@ class Tensor(_core.TensorBase):
 
     def is_signed(self) -> bool:
         """Whether the dtype is signed (floating point and signed integers)."""
-        return self._data.dtype.kind in "fic"
+        return self._data.dtype.kind in "fic" or _dtype.is_floating_np(self._data.dtype)
 
     @property
     def is_sparse(self) -> bool:
@@ -446,7 +446,8 @@ class Tensor(_core.TensorBase):
             if not requires_grad:
                 self.requires_grad = False  # raises torch's leaf-only error, with its hint
             return self
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and not (self._data.dtype.kind == "c"
+                                  or _dtype.is_floating_np(self._data.dtype)):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self

@@ -193,8 +193,10 @@ def test_make_tensor_options():
     assert not (z == 0).any()
     with pytest.raises(ValueError, match="`low` must be less than or equal to `high`"):
         mk(2, dtype=rustgrad.float32, device="cpu", low=3, high=1)
-    with pytest.raises(TypeError, match="bfloat16 is not supported"):
-        mk(2, dtype=rustgrad.bfloat16, device="cpu")
+    b = mk(200, dtype=rustgrad.bfloat16, device="cpu", low=-3, high=3)
+    t = torch.testing.make_tensor(200, dtype=torch.bfloat16, device="cpu", low=-3, high=3)
+    assert repr(b.dtype) == repr(t.dtype) and b.shape == t.shape
+    assert -3 <= b.float().min().item() and b.float().max().item() <= 3
 
 
 # ---- RNG state and Generator ----------------------------------------------------------------------

@@ -257,7 +257,7 @@ def describe(array: Any) -> str:
 
 
 def can_require_grad(array: Any) -> bool:
-    return array.dtype.kind in "fc"
+    return array.dtype.kind == "c" or _dtype.is_floating_np(array.dtype)
 
 
 def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
