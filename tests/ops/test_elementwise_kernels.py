@@ -141,3 +141,15 @@ def test_softmax_other_dims_and_double_backward() -> None:
     y = rustgrad.tensor(np.random.default_rng(9).standard_normal((3, 7)), requires_grad=True)
     assert rustgrad.autograd.gradgradcheck(lambda v: v.log_softmax(-1), (y,))
     assert rustgrad.autograd.gradgradcheck(lambda v: v.softmax(-1), (y,))
+
+
+@pytest.mark.parametrize("exponent", [3, -2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_integer_pow_kernel_is_torchs_products_bit_for_bit(exponent: int, dtype) -> None:
+    x = np.random.default_rng(10).standard_normal(5001).astype(dtype) * 3
+    x[:3] = [0.0, -0.0, np.inf]
+    got = (rustgrad.tensor(x) ** exponent).numpy()
+    want = (torch.tensor(x) ** exponent).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert cpu.powi(x[::2], exponent) is None  # strided: the NumPy products run instead
+    np.testing.assert_array_equal((rustgrad.tensor(x)[::2] ** exponent).numpy(), want[::2])

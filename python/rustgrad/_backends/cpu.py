@@ -139,3 +139,11 @@ def softmax_backward(grad: Any, out: Any, log: bool) -> Any:
     from .. import _core
 
     return _core._softmax_backward(grad, out, log)
+
+
+def powi(x: Any, exponent: int) -> Any:
+    """x ** 3 or x ** -2 of a contiguous float32/float64 array as torch's products, in one Rust
+    pass; None for other arrays or exponents."""
+    from .. import _core
+
+    return _core._powi(x, exponent)
