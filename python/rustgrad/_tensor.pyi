@@ -338,7 +338,7 @@ class Tensor(TensorBase):
     def bool(self) -> Tensor:
         """self.to(torch.bool)."""
     def bfloat16(self) -> Tensor:
-        """Refused: no backend has bfloat16 arrays."""
+        """self.to(torch.bfloat16) (stored as ml_dtypes' bfloat16, on the CPU)."""
     def type_as(self, other: Tensor) -> Tensor:
         """self cast to other's dtype."""
     def cpu(self, memory_format: Any = None) -> Tensor:

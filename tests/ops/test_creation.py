@@ -20,8 +20,9 @@ def test_creation_tensor_from_python_data_matches_torch(data, dtype, device):
     assert tuple(got.shape) == tuple(want.shape)
 
 
-def test_creation_bfloat16_refused_with_a_hint_and_tensor_unchanged():
-    t = rustgrad.tensor([1.0, 2.0])
-    with pytest.raises(TypeError, match="bfloat16 is not available.*half"):
-        t.bfloat16()
-    assert t.dtype == rustgrad.float32 and t.tolist() == [1.0, 2.0]
+def test_creation_bfloat16_method_casts_as_torch_and_leaves_the_tensor_unchanged():
+    t = rustgrad.tensor([1.0, 2.3])
+    b = t.bfloat16()
+    assert repr(b.dtype) == repr(torch.tensor([1.0]).bfloat16().dtype)
+    assert b.tolist() == torch.tensor([1.0, 2.3]).bfloat16().tolist()
+    assert t.dtype == rustgrad.float32 and t.tolist() == [1.0, 2.299999952316284]

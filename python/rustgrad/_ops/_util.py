@@ -95,13 +95,33 @@ def broadcast_error(err: Exception, *shapes: Tuple[int, ...]) -> Exception:
 def scalar_operand(ad: Any, s: Any) -> Any:
     """a's array cast so that `array (op) s` has torch's dtype (int tensor * 2.5 is float32)."""
     kind = ad.dtype.kind
-    if kind == "f":
+    if kind == "f" or _dtype.is_floating_np(ad.dtype):
         return ad
     if type(s) is float:
         return ad.astype(_dtype.get_default_dtype().np)
     if kind == "b" and type(s) is int:
         return ad.astype(_dtype.int64.np)
     return ad
+
+
+def is_bf16(np_dtype: Any) -> bool:
+    """Whether arrays of this dtype hold bfloat16 (ml_dtypes' type, NumPy kind "V")."""
+    return np_dtype.kind == "V" and _dtype.is_floating_np(np_dtype)
+
+
+def opmath(d: Any) -> Any:
+    """A bfloat16 array as float32, the type torch's CPU kernels compute bfloat16 in (NumPy's
+    bfloat16 loops would round after every step of a formula); other arrays as they are. The
+    caller rounds the result back with `.astype(input dtype)`."""
+    return d.astype("float32") if d.dtype.kind == "V" and is_bf16(d.dtype) else d
+
+
+def with_float_scalar(fn: Any, ad: Any, s: Any) -> Any:
+    """fn(ad, s) for a Python float s. On bfloat16 it runs as torch's CPU kernels do: in
+    float32 with the scalar unrounded, rounded to bfloat16 once (NumPy would round s first)."""
+    if ad.dtype.kind == "V":
+        return fn(ad.astype("float32"), s).astype(ad.dtype)
+    return fn(ad, s)
 
 
 def sum_to(g: Tensor, shape: Tuple[int, ...]) -> Tensor:

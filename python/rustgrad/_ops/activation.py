@@ -23,7 +23,9 @@ from ._util import (
     commit_inplace,
     const,
     floating,
+    is_bf16,
     is_grad_enabled,
+    opmath,
     quiet_fp,
     record,
     same_device,
@@ -48,7 +50,7 @@ _SAVED_SELF = {"self": lambda s, c: s[0]}
 def _require_float(input: Tensor, kernel: str) -> Any:
     """input's array; torch's refusal of an integral input to a floating-point-only kernel."""
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError(
             f'"{kernel}" not implemented for \'{_type_name(_dtype.from_np(d.dtype))}\''
         )
@@ -144,9 +146,10 @@ def sigmoid(input: Tensor) -> Tensor:
     """
     xp = input._backend
     d = floating(input)
+    w = opmath(d)
     # exp of a negative argument only, so large |x| neither overflows nor loses precision
-    e = xp.exp(-xp.abs(d))
-    out = xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    e = xp.exp(-xp.abs(w))
+    out = xp.where(w >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
     return record(out, (input,), "SigmoidBackward0", _sigmoid_bw, (), None, True)
 
 
@@ -176,11 +179,12 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """
     d = _require_float(input, "softplus_cpu")
     xp = input._backend
+    w = opmath(d)
     with quiet_fp(xp):
-        bx = d * d.dtype.type(beta)
+        bx = w * w.dtype.type(beta)
         # max(bx, 0) + log1p(exp(-|bx|)): no overflow for a large threshold
-        soft = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / d.dtype.type(beta)
-        out = xp.where(bx > threshold, d, soft).astype(d.dtype, copy=False)
+        soft = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / w.dtype.type(beta)
+        out = xp.where(bx > threshold, w, soft).astype(d.dtype, copy=False)
     return record(out, (input,), "SoftplusBackward0", _softplus_bw, (input,), (beta, threshold))
 
 
@@ -222,15 +226,16 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise RuntimeError("approximate argument must be either none or tanh.")
     d = _require_float(input, "GeluKernelImpl")
     xp = input._backend
+    w = opmath(d)
     with quiet_fp(xp):
         if approximate == "tanh":
-            inner = _SQRT_2_OVER_PI * (d + _KAPPA * d * d * d)
-            out = 0.5 * d * (1 + xp.tanh(inner))
+            inner = _SQRT_2_OVER_PI * (w + _KAPPA * w * w * w)
+            out = 0.5 * w * (1 + xp.tanh(inner))
         else:
             fused = getattr(xp, "gelu", None)  # a backend's one-pass kernel
-            out = None if fused is None else fused(d)
+            out = None if fused is None else fused(w)
             if out is None:
-                out = d * 0.5 * (1 + _erf_array(xp, d * d.dtype.type(math.sqrt(0.5))))
+                out = w * 0.5 * (1 + _erf_array(xp, w * w.dtype.type(math.sqrt(0.5))))
     return record(out.astype(d.dtype, copy=False), (input,), "GeluBackward0", _gelu_bw,
                   (input,), approximate)
 
@@ -258,10 +263,11 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     src = inplace_input(input, inplace)
     d = src._data
     xp = src._backend
+    w = opmath(d)
     with quiet_fp(xp):
-        e = xp.exp(-xp.abs(d))
-        sig = xp.where(d >= 0, 1 / (1 + e), e / (1 + e))
-        out = (d * sig).astype(d.dtype, copy=False)
+        e = xp.exp(-xp.abs(w))
+        sig = xp.where(w >= 0, 1 / (1 + e), e / (1 + e))
+        out = (w * sig).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), "SiluBackward0", _silu_bw, (src,)), inplace)
 
 
@@ -278,9 +284,10 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     src = inplace_input(input, inplace)
     d = src._data
     xp = src._backend
+    w = opmath(d)
     with quiet_fp(xp):
-        sp = xp.maximum(d, 0) + xp.log1p(xp.exp(-xp.abs(d)))
-        out = (d * xp.tanh(sp)).astype(d.dtype, copy=False)
+        sp = xp.maximum(w, 0) + xp.log1p(xp.exp(-xp.abs(w)))
+        out = (w * xp.tanh(sp)).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), "MishBackward0", _mish_bw, (src,)), inplace)
 
 
@@ -294,8 +301,9 @@ def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(input)), computed stably."""
     d = _require_float(input, "log_sigmoid_cpu")
     xp = input._backend
+    w = opmath(d)
     with quiet_fp(xp):
-        out = (xp.minimum(d, 0) - xp.log1p(xp.exp(-xp.abs(d)))).astype(d.dtype, copy=False)
+        out = (xp.minimum(w, 0) - xp.log1p(xp.exp(-xp.abs(w)))).astype(d.dtype, copy=False)
     return record(out, (input,), "LogSigmoidBackward0", _logsigmoid_bw, (input,))
 
 
@@ -458,7 +466,8 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     _require_float(input, "hardsigmoid_cpu")
     src = inplace_input(input, inplace)
     d = src._data
-    out = (src._backend.clip(d + 3, 0, 6) / 6).astype(d.dtype, copy=False)
+    w = opmath(d)
+    out = (src._backend.clip(w + 3, 0, 6) / 6).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), "HardsigmoidBackward0", _hardsigmoid_bw, (src,)),
                    inplace)
 
@@ -486,7 +495,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     _require_float(input, "hardswish_cpu")
     src = inplace_input(input, inplace)
     d = src._data
-    out = (d * src._backend.clip(d + 3, 0, 6) / 6).astype(d.dtype, copy=False)
+    w = opmath(d)
+    out = (w * src._backend.clip(w + 3, 0, 6) / 6).astype(d.dtype, copy=False)
     return _finish(input, record(out, (src,), "HardswishBackward0", _hardswish_bw, (src,)),
                    inplace)
 
@@ -519,7 +529,7 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
     if dtype is not None:
         input = input.to(dtype)
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         last = d.ndim <= 1 or dim is not None and _wrap_dim(dim, d.ndim) == d.ndim - 1
         kernel = f"{name}_lastdim_kernel_impl" if last else "softmax_kernel_impl"
         raise NotImplementedError(
@@ -545,7 +555,11 @@ def _fused_softmax_bw(g: Tensor, out: Tensor, dim: int, log: bool) -> Any:
     kernel = getattr(g._backend, "softmax_backward", None)
     if kernel is None or is_grad_enabled() or dim != out._data.ndim - 1:
         return None
-    res = kernel(g._data, out._data, log)
+    gd, od = g._data, out._data
+    if is_bf16(od.dtype) and gd.dtype == od.dtype:  # torch's kernel: in float32, rounded once
+        res = kernel(gd.astype("float32"), od.astype("float32"), log)
+        return None if res is None else const(res.astype(od.dtype))
+    res = kernel(gd, od, log)
     return None if res is None else const(res)
 
 
@@ -576,7 +590,7 @@ def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     input, dim = _softmax_input(input, dim, dtype, "softmax")
     xp = input._backend
     d = input._data
-    src = _src(d)
+    src = opmath(_src(d))
     out = None if src.size == 0 else _fused_softmax(xp, src, dim, False)
     if src.size == 0:
         out = src.copy()
@@ -584,6 +598,7 @@ def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
         with quiet_fp(xp):
             e = xp.exp(src - src.max(axis=dim, keepdims=True))
             out = e / e.sum(axis=dim, keepdims=True)
+    out = out.astype(d.dtype, copy=False)  # bfloat16: computed in float32, rounded once
     return record(out.reshape(d.shape), (input,), "SoftmaxBackward0", _softmax_bw, (), dim, True)
 
 
@@ -591,14 +606,15 @@ def safe_softmax(input: Tensor, dim: int) -> Tensor:
     """torch's _safe_softmax (scaled_dot_product_attention): softmax, with rows whose entries
     are all -inf giving 0 instead of NaN, in value and gradient."""
     input, dim = _softmax_input(input, dim, None, "softmax")
-    xd = input._data
+    dt = input._data.dtype
+    xd = opmath(input._data)
     xp = input._backend
     mx = xd.max(axis=dim, keepdims=True)
     dead = mx == -math.inf
     with quiet_fp(xp):
         e = xp.exp(xd - xp.where(dead, 0, mx))
         s = e.sum(axis=dim, keepdims=True)
-        out = xp.where(dead, 0, e / xp.where(dead, 1, s)).astype(xd.dtype, copy=False)
+        out = xp.where(dead, 0, e / xp.where(dead, 1, s)).astype(dt, copy=False)
     return record(out, (input,), "SafeSoftmaxBackward0", _softmax_bw, (), dim, True)
 
 
@@ -628,7 +644,7 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     input, dim = _softmax_input(input, dim, dtype, "log_softmax")
     xp = input._backend
     d = input._data
-    src = _src(d)
+    src = opmath(_src(d))
     out = None if src.size == 0 else _fused_softmax(xp, src, dim, True)
     if src.size == 0:
         out = src.copy()
@@ -636,6 +652,7 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
         with quiet_fp(xp):
             shifted = src - src.max(axis=dim, keepdims=True)
             out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    out = out.astype(d.dtype, copy=False)  # bfloat16: computed in float32, rounded once
     return record(out.reshape(d.shape), (input,), "LogSoftmaxBackward0", _log_softmax_bw, (),
                   dim, True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator as _operator
 from typing import Any
 
 from .. import _core, _dtype
@@ -17,12 +18,14 @@ from ._util import (
     check_internal_overlap,
     check_no_partial_overlap,
     commit_inplace,
+    is_bf16,
     is_grad_enabled,
     promote,
     record,
     same_device,
     scalar_operand,
     sum_to,
+    with_float_scalar,
     wrap_int,
 )
 
@@ -104,6 +107,9 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
         ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
             return record(ad + other, (input, None), "AddBackward0", _add_scalar_bw, None, None)
+        if is_bf16(ad.dtype):
+            return record(with_float_scalar(_operator.add, ad, other), (input, None),
+                          "AddBackward0", _add_scalar_bw, None, None)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         if alpha != 1:
@@ -292,6 +298,9 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
         ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
             return record(ad * other, (input, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, other)
+        if is_bf16(ad.dtype):
+            return record(with_float_scalar(_operator.mul, ad, other), (input, None),
+                          "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, other)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         try:
@@ -369,7 +378,8 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
     ft = _float_dtype_for_div(ad)
     if ft is not None:
         ad = ad.astype(ft)
-    return record(ad / s, (input, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
+    out = with_float_scalar(_operator.truediv, ad, s) if type(s) is float else ad / s
+    return record(out, (input, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
 
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
@@ -377,7 +387,7 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
     ad = a._data
     bd = b._data if isinstance(b, Tensor) else _int_operand(ad, b)
     if mode == "trunc":
-        out = xp.trunc(ad / bd) if ad.dtype.kind == "f" else xp.fix(ad / bd).astype(ad.dtype)
+        out = xp.trunc(ad / bd) if _dtype.is_floating_np(ad.dtype) else xp.fix(ad / bd).astype(ad.dtype)
     elif mode == "floor":
         out = xp.floor_divide(ad, bd)
     else:
@@ -697,7 +707,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 @op(method="div_", dunder="__itruediv__")
 def div_(self: Tensor, other: Any) -> Tensor:
     """In-place self /= other."""
-    if self._data.dtype.kind != "f":
+    if not _dtype.is_floating_np(self._data.dtype):
         raise RuntimeError(
             "result type Float can't be cast to the desired output type "
             f"{_type_name(self.dtype)}"

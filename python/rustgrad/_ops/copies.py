@@ -144,11 +144,8 @@ def bool(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
 
 @op(method="bfloat16")
 def bfloat16(self: Tensor) -> Tensor:
-    """Refused: no backend has bfloat16 arrays."""
-    raise TypeError(
-        "rustgrad: bfloat16 is not available: the NumPy and CuPy backends have no bfloat16 "
-        "arrays; use half() (float16) or float() instead"
-    )
+    """self.to(torch.bfloat16) (stored as ml_dtypes' bfloat16, on the CPU)."""
+    return to_dtype(self, _dtype.bfloat16)
 
 
 @op(method="type_as")

@@ -10,7 +10,15 @@ from typing import Any, List, Sequence, Tuple
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import cast_grad, record, same_device, sum_to
+from ._util import cast_grad, is_bf16, record, same_device, sum_to
+
+
+def _rounded(out: Any, like: Any) -> Any:
+    """A product of bfloat16 operands: NumPy computes it in float32 (it has no bfloat16 GEMM),
+    as torch's CPU kernels accumulate; the result is rounded to bfloat16 once, as theirs."""
+    if out.dtype != like.dtype and is_bf16(like.dtype):
+        return out.astype(like.dtype)
+    return out
 
 
 def _scalar_name(d: Any) -> str:
@@ -80,7 +88,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
             f"number of elements, but got {n} and {m} elements respectively"
         )
     _no_bool("dot", ad)
-    out = input._backend.asarray(ad @ bd)
+    out = _rounded(input._backend.asarray(ad @ bd), ad)
     saved = (input if tensor.requires_grad else None, tensor if input.requires_grad else None)
     return record(out, (input, tensor), "DotBackward0", _dot_bw, saved)
 
@@ -140,7 +148,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         )
     _same_dtype_mv(ad, vd)
     _no_bool("addmv_impl_cpu", ad)
-    out = ad @ vd
+    out = _rounded(ad @ vd, ad)
     saved = (input if vec.requires_grad else None, vec if input.requires_grad else None)
     return record(out, (input, vec), "MvBackward0", _mv_bw, saved)
 
@@ -203,7 +211,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
     same_device(ad, bd)
     _check_mm(ad, bd)
-    out = ad @ bd
+    out = _rounded(ad @ bd, ad)
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
     return record(out, (input, mat2), "MmBackward0", _mm_bw, saved, _column_major(mat2))
 
@@ -246,7 +254,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     _check_bmm(ad, bd)
     _same_dtype(input, mat2)
     _no_bool("bmm", ad)
-    out = input._backend.matmul(ad, bd)
+    out = _rounded(input._backend.matmul(ad, bd), ad)
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
     return record(out, (input, mat2), "BmmBackward0", _bmm_bw, saved)
 
@@ -857,7 +865,7 @@ def matmul(input: Tensor, other: Any) -> Any:
         _no_bool("dot" if na == nb == 1 else "addmv_impl_cpu" if nb == 1 else "addmm_impl_cpu_", ad)
     else:
         _no_bool("bmm", ad)
-    out = input._backend.matmul(ad, bd)
+    out = _rounded(input._backend.matmul(ad, bd), ad)
     saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
         return record(out, (input, other), "MmBackward0", _mm_bw, saved, _column_major(other))

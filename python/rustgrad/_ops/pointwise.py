@@ -206,7 +206,7 @@ def sign(input: Tensor) -> Tensor:
         out = d.copy()
     else:
         out = input._backend.sign(d)
-        if d.dtype.kind == "f":  # torch's sign(nan) is 0, NumPy's nan
+        if _dtype.is_floating_np(d.dtype):  # torch's sign(nan) is 0, NumPy's nan
             out = input._backend.nan_to_num(out, nan=0.0)
     return record(out, (input,), "SignBackward0", _sign_bw)
 
@@ -300,7 +300,7 @@ def _clamp_array(a: Tensor, lo: Any, hi: Any) -> Any:
     d = a._data
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if d.dtype.kind != "f" and (type(lo) is float or type(hi) is float):
+    if not _dtype.is_floating_np(d.dtype) and (type(lo) is float or type(hi) is float):
         d = d.astype(_dtype.get_default_dtype().np)  # int tensor, float bound: default float
     lo, hi = _int_bounds(d.dtype, lo, hi)
     out = d
@@ -427,7 +427,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     check_internal_overlap(self)
     check_no_partial_overlap(self, min)
     check_no_partial_overlap(self, max)
-    if self._data.dtype.kind != "f":
+    if not _dtype.is_floating_np(self._data.dtype):
         bounds = [x for x in (min, max) if x is not None]
         if any(type(x) is float for x in bounds):
             raise RuntimeError(
@@ -889,7 +889,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     if decimals == 0:
         return _rounding(input, lambda xp, d: xp.rint(d), "RoundBackward0", "round_vml_cpu")
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError(
             f'"round_cpu" not implemented for \'{_type_name(_dtype.from_np(d.dtype))}\''
         )
@@ -910,6 +910,8 @@ def _erf_array(xp: Any, d: Any) -> Any:
     kernel = getattr(xp, "erf", None)
     if kernel is not None and d.dtype.kind == "f":
         return kernel(d)
+    if kernel is not None and _dtype.is_floating_np(d.dtype):  # bfloat16: in float32, rounded
+        return kernel(d.astype("float32")).astype(d.dtype)
     return _erf_series(xp, d)
 
 
@@ -1234,7 +1236,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
     """
     d = input._data
     xp = input._backend
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         return record(d.copy(), (), "", None)
     info = xp.finfo(d.dtype)
     out = xp.where(xp.isnan(d), nan, d)
@@ -1293,7 +1295,7 @@ def frac(input: Tensor) -> Tensor:
         tensor([-0.2500,  0.5000])
     """
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError(f'"frac_cpu" not implemented for '
                                   f"'{_type_name(_dtype.from_np(d.dtype))}'")
     xp = input._backend

@@ -16,12 +16,17 @@ from typing import Any, Optional, Sequence, Tuple, Union
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import _type_name, cast_grad, promote, quiet_fp, record, sum_to
+from ._util import _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, record, sum_to
 from ._util import const as _const
 
 Dims = Union[int, Sequence[int], None]
 _F16 = _dtype.float16.np
 _F32 = _dtype.float32.np
+
+
+def _low_precision(np_dtype: Any) -> bool:
+    """float16 and bfloat16: torch's CPU reductions accumulate these in float32."""
+    return np_dtype == _F16 or is_bf16(np_dtype)
 
 
 def _dims(dim: Dims, ndim: int) -> Optional[tuple]:
@@ -90,9 +95,10 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
     np_dtype = _dtype.to_np(dtype)
     if np_dtype is None and d.dtype.kind in "bu" or (d.dtype.kind == "i" and np_dtype is None):
         np_dtype = _dtype.int64.np
-    if np_dtype is None and d.dtype == _F16:
-        # torch accumulates half in float32 and rounds once; NumPy would round every step
-        out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=_F32).astype(_F16)
+    if _low_precision(np_dtype if np_dtype is not None else d.dtype):
+        # torch accumulates (b)float16 in float32 and rounds once; NumPy would round every step
+        out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=_F32)
+        out = out.astype(np_dtype if np_dtype is not None else d.dtype)
     else:
         out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=np_dtype)
     if (dims is None or not d.ndim) and not keepdim:
@@ -126,12 +132,12 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
         tensor([1.5000, 3.5000])
     """
     d = input._data
-    if d.dtype.kind not in "fc" and dtype is None:
+    if d.dtype.kind != "c" and not _dtype.is_floating_np(d.dtype) and dtype is None:
         raise NotImplementedError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {_type_name(_dtype.from_np(d.dtype))}"
         )
-    if dtype is not None and _dtype.to_np(dtype).kind not in "fc":
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
         raise NotImplementedError(
             "mean(): could not infer output dtype. Optional dtype must be either a floating "
             f"point or complex dtype. Got: {_type_name(dtype)}"
@@ -140,7 +146,7 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     if dtype is not None:
         d = d.astype(_dtype.to_np(dtype))
     axis = dims if d.ndim else None
-    acc = _F32 if d.dtype == _F16 else None
+    acc = _F32 if _low_precision(d.dtype) else None
     if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
         import warnings
 
@@ -168,7 +174,7 @@ def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's evenly_distribute_backward: ties share the gradient equally.
     a, out = saved
     mask = a == out
-    if a._data.dtype.kind == "f" and out._data != out._data:  # the result is nan: nans share
+    if _dtype.is_floating_np(a._data.dtype) and out._data != out._data:  # the result is nan: nans share
         mask = a != a
     from .compare import where
 
@@ -351,16 +357,16 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
         tensor([6.9315e-01, 1.0007e+03])
     """
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         input = input.to(_dtype.get_default_dtype())
         d = input._data
     xp = input._backend
-    src = _src(d)
+    src = opmath(_src(d))
     axes = _axes(dim, d.ndim)
     with quiet_fp(xp):
         if src.size:
             m = src.max(axis=axes, keepdims=True)
-            m = xp.where(xp.isinf(m), 0, m).astype(d.dtype, copy=False)
+            m = xp.where(xp.isinf(m), 0, m).astype(src.dtype, copy=False)
             out = xp.log(xp.exp(src - m).sum(axis=axes, keepdims=True)) + m
         else:
             out = xp.log(xp.exp(src).sum(axis=axes, keepdims=True))
@@ -549,10 +555,10 @@ def _var_args(dim: Any, unbiased: Any, correction: Any) -> Tuple[Any, float]:
 
 def _var_forward(input: Tensor, dim: Any, correction: float, keepdim: bool, name: str) -> Any:
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError("std and var only support floating point and complex dtypes")
     xp = input._backend
-    src = _src(d)
+    src = opmath(_src(d))
     axes = _axes(dim, d.ndim)
     n = 1
     for ax in axes:
@@ -567,9 +573,9 @@ def _var_forward(input: Tensor, dim: Any, correction: float, keepdim: bool, name
         )
     with quiet_fp(xp):
         mean = src.mean(axis=axes, keepdims=True) if src.size else \
-            xp.full(_keep_shape(d.shape, axes), xp.nan, dtype=d.dtype)
+            xp.full(_keep_shape(d.shape, axes), xp.nan, dtype=src.dtype)
         dev = src - mean
-        var_ = (dev * dev).sum(axis=axes, keepdims=True) / d.dtype.type(dof)
+        var_ = (dev * dev).sum(axis=axes, keepdims=True) / src.dtype.type(dof)
     kshape = _keep_shape(d.shape, axes)
     return var_.reshape(_out_shape(d.shape, axes, keepdim)), axes, kshape, dof
 
@@ -609,6 +615,7 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     """
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "var")
+    out = out.astype(input._data.dtype, copy=False)  # bfloat16: computed in float32
     return record(out, (input,), "VarBackward0", _var_bw, (input,), (axes, kshape, dof))
 
 
@@ -636,7 +643,7 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     """
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "std")
-    out = input._backend.sqrt(out)
+    out = input._backend.sqrt(out).astype(input._data.dtype, copy=False)
     return record(out, (input,), "StdBackward0", _std_bw, (input,), (axes, kshape, dof), True)
 
 
@@ -726,7 +733,7 @@ def _p_value(p: Any) -> float:
 def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     d = input._data
-    if d.dtype.kind != "f":
+    if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
             f"{_float_name(d)}"
@@ -744,7 +751,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
     xp = input._backend
     axes = _axes(dim, d.ndim)
     with quiet_fp(xp):
-        out = _norm_array(xp, _src(d), p, axes)
+        out = _norm_array(xp, opmath(_src(d)), p, axes)
     kshape = _keep_shape(d.shape, axes)
     out = out.reshape(_out_shape(d.shape, axes, keepdim)).astype(d.dtype, copy=False)
     return record(out, (input,), "LinalgVectorNormBackward0", _norm_bw, (input,),
@@ -819,7 +826,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
         tensor(5.)
     """
     ad, bd = promote(input, other)
-    if ad.dtype.kind != "f":
+    if not _dtype.is_floating_np(ad.dtype):
         raise NotImplementedError(
             "norm(): input dtype should be either floating point or complex. Got "
             f"{_float_name(ad)} instead."
@@ -828,7 +835,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     xp = input._backend
     diff = ad - bd
     with quiet_fp(xp):
-        out = _norm_array(xp, _src(diff), pv, tuple(range(builtins.max(diff.ndim, 1))))
+        out = _norm_array(xp, opmath(_src(diff)), pv, tuple(range(builtins.max(diff.ndim, 1))))
     out = out.reshape(()).astype(ad.dtype, copy=False)
     ctx = (pv, input._data.shape, input._data.dtype, other._data.shape, other._data.dtype)
     return record(out, (input, other), "DistBackward0", _dist_bw, (input, other), ctx, True)
