@@ -1,6 +1,8 @@
 //! CPU kernels NumPy lacks, on NumPy arrays (rust-numpy): the ops call them through the CPU
 //! backend (`_backends/cpu.py`), never directly.
 
+use std::mem::MaybeUninit;
+
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -12,9 +14,7 @@ pub fn _erf<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
         let a = a.readonly();
         if let Some(xs) = c_slice(&a) {
-            let mut out = vec![0f32; xs.len()];
-            map_f32(xs, &mut out, erf_f32);
-            return shaped(py, a.shape(), out);
+            return Ok(fresh_f32(py, a.shape(), |o| map_f32(xs, o, erf_f32)));
         }
         let out = a.as_array().mapv(erf_f32);
         return Ok(out.into_pyarray(py).into_any());
@@ -26,6 +26,23 @@ pub fn _erf<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     Err(PyTypeError::new_err(
         "_erf: expected a float32 or float64 NumPy array",
     ))
+}
+
+/// A new C-contiguous float32 array of `shape`, every element written by `fill`: NumPy's
+/// uninitialized allocation, as zeroing the buffer first costs here about what an elementwise
+/// pass does.
+fn fresh_f32<'py>(
+    py: Python<'py>,
+    shape: &[usize],
+    fill: impl FnOnce(&mut [MaybeUninit<f32>]),
+) -> Bound<'py, PyAny> {
+    // SAFETY: a new C-contiguous array that nothing else references yet; its `len` slots are
+    // handed out as uninitialized memory, and `fill` writes each one before Python sees it.
+    let arr = unsafe { PyArrayDyn::<f32>::new(py, shape, false) };
+    let slots =
+        unsafe { std::slice::from_raw_parts_mut(arr.data() as *mut MaybeUninit<f32>, arr.len()) };
+    fill(slots);
+    arr.into_any()
 }
 
 fn shaped<'py, T: numpy::Element>(
@@ -115,7 +132,7 @@ fn erf_f32(x: f32) -> f32 {
 
 /// `out[i] = f(x[i])`, compiled again for AVX-512 and for AVX2+FMA, the widest the CPU has
 /// (found at run time), so the loop runs 16 or 8 lanes wide.
-fn map_f32<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [f32], f: F) {
+fn map_f32<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has the features the function is compiled for.
@@ -129,23 +146,23 @@ fn map_f32<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [f32], f: F) {
         return;
     }
     for (o, &x) in out.iter_mut().zip(xs) {
-        *o = f(x);
+        o.write(f(x));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn map_f32_avx512<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [f32], f: F) {
+unsafe fn map_f32_avx512<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
     for (o, &x) in out.iter_mut().zip(xs) {
-        *o = f(x);
+        o.write(f(x));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn map_f32_avx2<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [f32], f: F) {
+unsafe fn map_f32_avx2<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
     for (o, &x) in out.iter_mut().zip(xs) {
-        *o = f(x);
+        o.write(f(x));
     }
 }
 
@@ -159,10 +176,9 @@ pub fn _gelu<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Option<Bou
         let Some(xs) = c_slice(&a) else {
             return Ok(None);
         };
-        let mut out = vec![0f32; xs.len()];
         let alpha = FRAC_1_SQRT_2 as f32;
-        map_f32(xs, &mut out, |x| x * 0.5 * (1.0 + erf_f32(x * alpha)));
-        return shaped(py, a.shape(), out).map(Some);
+        let gelu = |x: f32| x * 0.5 * (1.0 + erf_f32(x * alpha));
+        return Ok(Some(fresh_f32(py, a.shape(), |o| map_f32(xs, o, gelu))));
     }
     if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
         let a = a.readonly();
@@ -199,14 +215,15 @@ pub fn _gelu_backward<'py>(
         if g.shape() != a.shape() {
             return Ok(None);
         }
-        let mut out = vec![0f32; xs.len()];
         let (alpha, beta) = (FRAC_1_SQRT_2 as f32, beta as f32);
-        map2_f32(gs, xs, &mut out, |g, x| {
+        let grad = |g: f32, x: f32| {
             let cdf = 0.5 * (1.0 + erf_f32(x * alpha));
             let pdf = beta * exp_f32(-0.5 * x * x);
             g * (cdf + x * pdf)
-        });
-        return shaped(py, a.shape(), out).map(Some);
+        };
+        return Ok(Some(fresh_f32(py, a.shape(), |o| {
+            map2_f32(gs, xs, o, grad)
+        })));
     }
     if let (Ok(g), Ok(a)) = (
         grad.downcast::<PyArrayDyn<f64>>(),
@@ -233,7 +250,12 @@ pub fn _gelu_backward<'py>(
 }
 
 /// `out[i] = f(a[i], b[i])`, dispatched as `map_f32`.
-fn map2_f32<F: Fn(f32, f32) -> f32 + Copy>(a: &[f32], b: &[f32], out: &mut [f32], f: F) {
+fn map2_f32<F: Fn(f32, f32) -> f32 + Copy>(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    f: F,
+) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has the features the function is compiled for.
@@ -247,7 +269,7 @@ fn map2_f32<F: Fn(f32, f32) -> f32 + Copy>(a: &[f32], b: &[f32], out: &mut [f32]
         return;
     }
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+        o.write(f(x, y));
     }
 }
 
@@ -256,11 +278,11 @@ fn map2_f32<F: Fn(f32, f32) -> f32 + Copy>(a: &[f32], b: &[f32], out: &mut [f32]
 unsafe fn map2_f32_avx512<F: Fn(f32, f32) -> f32 + Copy>(
     a: &[f32],
     b: &[f32],
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     f: F,
 ) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+        o.write(f(x, y));
     }
 }
 
@@ -269,11 +291,11 @@ unsafe fn map2_f32_avx512<F: Fn(f32, f32) -> f32 + Copy>(
 unsafe fn map2_f32_avx2<F: Fn(f32, f32) -> f32 + Copy>(
     a: &[f32],
     b: &[f32],
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     f: F,
 ) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+        o.write(f(x, y));
     }
 }
 
@@ -1137,13 +1159,12 @@ pub fn _powi<'py>(
         let Some(xs) = c_slice(&a) else {
             return Ok(None);
         };
-        let mut out = vec![0f32; xs.len()];
-        if exponent == 3 {
-            map_f32(xs, &mut out, |x| x * x * x);
+        let out = if exponent == 3 {
+            fresh_f32(py, a.shape(), |o| map_f32(xs, o, |x| x * x * x))
         } else {
-            map_f32(xs, &mut out, |x| 1.0 / (x * x));
-        }
-        return shaped(py, a.shape(), out).map(Some);
+            fresh_f32(py, a.shape(), |o| map_f32(xs, o, |x| 1.0 / (x * x)))
+        };
+        return Ok(Some(out));
     }
     if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
         let a = a.readonly();
