@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _as_strided
 
+from .. import _core  # the Rust kernels below (the extension imports nothing from here)
+
 # numpy's lazily imported submodules that ops never touch
 _SKIP = frozenset({
     "char", "core", "ctypeslib", "dtypes", "emath", "exceptions", "f2py", "fft", "lib", "linalg",
@@ -54,8 +56,6 @@ def data_ptr(array: Any) -> int:
 def erf(array: Any) -> Any:
     """The error function, elementwise (NumPy has none): a Rust kernel (libm) for float32 and
     float64; float16 is computed in float32."""
-    from .. import _core
-
     array = np.asarray(array)  # a 0-d result of arithmetic is a NumPy scalar
     if array.dtype == np.float16:
         return _core._erf(array.astype(np.float32)).astype(np.float16)
@@ -71,8 +71,6 @@ def select(mask: Any, a: Any, other: Any) -> Any:
     """where(mask, a, other) for a bool mask and a float array of one shape (other a number or
     such an array): a branch-free Rust loop where the arrays are float32/float64 and
     contiguous (NumPy's `where` costs ~5 ns per element on a random mask), else NumPy's."""
-    from .. import _core
-
     out = _core._where(mask, a, other)
     return np.where(mask, a, other) if out is None else out
 
@@ -80,16 +78,12 @@ def select(mask: Any, a: Any, other: Any) -> Any:
 def sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
     """One fused SGD step in place (see optim/sgd.py); False when the arrays do not qualify
     (the optimizer then runs its NumPy formulation)."""
-    from .. import _core
-
     return _core._sgd_step(param, grad, buf, args)
 
 
 def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
               args: Any) -> bool:
     """One fused Adam step in place (see optim/adam.py); False when the arrays do not qualify."""
-    from .. import _core
-
     return _core._adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args)
 
 
@@ -97,53 +91,39 @@ def max_pool2d(x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any,
                out: Any) -> Any:
     """(maxima, flat indices in each plane) of a contiguous float32/float64 (N, C, H, W) array
     by torch's CPU rules, in one Rust pass; None when the array does not qualify."""
-    from .. import _core
-
     return _core._max_pool2d(x, kernel, stride, padding, dilation, out)
 
 
 def max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     """zeros(shape) with grad added at max_pool2d's flat indices (Rust); None when the arrays
     do not qualify."""
-    from .. import _core
-
     return _core._max_pool2d_backward(grad, indices, list(shape))
 
 
 def gelu(x: Any) -> Any:
     """Exact GELU of a contiguous float32/float64 array in one Rust pass; None otherwise."""
-    from .. import _core
-
     return _core._gelu(x)
 
 
 def gelu_backward(grad: Any, x: Any) -> Any:
     """grad times exact GELU's derivative at x in one Rust pass; None when the arrays do not
     qualify."""
-    from .. import _core
-
     return _core._gelu_backward(grad, x)
 
 
 def softmax(x: Any, log: bool) -> Any:
     """softmax (log: log_softmax) over the last dim of a contiguous float32/float64 array in
     one Rust pass per row; None otherwise."""
-    from .. import _core
-
     return _core._softmax(x, log)
 
 
 def softmax_backward(grad: Any, out: Any, log: bool) -> Any:
     """The gradient of `softmax` over the last dim from its output; None when the arrays do
     not qualify."""
-    from .. import _core
-
     return _core._softmax_backward(grad, out, log)
 
 
 def powi(x: Any, exponent: int) -> Any:
     """x ** 3 or x ** -2 of a contiguous float32/float64 array as torch's products, in one Rust
     pass; None for other arrays or exponents."""
-    from .. import _core
-
     return _core._powi(x, exponent)

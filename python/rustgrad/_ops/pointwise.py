@@ -959,6 +959,11 @@ def erf(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).erf()
         tensor([0.0000, 0.8427])
     """
+    d = input._data if isinstance(input, Tensor) else None
+    kernel = None if d is None else getattr(input._backend, "erf", None)
+    if kernel is not None and d.dtype.kind == "f" and d.dtype.itemsize >= 4:
+        # the backend's kernel raises no floating-point warnings: no errstate to enter (~1 us)
+        return record(kernel(d), (input,), "ErfBackward0", _erf_bw, (input,))
     return _unary(input, _erf_array, "ErfBackward0", _erf_bw, "in")
 
 
