@@ -117,6 +117,19 @@ PROGRAMS = {
     "cat_stack": (lambda lib, x, y: (lib.cat([x, y]), lib.stack([x, y])), [(2, 3), (2, 3)]),
     "views": (lambda lib, x: (x.t().reshape(-1)[::2], x.unsqueeze(0).expand(2, 3, 4)), [(3, 4)]),
     "norm": (lambda lib, x: x.norm(), [(4, 10)]),
+    "logsumexp": (lambda lib, x: x.logsumexp(1), [(4, 10)]),
+    "softplus_logsigmoid": (lambda lib, x: F(lib).softplus(x) + F(lib).logsigmoid(x), [(4, 10)]),
+    "hardswish": (lambda lib, x: F(lib).hardswish(x), [(4, 10)]),
+    "conv1d": (lambda lib, x, w, b: F(lib).conv1d(x, w, b, padding=1), [(2, 3, 7), (4, 3, 3), (4,)]),
+    "conv2d": (lambda lib, x, w: F(lib).conv2d(x, w, stride=2), [(1, 2, 6, 6), (3, 2, 3, 3)]),
+    "interpolate_linear": (lambda lib, x: F(lib).interpolate(x, scale_factor=2, mode="linear"),
+                           [(1, 2, 5)]),
+    "median": (lambda lib, x: (x.median(), x.median(1)[0]), [(3, 5)]),
+    "sort_topk": (lambda lib, x: (x.sort(1)[0], x.topk(2)[0]), [(3, 5)]),
+    "cumsum_prod": (lambda lib, x: (x.cumsum(1), x.prod(1)), [(3, 5)]),
+    "addmm": (lambda lib, b, x, y: lib.addmm(b, x, y), [(3,), (4, 5), (5, 3)]),
+    "sdpa": (lambda lib, q, k, v: F(lib).scaled_dot_product_attention(q, k, v),
+             [(1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)]),
 }
 
 
@@ -135,6 +148,34 @@ def test_dropout_in_training_keeps_bfloat16():
         assert (kept == 2.0).all()
         y.sum().backward()
         assert repr(x.grad.dtype) == "torch.bfloat16"
+
+
+def test_bitwise_ops_refuse_bfloat16_as_torch():
+    for lib in (torch, rustgrad):
+        x = lib.ones(2, dtype=lib.bfloat16)
+        with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for "
+                           "'BFloat16'"):
+            _ = x & x
+        with pytest.raises(TypeError, match="only implemented on integer and Boolean"):
+            _ = ~x
+
+
+def test_autograd_function_bfloat16_output_is_differentiable():
+    for lib in (torch, rustgrad):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g * 2
+
+        x = lib.ones(3, dtype=lib.bfloat16, requires_grad=True)
+        y = Twice.apply(x)
+        assert y.requires_grad
+        y.sum().backward()
+        assert repr(x.grad.dtype) == "torch.bfloat16" and x.grad.float().tolist() == [2.0] * 3
 
 
 def test_requires_grad_on_bfloat16_leaves():

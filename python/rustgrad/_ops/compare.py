@@ -290,8 +290,10 @@ def _logical(a: Tensor, b: Any, op: str) -> Any:
         ad, bd = promote(a, b)
     else:
         bd = b
-    if ad.dtype.kind == "f" or getattr(bd, "dtype", None) is not None and bd.dtype.kind == "f":
-        raise RuntimeError(f'"{op}_cpu" not implemented for \'Float\'')
+    for dt in (ad.dtype, getattr(bd, "dtype", None)):
+        if dt is not None and _dtype.is_floating_np(dt):
+            name = _dtype.scalar_type_name(_dtype.from_np(dt))
+            raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
     return record(getattr(xp, op)(ad, bd), (), "", None)
 
 
@@ -316,7 +318,7 @@ def xor(input: Tensor, other: Any) -> Any:
 @op(dunder="__invert__")
 def invert(input: Tensor) -> Any:
     """~input: logical not of a bool tensor, bitwise not of an integer one."""
-    if input._data.dtype.kind == "f":
+    if _dtype.is_floating_np(input._data.dtype):
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return record(input._backend.invert(input._data), (), "", None)
 

@@ -24,7 +24,7 @@ def type_name(t: Tensor) -> str:
 
 
 def check_float(t: Tensor, kernel: str) -> None:
-    if t._data.dtype.kind not in "fc":
+    if t._data.dtype.kind != "c" and not _dtype.is_floating_np(t._data.dtype):
         raise RuntimeError(f'"{kernel}" not implemented for \'{type_name(t)}\'')
 
 
@@ -306,7 +306,8 @@ def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tup
     out = xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
     if bd is not None:
         out += bd.reshape(1, o, 1, 1)
-    return out
+    # bfloat16: NumPy's GEMM ran in float32 (as torch's accumulates); round once, bias added
+    return out.astype(xd.dtype, copy=False)
 
 
 @op(function="conv2d", functional="conv2d", grad_fn="ConvolutionBackward0")

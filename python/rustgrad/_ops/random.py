@@ -85,7 +85,7 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
 
     if p is None:
         probs = input._backend.to_numpy(input._data).astype("float64")
-        if not input._data.dtype.kind == "f":
+        if not _dtype.is_floating_np(input._data.dtype):
             raise NotImplementedError(
                 f'"bernoulli_tensor_cpu_self_" not implemented for '
                 f"'{_dtype.scalar_type_name(input.dtype)}'")

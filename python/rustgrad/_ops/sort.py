@@ -48,7 +48,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         flat = xp.sort(d.reshape(-1))
         val = flat[(d.size - 1) // 2]
         mask = d == val
-        if d.dtype.kind == "f" and bool(xp.isnan(d).any()):
+        if _dtype.is_floating_np(d.dtype) and bool(xp.isnan(d).any()):
             val = xp.asarray(xp.nan, dtype=d.dtype)
             mask = xp.isnan(d)
         return record(xp.asarray(val, dtype=d.dtype).reshape(()), (input,), "MedianBackward0",
@@ -63,7 +63,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     order = xp.argsort(src, axis=dim, kind="stable")
     k = (n - 1) // 2
     idx = xp.take(order, [k], axis=dim)
-    if src.dtype.kind == "f":  # a NaN in a row is that row's median (its first one), as torch's
+    if _dtype.is_floating_np(src.dtype):  # a NaN in a row is that row's median (its first one), as torch's
         nans = xp.isnan(src)
         idx = xp.where(nans.any(axis=dim, keepdims=True),
                        xp.argmax(nans, axis=dim, keepdims=True), idx)

@@ -289,7 +289,8 @@ def _check_sizes(x: Tensor, out: List[int]) -> None:
 
 def _check_dtype(x: Tensor, mode: str) -> None:
     kind = x._data.dtype.kind
-    if kind == "f" or (kind == "u" and x._data.dtype.itemsize == 1 and mode.startswith("nearest")):
+    if _dtype.is_floating_np(x._data.dtype) or (
+            kind == "u" and x._data.dtype.itemsize == 1 and mode.startswith("nearest")):
         return
     if mode.startswith("nearest"):
         kernel = "upsample_nearest2d_channels_last" if x.ndim == 4 else \

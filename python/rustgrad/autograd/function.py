@@ -15,7 +15,7 @@ import inspect
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _core
+from .. import _core, _dtype
 from .._tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
@@ -252,7 +252,8 @@ def _apply(cls: Any, setup: bool, args: Tuple[Any, ...], kwargs: Dict[str, Any])
             out = o
         seen.add(id(o))
         wrapped.append(out)
-        differentiable.append(id(o) not in non_diff and out._data.dtype.kind in "fc")
+        differentiable.append(id(o) not in non_diff and (out._data.dtype.kind == "c" or
+                                                         _dtype.is_floating_np(out._data.dtype)))
         positions.append(i)
     ctx._out_meta = tuple((w.shape, w.dtype, w.device) for w in wrapped)
     ctx._is_tensor_input = tuple(isinstance(a, Tensor) for a in args)
