@@ -67,11 +67,12 @@ fuzz: $(VENV)/.test build
 	$(PY) tests/programs/fuzz_load.py -atheris_runs=$(or $(FUZZ_LOAD_RUNS),20000) -artifact_prefix=target/fuzz-load/
 
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here) slow current NumPy builds;
-# both libraries are measured without them, one BLAS thread each.
+# both libraries are measured without them (bars.py sets the thread count of each child itself).
 bench: $(VENV)/.test build
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bars.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_training.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_explain.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_ddp.py
 
 lint: $(VENV)/.test
 	cargo fmt --all -- --check
