@@ -557,3 +557,36 @@ def test_custom_fwd_bwd_decorate_functions(lib):
     x = lib.ones(2, requires_grad=True)
     Double.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+AUTOCAST_STATE_FUNCTIONS = [
+    "set_autocast_enabled", "set_autocast_dtype", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
+    "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_gpu_dtype", "clear_autocast_cache", "is_autocast_cache_enabled",
+    "set_autocast_cache_enabled", "autocast_increment_nesting", "autocast_decrement_nesting",
+]
+
+
+@pytest.mark.parametrize("name", AUTOCAST_STATE_FUNCTIONS)
+def test_autocast_state_functions_are_top_level_as_torchs(name):
+    from rustgrad.amp import autocast_mode
+
+    assert callable(getattr(torch, name))
+    assert getattr(rustgrad, name) is getattr(autocast_mode, name)
+    assert name in rustgrad.__all__
+
+
+def test_autocast_state_set_by_hand_casts_as_torch(lib):
+    a, b = lib.ones(2, 3), lib.ones(3, 2)
+    assert lib.autocast_increment_nesting() == 1
+    lib.set_autocast_enabled("cpu", True)
+    lib.set_autocast_dtype("cpu", lib.bfloat16)
+    try:
+        assert lib.is_autocast_enabled("cpu") and lib.get_autocast_dtype("cpu") is lib.bfloat16
+        assert lib.is_autocast_cache_enabled()
+        assert (a @ b).dtype is lib.bfloat16
+    finally:
+        lib.set_autocast_enabled("cpu", False)
+        assert lib.autocast_decrement_nesting() == 0
+        lib.clear_autocast_cache()
+    assert (a @ b).dtype is lib.float32 and not lib.is_autocast_enabled("cpu")

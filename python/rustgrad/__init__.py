@@ -229,6 +229,21 @@ from ._config import (
     use_deterministic_algorithms,
 )
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from .amp.autocast_mode import (  # torch's torch.* spellings (amp is imported above anyway)
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 if _TYPE_CHECKING:  # bound on first use by _lazy_submodule (_LAZY_FUNCTIONS)
@@ -262,6 +277,11 @@ __all__ = [
     "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
     "set_num_threads", "use_deterministic_algorithms", "set_printoptions", "autocast",
     "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
+    "set_autocast_enabled", "set_autocast_dtype", "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype", "set_autocast_gpu_dtype", "clear_autocast_cache",
+    "is_autocast_cache_enabled", "set_autocast_cache_enabled", "autocast_increment_nesting",
+    "autocast_decrement_nesting",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
     "is_complex", "is_floating_point", "from_dlpack",
     *_OP_NAMES,

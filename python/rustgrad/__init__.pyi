@@ -124,6 +124,19 @@ from .autograd import no_grad as no_grad
 from .autograd import set_grad_enabled as set_grad_enabled
 from .serialization import load as load
 from .serialization import save as save
+from .amp.autocast_mode import autocast_decrement_nesting as autocast_decrement_nesting
+from .amp.autocast_mode import autocast_increment_nesting as autocast_increment_nesting
+from .amp.autocast_mode import clear_autocast_cache as clear_autocast_cache
+from .amp.autocast_mode import get_autocast_cpu_dtype as get_autocast_cpu_dtype
+from .amp.autocast_mode import get_autocast_gpu_dtype as get_autocast_gpu_dtype
+from .amp.autocast_mode import is_autocast_cache_enabled as is_autocast_cache_enabled
+from .amp.autocast_mode import is_autocast_cpu_enabled as is_autocast_cpu_enabled
+from .amp.autocast_mode import set_autocast_cache_enabled as set_autocast_cache_enabled
+from .amp.autocast_mode import set_autocast_cpu_dtype as set_autocast_cpu_dtype
+from .amp.autocast_mode import set_autocast_cpu_enabled as set_autocast_cpu_enabled
+from .amp.autocast_mode import set_autocast_dtype as set_autocast_dtype
+from .amp.autocast_mode import set_autocast_enabled as set_autocast_enabled
+from .amp.autocast_mode import set_autocast_gpu_dtype as set_autocast_gpu_dtype
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from .autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
 
@@ -147,26 +160,30 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "set_default_device",
     "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads",
     "set_num_threads", "use_deterministic_algorithms", "set_printoptions", "autocast",
-    "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled", "memory_format",
-    "contiguous_format", "preserve_format", "channels_last", "channels_last_3d", "is_complex",
-    "is_floating_point", "from_dlpack", "narrow", "select", "unbind", "split",
-    "split_with_sizes", "chunk", "diagonal", "moveaxis", "movedim", "tril", "triu", "flip",
-    "roll", "tile", "repeat_interleave", "reshape", "flatten", "transpose", "t", "permute",
-    "unsqueeze", "squeeze", "cat", "concat", "stack", "broadcast_to", "hstack", "vstack",
-    "pixel_shuffle", "pixel_unshuffle", "where", "maximum", "minimum", "eq", "ne", "lt", "le",
-    "gt", "ge", "isclose", "allclose", "equal", "exp", "log", "sqrt", "abs", "sign", "tanh",
-    "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin", "asin", "acos", "arccos",
-    "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2", "expm1", "log2", "log10",
-    "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
-    "logical_xor", "logical_not", "exp_", "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_",
-    "neg_", "negative_", "square_", "relu_", "nan_to_num", "frac", "log_", "log2_", "log10_",
-    "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_", "acos_", "arccos_", "atan_",
-    "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_", "ceil_", "trunc_", "fix_",
-    "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "sum", "mean",
-    "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var", "std", "var_mean",
-    "std_mean", "norm", "dist", "amax", "amin", "all", "any", "argmax", "argmin",
-    "count_nonzero", "bincount", "diff", "relu", "sigmoid", "selu", "celu", "softmax",
+    "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
+    "set_autocast_enabled", "set_autocast_dtype", "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype", "set_autocast_gpu_dtype", "clear_autocast_cache",
+    "is_autocast_cache_enabled", "set_autocast_cache_enabled", "autocast_increment_nesting",
+    "autocast_decrement_nesting", "memory_format", "contiguous_format", "preserve_format",
+    "channels_last", "channels_last_3d", "is_complex", "is_floating_point", "from_dlpack",
+    "narrow", "select", "unbind", "split", "split_with_sizes", "chunk", "diagonal", "moveaxis",
+    "movedim", "tril", "triu", "flip", "roll", "tile", "repeat_interleave", "reshape",
+    "flatten", "transpose", "t", "permute", "unsqueeze", "squeeze", "cat", "concat", "stack",
+    "broadcast_to", "hstack", "vstack", "pixel_shuffle", "pixel_unshuffle", "where", "maximum",
+    "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "allclose", "equal", "exp", "log",
+    "sqrt", "abs", "sign", "tanh", "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin",
+    "asin", "acos", "arccos", "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2",
+    "expm1", "log2", "log10", "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc",
+    "round", "erf", "lerp", "fmod", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "exp_", "sigmoid_", "tanh_",
+    "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_", "nan_to_num", "frac",
+    "log_", "log2_", "log10_", "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_",
+    "acos_", "arccos_", "atan_", "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_",
+    "ceil_", "trunc_", "fix_", "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_",
+    "clamp_max_", "sum", "mean", "max", "min", "logsumexp", "prod", "cumsum", "cumprod", "var",
+    "std", "var_mean", "std_mean", "norm", "dist", "amax", "amin", "all", "any", "argmax",
+    "argmin", "count_nonzero", "bincount", "diff", "relu", "sigmoid", "selu", "celu", "softmax",
     "log_softmax", "prelu", "neg", "negative", "remainder", "add", "sub", "subtract", "mul",
     "multiply", "div", "divide", "true_divide", "pow", "addcmul", "addcdiv", "conv2d", "conv1d",
     "conv_transpose2d", "conv_transpose1d", "clone", "cdist", "index_select", "gather",
