@@ -128,6 +128,16 @@ PROGRAMS = {
     "sort_topk": (lambda lib, x: (x.sort(1)[0], x.topk(2)[0]), [(3, 5)]),
     "cumsum_prod": (lambda lib, x: (x.cumsum(1), x.prod(1)), [(3, 5)]),
     "addmm": (lambda lib, b, x, y: lib.addmm(b, x, y), [(3,), (4, 5), (5, 3)]),
+    "einsum": (lambda lib, x, y: lib.einsum("ij,jk->ik", x, y), [(3, 16), (16, 5)]),
+    "dot_outer": (lambda lib, x, y: (lib.dot(x, y), lib.outer(x, y)), [(30,), (30,)]),
+    "baddbmm": (lambda lib, b, x, y: lib.baddbmm(b, x, y), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    "bce_with_logits": (lambda lib, x, y: F(lib).binary_cross_entropy_with_logits(x, y.abs() / 2),
+                        [(4, 5), (4, 5)]),
+    "batch_norm": (lambda lib, x, w, b: F(lib).batch_norm(x, None, None, w, b, training=True),
+                   [(8, 3), (3,), (3,)]),
+    "embedding": (lambda lib, i, w: F(lib).embedding(i, w), [np.array([1, 0, 2]), (4, 3)]),
+    "max_avg_pool2d": (lambda lib, x: (F(lib).max_pool2d(x, 2), F(lib).avg_pool2d(x, 2)),
+                       [(1, 2, 4, 4)]),
     "sdpa": (lambda lib, q, k, v: F(lib).scaled_dot_product_attention(q, k, v),
              [(1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)]),
 }
@@ -233,6 +243,22 @@ def _linear_step(lib: Any, w0: np.ndarray, b0: np.ndarray, x0: np.ndarray,
     grads = (model.weight.grad.clone(), model.bias.grad.clone())
     opt.step()
     return loss, grads, model.weight, model.bias
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_optimizer_steps_keep_bfloat16_parameters(name):
+    def steps(lib: Any) -> list:
+        p = lib.tensor(np.linspace(-1, 1, 6, dtype=np.float32)).to(lib.bfloat16)
+        p.requires_grad_()
+        opt = getattr(lib.optim, name)([p], lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        return [p]
+
+    (t,), (r,) = steps(torch), steps(rustgrad)
+    assert_close(r, t, f"{name} parameter")
 
 
 def test_linear_training_step_in_bfloat16():

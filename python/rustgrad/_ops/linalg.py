@@ -10,7 +10,7 @@ from typing import Any, List, Sequence, Tuple
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ._declare import op
-from ._util import cast_grad, is_bf16, record, same_device, sum_to
+from ._util import cast_grad, is_bf16, opmath, record, same_device, sum_to
 
 
 def _rounded(out: Any, like: Any) -> Any:
@@ -483,10 +483,12 @@ def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
     xp = ops[0]._backend
     eq = ",".join("".join(s) for s in subs) + "->" + "".join(out_sub)
     arrays = [o._data for o in ops]
-    out = xp.einsum(eq, *arrays, optimize=len(arrays) > 2)
+    dt = arrays[0].dtype
+    # bfloat16: NumPy's einsum has no loop for it; float32, rounded once, as torch's GEMMs
+    out = xp.einsum(eq, *[opmath(a) for a in arrays], optimize=len(arrays) > 2)
     out = xp.asarray(out)
-    if out.dtype != arrays[0].dtype:
-        out = out.astype(arrays[0].dtype)
+    if out.dtype != dt:
+        out = out.astype(dt)
     return record(out, tuple(ops), name, _einsum_core_bw, tuple(ops),
                   (tuple(tuple(s) for s in subs), tuple(out_sub)))
 
