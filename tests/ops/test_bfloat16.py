@@ -221,6 +221,17 @@ def test_python_scalars_keep_bfloat16_as_torch():
         assert repr((x + lib.ones(3, dtype=lib.int64)).dtype) == "torch.bfloat16"
 
 
+def test_fused_pointwise_ops_round_once_as_torch():
+    # torch computes addcmul/addcdiv and a float scalar's product in float32 and rounds once
+    vals = [1.3, -2.2, 0.5, 0.123, 7.7, -0.031]
+    for fn in (lambda lib, x: x.clone().addcmul_(x, x, value=0.5),
+               lambda lib, x: lib.addcdiv(x, x, x + 3, value=0.3),
+               lambda lib, x: x * 0.1, lambda lib, x: x / 0.3, lambda lib, x: x + 0.01):
+        t = fn(torch, torch.tensor(vals).bfloat16())
+        r = fn(rustgrad, rustgrad.tensor(vals).bfloat16())
+        assert_close(r, t, "fused op", rtol=0, atol=0)
+
+
 def test_sum_accumulates_in_float32_as_torch():
     # 4096 ones plus small values: a bfloat16 accumulator stalls at 256, torch's float32 does not
     for fn in (lambda lib, x: x.sum(), lambda lib, x: x.mean(), lambda lib, x: x.sum(0)):

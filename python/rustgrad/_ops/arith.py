@@ -20,6 +20,7 @@ from ._util import (
     commit_inplace,
     is_bf16,
     is_grad_enabled,
+    opmath,
     promote,
     record,
     same_device,
@@ -883,7 +884,8 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
             "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
             "float inputs. The future addcdiv behavior is just the latter implementation: "
             "(input + value * tensor1 / tensor2), for all dtypes.")
-    a, b, c = a.astype(rt, copy=False), b.astype(rt, copy=False), c.astype(rt, copy=False)
+    # bfloat16: one fused expression in float32, rounded once, as torch's kernel
+    a, b, c = (opmath(x.astype(rt, copy=False)) for x in (a, b, c))
     try:
         out = a + value * (b * c if kind == "mul" else b / c)
     except ValueError as e:
