@@ -285,3 +285,13 @@ def test_linear_training_step_in_bfloat16():
         assert_close(r, t, f"grad {i}")
     assert_close(r_w, t_w, "weight after step")
     assert_close(r_b, t_b, "bias after step")
+
+
+def test_median_and_sort_put_nan_as_torch():
+    def program(lib: Any) -> tuple:
+        x = lib.tensor([[1.3, float("nan"), 0.5], [2.0, 1.0, 3.0]]).to(lib.bfloat16)
+        return x.median(), x.median(1)[0], x.median(1)[1], x.sort(1)[0]
+
+    for i, (r, t) in enumerate(zip(program(rustgrad), program(torch))):
+        assert repr(r.dtype) == repr(t.dtype), i
+        np.testing.assert_array_equal(_values(r), _values(t), err_msg=str(i))
