@@ -200,7 +200,12 @@ def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         return g * (left_derivative + right_derivative)
     fused = getattr(g._backend, "gelu_backward", None)  # a backend's one-pass kernel
     if fused is not None and not is_grad_enabled():  # no graph of the gradient to record
-        out = fused(g._data, a._data)
+        gd, ad = g._data, a._data
+        if is_bf16(ad.dtype) and gd.dtype == ad.dtype:  # torch's kernel: float32, rounded once
+            out = fused(gd.astype("float32"), ad.astype("float32"))
+            if out is not None:
+                return const(out.astype(ad.dtype))
+        out = fused(gd, ad)
         if out is not None:
             return const(out)
     cdf = 0.5 * (1 + erf(a * math.sqrt(0.5)))
