@@ -243,7 +243,8 @@ def _sizes(quick: bool, rounds: int) -> Dict[str, Any]:
     return {"chain": 50 if quick else 5000, "kernels": 1024 if quick else 16384,
             "mlp_steps": 2 if quick else 20, "cnn_steps": 2 if quick else 10,
             "gpt_steps": 1 if quick else 5,
-            "memory": [20_000, 5_000] if quick else [1_000_000, 100_000],
+            # quick: big enough that the smaller graph still grows the heap (RSS) measurably
+            "memory": [60_000, 20_000] if quick else [1_000_000, 100_000],
             "memory_rounds": 1 if quick else min(max(rounds, 1), 3),
             "import_rounds": 1 if quick else max(rounds, 5)}
 

@@ -96,12 +96,24 @@ def test_make_bars_marks_a_failed_child_not_met() -> None:
     assert any(name.startswith("no recursion") for name in failed)
 
 
-def test_quick_run_prints_one_line_per_bar(tmp_path: Any) -> None:
-    out = tmp_path / "bars.json"
+def _quick_run(out: Any) -> Any:
     proc = subprocess.run([sys.executable, os.path.join(BENCHES, "bars.py"), "--quick",
                            "--out", str(out)], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
-    saved = json.loads(out.read_text())
+    return proc, json.loads(out.read_text())
+
+
+def _unmeasured(saved: Dict[str, Any]) -> list:
+    return [b["name"] for b in saved["bars"] if b["figure"] is None and b["kind"] != "check"]
+
+
+def test_quick_run_prints_one_line_per_bar(tmp_path: Any) -> None:
+    out = tmp_path / "bars.json"
+    proc, saved = _quick_run(out)
+    if _unmeasured(saved):
+        # a child can lose its figure on a machine the rest of the suite keeps busy (it said
+        # why on stderr): a second run must measure everything
+        proc, saved = _quick_run(out)
     judged = [b for b in saved["bars"] if b["kind"] != "info"]
     assert len(judged) == 6 + 5 + 8 + 2 + 2 + 5 + 1
     lines = proc.stdout.splitlines()
@@ -110,4 +122,4 @@ def test_quick_run_prints_one_line_per_bar(tmp_path: Any) -> None:
             ("| met", "not met", "(info)")) for line in lines) >= 1, b["name"]
     assert lines[-1] == f"{sum(bool(b['met']) for b in judged)} of {len(judged)} bars met"
     # every bar was measured: a figure (or, for the recursion check, a value) for each
-    assert all(b["figure"] is not None or b["kind"] == "check" for b in saved["bars"])
+    assert not _unmeasured(saved), (_unmeasured(saved), proc.stderr[-3000:])
