@@ -77,8 +77,11 @@ def test_kernel_declines_what_it_does_not_take() -> None:
     xt = np.ones((1, 1, 4, 4), np.float32).transpose(0, 1, 3, 2)[:, :, ::2]
     assert _core._max_pool2d(xt, (2, 2), (2, 2), (0, 0), (1, 1), (1, 1)) is None
     g = np.ones((1, 1, 2, 2), np.float32)
-    bad = np.full((1, 1, 2, 2), 16, np.int64)  # outside the 4x4 plane
-    assert _core._max_pool2d_backward(g, bad, [1, 1, 4, 4]) is None
+    bad = np.full((1, 1, 2, 2), 16, np.int64)  # outside the 4x4 plane: passes nothing
+    np.testing.assert_array_equal(_core._max_pool2d_backward(g, bad, [1, 1, 4, 4]),
+                                  np.zeros((1, 1, 4, 4), np.float32))
+    assert _core._max_pool2d(np.ones((1, 1, 0, 3), np.float32), (2, 2), (2, 2), (0, 0), (1, 1),
+                             (0, 1)) is None  # an empty plane: the op refuses it
 
 
 def test_double_backward_and_gradcheck() -> None:
@@ -87,3 +90,31 @@ def test_double_backward_and_gradcheck() -> None:
         lambda t: rustgrad.nn.functional.max_pool2d(t, 3, 2, 1), (x,))
     assert rustgrad.autograd.gradgradcheck(
         lambda t: rustgrad.nn.functional.max_pool2d(t, 3, 1, 1), (x,))
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_window_wholly_in_the_padding_passes_no_gradient(monkeypatch: pytest.MonkeyPatch,
+                                                           fallback: bool) -> None:
+    if fallback:
+        monkeypatch.delattr(cpu, "max_pool2d_backward")
+    x = np.array([[[[1.0, 2.0]]]])
+    args = ((1, 2), 1, (0, 1), (1, 3))
+    r = rustgrad.tensor(x, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    ro, ri = rustgrad.nn.functional.max_pool2d(r, *args, return_indices=True)
+    to, ti = torch.nn.functional.max_pool2d(t, *args, return_indices=True)
+    ro.sum().backward()
+    to.sum().backward()
+    np.testing.assert_array_equal(ro.detach().numpy(), to.detach().numpy())
+    np.testing.assert_array_equal(ri.numpy(), ti.numpy())
+    np.testing.assert_array_equal(r.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0, 3), (1, 0, 4, 4), (0, 4, 4)])
+def test_empty_planes_are_refused_as_torch(shape: tuple) -> None:
+    with pytest.raises(RuntimeError) as want:
+        torch.nn.functional.max_pool2d(torch.zeros(*shape), 2)
+    with pytest.raises(RuntimeError) as got:
+        rustgrad.nn.functional.max_pool2d(rustgrad.zeros(*shape), 2)
+    assert str(got.value) == str(want.value)
+    assert rustgrad.nn.functional.max_pool2d(rustgrad.zeros(0, 1, 4, 4), 2).shape == (0, 1, 2, 2)

@@ -54,9 +54,11 @@ def data_ptr(array: Any) -> int:
 
 
 def erf(array: Any) -> Any:
-    """The error function, elementwise (NumPy has none): a Rust kernel (libm) for float32 and
-    float64; float16 is computed in float32."""
+    """The error function, elementwise (NumPy has none): a Rust kernel for float32 (vectorized)
+    and float64 (libm); float16 is computed in float32."""
     array = np.asarray(array)  # a 0-d result of arithmetic is a NumPy scalar
+    if not array.flags.aligned:  # Rust reads elements only at aligned addresses
+        array = array.copy()
     if array.dtype == np.float16:
         return _core._erf(array.astype(np.float32)).astype(np.float16)
     return _core._erf(array)

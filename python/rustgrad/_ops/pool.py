@@ -46,6 +46,18 @@ def _plane_index(xp: Any, shape: tuple, flat: Any) -> tuple:
             flat // w, flat % w)
 
 
+def _scatter_targets(g: Tensor, shape: tuple, flat: Any) -> Any:
+    """(gradient, plane index, whether to add): a window wholly in the padding points past its
+    plane (torch's index) and passes nothing, so its entries are zeroed and sent in bounds."""
+    xp = g._backend
+    hw = shape[2] * shape[3]
+    outside = (flat < 0) | (flat >= hw)
+    if not outside.any():
+        return g, _plane_index(xp, shape, flat), False
+    keep = const((~outside).astype(g._data.dtype))
+    return g * keep, _plane_index(xp, shape, xp.clip(flat, 0, max(hw - 1, 0))), True
+
+
 def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, flat, overlap = ctx
     xp = g._backend
@@ -53,13 +65,27 @@ def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     z = None if scatter is None else scatter(g._data, flat, shape)
     if z is None:
         # windows that do not overlap pick distinct elements: plain assignment, no scatter-add
-        return index_into_zeros(g, shape, _plane_index(xp, shape, flat), overlap)
+        gg, index, clipped = _scatter_targets(g, shape, flat)
+        return index_into_zeros(gg, shape, index, overlap or clipped)
     return record(z, (g,), "IndexPutBackward0", _gather_max_bw, None, (shape, flat))
 
 
 def _gather_max_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, flat = ctx
-    return g[_plane_index(g._backend, shape, flat)]
+    hw = shape[2] * shape[3]
+    outside = (flat < 0) | (flat >= hw)
+    if not outside.any():
+        return g[_plane_index(g._backend, shape, flat)]
+    xp = g._backend
+    picked = g[_plane_index(xp, shape, xp.clip(flat, 0, max(hw - 1, 0)))]
+    return picked * const((~outside).astype(g._data.dtype))
+
+
+def _check_planes(shape: tuple) -> None:
+    """torch refuses empty (H, W) planes or channels (only the batch may be 0)."""
+    if 0 in (shape if len(shape) == 3 else shape[1:]):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{list(shape)}")
 
 
 @op(function="max_pool2d", functional="max_pool2d", grad_fn="MaxPool2DWithIndicesBackward0")
@@ -88,6 +114,8 @@ def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
                   [13., 15.]]]])
     """
     xd = input._data
+    if xd.ndim in (3, 4):
+        _check_planes(xd.shape)
     if xd.ndim == 3:
         res = max_pool2d(input.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode,
                          return_indices)

@@ -368,7 +368,7 @@ impl Real for f64 {
 /// The elements of a C-contiguous array in order (NumPy's `as_slice` also takes Fortran order,
 /// which would pair the elements of two arrays wrongly).
 fn c_slice<'a, T: numpy::Element>(a: &'a numpy::PyReadonlyArrayDyn<'_, T>) -> Option<&'a [T]> {
-    if a.is_c_contiguous() {
+    if a.is_c_contiguous() && aligned(a.data()) {
         a.as_slice().ok()
     } else {
         None
@@ -378,11 +378,17 @@ fn c_slice<'a, T: numpy::Element>(a: &'a numpy::PyReadonlyArrayDyn<'_, T>) -> Op
 fn c_slice_mut<'a, T: numpy::Element>(
     a: &'a mut numpy::PyReadwriteArrayDyn<'_, T>,
 ) -> Option<&'a mut [T]> {
-    if a.is_c_contiguous() {
+    if a.is_c_contiguous() && aligned(a.data()) {
         a.as_slice_mut().ok()
     } else {
         None
     }
+}
+
+/// NumPy allows arrays at any byte offset (`np.frombuffer(..., offset=1)`); a Rust slice must be
+/// aligned, so such arrays take the NumPy path.
+fn aligned<T>(p: *const T) -> bool {
+    (p as usize).is_multiple_of(std::mem::align_of::<T>())
 }
 
 /// `where(mask, a, other)` as a new array: mask (bool) and a C-contiguous and of one shape,
@@ -787,6 +793,9 @@ fn max_pool<'py, T: Real + numpy::Element>(
     if w.dilation.0 == 0 || w.dilation.1 == 0 || w.kernel.0 == 0 || w.kernel.1 == 0 {
         return Ok(None);
     }
+    if h * wd == 0 {
+        return Ok(None); // torch refuses empty planes; the op says so
+    }
     let planes = n * c;
     let mut vals: Vec<T> = Vec::with_capacity(planes * oh * ow);
     let mut idx: Vec<i64> = Vec::with_capacity(planes * oh * ow);
@@ -868,18 +877,19 @@ fn scatter_planes<'py, T: Real + numpy::Element>(
         return Ok(None);
     }
     let (hw, per_plane) = (h * w, gshape[2] * gshape[3]);
-    if is.iter().any(|&i| i < 0 || i as usize >= hw) {
-        return Ok(None);
-    }
     let mut out = vec![T::of(0.0); n * c * hw];
-    if per_plane > 0 {
+    if per_plane > 0 && hw > 0 {
         for ((o, g), i) in out
             .chunks_exact_mut(hw)
             .zip(gs.chunks_exact(per_plane))
             .zip(is.chunks_exact(per_plane))
         {
             for (&v, &at) in g.iter().zip(i) {
-                o[at as usize] = o[at as usize] + v;
+                // a window wholly in the padding points past its plane (torch's index): it
+                // passes no gradient
+                if let Some(slot) = usize::try_from(at).ok().and_then(|at| o.get_mut(at)) {
+                    *slot = *slot + v;
+                }
             }
         }
     }
@@ -919,9 +929,10 @@ fn softmax_rows<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
         }
         let sum = lane_fold(o, T::of(0.0), |a, v| a + v);
         if log {
-            let shift = m + sum.ln();
+            // (x - m) - ln sum, in torch's order
+            let ln_sum = sum.ln();
             for (oi, &v) in o.iter_mut().zip(row) {
-                *oi = v - shift;
+                *oi = (v - m) - ln_sum;
             }
         } else {
             let inv = T::of(1.0) / sum;
@@ -990,7 +1001,7 @@ fn has_avx512() -> bool {
 
 /// softmax (`log`: log_softmax) over the last dim of a C-contiguous float32/float64 array, in
 /// torch's CPU order: the row's max m, e = exp(x - m), then e / sum(e) as e * (1 / sum), or
-/// x - (m + ln sum). None for other arrays (the op's NumPy formulation runs).
+/// (x - m) - ln sum. None for other arrays (the op's NumPy formulation runs).
 #[pyfunction]
 pub fn _softmax<'py>(
     py: Python<'py>,
