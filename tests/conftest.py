@@ -7,6 +7,7 @@ every test."""
 from __future__ import annotations
 
 import importlib
+import pathlib
 from types import ModuleType
 from typing import Iterator
 
@@ -42,6 +43,15 @@ def device(request: pytest.FixtureRequest) -> str:
         if request.param in mark.args:
             request.applymarker(pytest.mark.xfail(strict=True, reason=mark.kwargs["reason"]))
     return request.param
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """rustgrad's abi3 wheel: dist/'s when it is current, else one built once per session (the
+    packaging tests and the GPU check's install share it)."""
+    from .packaging import artifacts
+
+    return artifacts.wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(autouse=True)

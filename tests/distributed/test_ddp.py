@@ -5,13 +5,13 @@ The worker's oracles are one process on the whole batch and torch's DDP over glo
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from rustgrad.distributed.run import find_mpiexec  # the launcher's: a missing MPI fails
 
 pytest.importorskip("mpi4py")
 pytest.importorskip("torch")
@@ -41,14 +41,6 @@ ONE_RANK_CHECKS = [
 ]
 
 
-def _mpiexec() -> str:
-    here = Path(sys.executable).parent / "mpiexec"
-    found = str(here) if here.exists() else shutil.which("mpiexec")
-    if found is None:
-        pytest.skip("no mpiexec (make test installs mpich)")
-    return found
-
-
 def _run(cmd: List[str]) -> Dict[str, str]:
     """Runs the worker; returns check name -> its PASS/FAIL line."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -68,7 +60,7 @@ def _run(cmd: List[str]) -> Dict[str, str]:
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     rendezvous = tmp_path_factory.mktemp("ddp2") / "gloo"
-    return _run([_mpiexec(), "-n", "2", sys.executable, str(WORKER), str(rendezvous)])
+    return _run([find_mpiexec(), "-n", "2", sys.executable, str(WORKER), str(rendezvous)])
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,5 @@ from . import artifacts
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return artifacts.wheel(tmp_path_factory.mktemp("wheel"))
-
-
-@pytest.fixture(scope="session")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return artifacts.sdist(tmp_path_factory.mktemp("sdist"))
