@@ -213,7 +213,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     _check_mm(ad, bd)
     out = _rounded(ad @ bd, ad)
     saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
-    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved, _column_major(mat2))
+    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved,
+                  mat2.requires_grad and _column_major(mat2))
 
 
 def _check_bmm(a: Any, b: Any) -> None:
@@ -337,7 +338,7 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
         if beta != 0:
             out = out + (input._data if beta == 1 else input._data * beta)
         out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
-    layout = not batched and _column_major(m2)
+    layout = not batched and m2.requires_grad and _column_major(m2)  # only m2's gradient
     return record(out, (input, m1, m2), "BaddbmmBackward0" if batched else "AddmmBackward0",
                   _addmm_bw, (m1 if m2.requires_grad else None, m2 if m1.requires_grad else None),
                   (input._data.shape, input._data.dtype, beta, alpha, batched, layout))
@@ -870,7 +871,8 @@ def matmul(input: Tensor, other: Any) -> Any:
     out = _rounded(input._backend.matmul(ad, bd), ad)
     saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
-        return record(out, (input, other), "MmBackward0", _mm_bw, saved, _column_major(other))
+        return record(out, (input, other), "MmBackward0", _mm_bw, saved,
+                      other.requires_grad and _column_major(other))
     if na == 1 and nb == 1:
         return record(out, (input, other), "DotBackward0", _dot_bw, saved)
     if na == 2 and nb == 1:
