@@ -46,16 +46,16 @@ def _plane_index(xp: Any, shape: tuple, flat: Any) -> tuple:
             flat // w, flat % w)
 
 
-def _scatter_targets(g: Tensor, shape: tuple, flat: Any) -> Any:
-    """(gradient, plane index, whether to add): a window wholly in the padding points past its
-    plane (torch's index) and passes nothing, so its entries are zeroed and sent in bounds."""
-    xp = g._backend
+def _in_plane(xp: Any, shape: tuple, flat: Any, dtype: Any) -> Any:
+    """(plane index, keep): a window wholly in the padding points past its plane (torch's
+    index) and passes nothing, so it is sent in bounds and `keep` (None when every window has
+    an element) zeroes its entries."""
     hw = shape[2] * shape[3]
     outside = (flat < 0) | (flat >= hw)
     if not outside.any():
-        return g, _plane_index(xp, shape, flat), False
-    keep = const((~outside).astype(g._data.dtype))
-    return g * keep, _plane_index(xp, shape, xp.clip(flat, 0, max(hw - 1, 0))), True
+        return _plane_index(xp, shape, flat), None
+    keep = const((~outside).astype(dtype))
+    return _plane_index(xp, shape, xp.clip(flat, 0, max(hw - 1, 0))), keep
 
 
 def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -64,21 +64,18 @@ def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     scatter = getattr(xp, "max_pool2d_backward", None)  # a backend's fused kernel, if any
     z = None if scatter is None else scatter(g._data, flat, shape)
     if z is None:
+        index, keep = _in_plane(xp, shape, flat, g._data.dtype)
         # windows that do not overlap pick distinct elements: plain assignment, no scatter-add
-        gg, index, clipped = _scatter_targets(g, shape, flat)
-        return index_into_zeros(gg, shape, index, overlap or clipped)
+        if keep is None:
+            return index_into_zeros(g, shape, index, overlap)
+        return index_into_zeros(g * keep, shape, index, True)
     return record(z, (g,), "IndexPutBackward0", _gather_max_bw, None, (shape, flat))
 
 
 def _gather_max_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, flat = ctx
-    hw = shape[2] * shape[3]
-    outside = (flat < 0) | (flat >= hw)
-    if not outside.any():
-        return g[_plane_index(g._backend, shape, flat)]
-    xp = g._backend
-    picked = g[_plane_index(xp, shape, xp.clip(flat, 0, max(hw - 1, 0)))]
-    return picked * const((~outside).astype(g._data.dtype))
+    index, keep = _in_plane(g._backend, shape, flat, g._data.dtype)
+    return g[index] if keep is None else g[index] * keep
 
 
 def _check_planes(shape: tuple) -> None:
