@@ -21,7 +21,7 @@ $(VENV)/.test: $(VENV)/.base Makefile
 	$(PY) -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" \
 		2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
 	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400" \
-		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" "mpich>=4.2" "mpi4py>=4" "ml_dtypes>=0.5" \
+		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" "mpich>=4.2" "mpi4py>=4" "ml_dtypes>=0.5" "cupy-cuda13x==14.2.0" \
 		"mkdocs==1.6.1" "mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11" "griffelib==2.4.1"
 	touch $@
 
@@ -46,13 +46,19 @@ wheel: $(VENV)/.base
 		--release --locked --strip --compatibility manylinux2014 --zig -o dist
 	$(VENV)/bin/maturin sdist -o dist
 
-# rustgrad's abi3 wheel alone, into gpu/wheels/ (git-ignored), for a GPU machine without a
-# registry: bring that folder along and run `bash benches/gpu_check.sh` there
+# rustgrad's abi3 wheel, with MPICH's and mpi4py's for CPython 3.12 (the NCCL test's launcher),
+# into gpu/wheels/ (git-ignored), for a GPU machine without a registry: bring that folder along
+# and run `bash benches/gpu_check.sh` there
+MPICH_VERSION := 5.0.2
+MPI4PY_VERSION := 4.1.2
 gpu-wheel: $(VENV)/.base
 	$(PIP) install -q "ziglang==0.15.2"
 	rm -rf gpu/wheels && mkdir -p gpu/wheels
 	PATH="$(abspath $(VENV))/bin:$$PATH" CARGO_TARGET_DIR=target/wheel $(VENV)/bin/maturin build \
 		--release --locked --strip --compatibility manylinux2014 --zig -o gpu/wheels
+	$(PIP) download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux1_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+		-d gpu/wheels "mpich==$(MPICH_VERSION)" "mpi4py==$(MPI4PY_VERSION)"
 
 # the API reference and the guides, into site/ (--strict: a warning fails the build)
 docs: $(VENV)/.test build

@@ -44,7 +44,14 @@ fi
 rm -rf "$SITE"
 stage install 120 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --target "$SITE" "${wheels[@]}" || exit 1
+if [ -n "${OVERLAY_PYTHON:-}" ]; then  # a quick re-check: this tree's Python over the wheel's
+    "$PY" -c "import shutil, sys; shutil.copytree('python/rustgrad', sys.argv[1] + '/rustgrad', \
+dirs_exist_ok=True, ignore=shutil.ignore_patterns('*.so', '__pycache__'))" "$SITE" || exit 1
+fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+export PATH="$SITE/bin:$PATH"   # mpiexec from the MPICH wheel (the NCCL test's launcher)
+LOGS=${LOGS:-target/gpu_check}
+mkdir -p "$LOGS"
 
 stage gpu-seen 60 "$PY" - <<'PY' || exit 1
 import rustgrad, torch
@@ -62,10 +69,27 @@ xdist=()
 if [ "$WORKERS" -gt 0 ] && "$PY" -c "import xdist" 2>/dev/null; then
     xdist=(-n "$WORKERS")
 fi
-stage cuda-tests 270 "$PY" -m pytest -m cuda -q -p no:cacheprovider --maxfail=30 \
-    -o addopts="" "${xdist[@]}" tests
+stage cuda-tests 270 "$PY" -m pytest -m cuda -q -p no:cacheprovider --maxfail=60 -rfE \
+    -o addopts="" "${xdist[@]}" tests > >(tee "$LOGS/cuda-tests.log") 2>&1
 
-stage bench 150 "$PY" benches/bench_gpu.py --device cuda --rounds 3 --budget 8
+stage bench 150 "$PY" benches/bench_gpu.py --device cuda --rounds 3 --budget 8 \
+    > >(tee "$LOGS/bench.log") 2>&1
 
-echo "=== gpu_check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) in ${SECONDS}s"
+# one line and a JSON of the figures: counts from pytest's last line, ratios from the bench table
+"$PY" - "$LOGS" "$failed" "$SECONDS" <<'PY'
+import json, pathlib, re, sys
+logs, failed, seconds = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+tests = (logs / "cuda-tests.log").read_text() if (logs / "cuda-tests.log").exists() else ""
+last = [ln for ln in tests.splitlines() if re.search(r"\d+ (passed|failed)", ln)][-1:] or [""]
+counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?)",
+                                            last[0])}
+bench = (logs / "bench.log").read_text() if (logs / "bench.log").exists() else ""
+ratios = {m.group(1).strip(): float(m.group(2))
+          for m in re.finditer(r"^(\S.{0,43}?)\s+[\d.nan]+\s+[\d.nan]+\s+([\d.]+)x?\s*$", bench, re.M)}
+summary = {"passed": failed == 0, "seconds": seconds, "tests": counts, "bench_ratios": ratios}
+(logs / "summary.json").write_text(json.dumps(summary, indent=1))
+print("=== gpu_check summary:", "PASSED" if failed == 0 else "FAILED", f"in {seconds}s |",
+      ", ".join(f"{n} {k}" for k, n in counts.items()) or "no test counts", "|",
+      ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) or "no bench ratios")
+PY
 exit $failed

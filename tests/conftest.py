@@ -1,8 +1,9 @@
 """Fixtures of the whole suite: `lib` runs a test once under torch (the oracle) and once under
-rustgrad; `device` runs it once per device (cpu, the NumPy-backed fake device of
-tests/fake_backend.py, and cuda where CuPy sees a GPU; `@pytest.mark.xfail_device("fake",
-reason=...)` marks a known failure on one device only); process-wide modes are restored after
-every test."""
+rustgrad; `device` runs it once per device: cpu; "cuda-sim", rustgrad's CUDA backend over the
+strict CuPy double (tests/devices/strict_cupy.py, two GPUs, on every machine); and cuda, a real
+GPU, where CuPy sees one (marked `cuda`). `@pytest.mark.xfail_device("cuda-sim", reason=...)`
+marks a known failure on one device only; `sim_cuda` installs the double for a test of its own.
+Process-wide modes are restored after every test."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Iterator
 import pytest
 import rustgrad
 
-from . import fake_backend  # noqa: F401  (registers the "fake" device)
+from .devices import strict_cupy
 
-DEVICES = ["cpu", "fake", pytest.param("cuda", marks=pytest.mark.cuda)]
+DEVICES = ["cpu", "cuda-sim", pytest.param("cuda", marks=pytest.mark.cuda)]
 
 
 @pytest.fixture(params=["torch", "rustgrad"])
@@ -36,13 +37,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(params=DEVICES)
-def device(request: pytest.FixtureRequest) -> str:
+def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The device a test runs on, as rustgrad names it ("cpu" or "cuda")."""
     if request.param == "cuda" and not rustgrad.cuda.is_available():
         pytest.skip("CuPy sees no GPU")
     for mark in request.node.iter_markers("xfail_device"):
         if request.param in mark.args:
             request.applymarker(pytest.mark.xfail(strict=True, reason=mark.kwargs["reason"]))
+    if request.param == "cuda-sim":
+        strict_cupy.install(monkeypatch)
+        return "cuda"
     return request.param
+
+
+@pytest.fixture
+def sim_cuda(monkeypatch: pytest.MonkeyPatch) -> object:
+    """rustgrad's CUDA backend over the strict CuPy double (two GPUs) for this test."""
+    return strict_cupy.install(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""A NumPy-backed fake device ("fake"), so device dispatch, transfers and cross-device errors
-are exercised on every machine. Its arrays are an ndarray subclass, which NumPy's functions
+"""A NumPy-backed fake device ("fake"), kept only for the NCCL-over-MPI worker
+(distributed/fake_nccl.py); every other test runs on the strict CuPy double's simulated GPU
+(devices/strict_cupy.py). Its arrays are an ndarray subclass, which NumPy's functions
 preserve, so an op on fake tensors stays on the fake device exactly as CuPy ops stay on a GPU.
 
 There are two fake devices, ``fake:0`` and ``fake:1``, as a machine has ``cuda:0`` and

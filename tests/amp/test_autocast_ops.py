@@ -116,22 +116,22 @@ def test_cpu_float16_dtypes_and_grads_match_torch(name: str) -> None:
     _check(case, shapes, "float16", tol=5e-3)
 
 
-# the fake device uses cuda's lists; these ops have the same policy on cpu and cuda
+# the simulated GPU uses cuda's lists; these ops have the same policy on cpu and cuda
 @pytest.mark.parametrize("name", ["mm", "linear", "conv2d", "mse_loss_of_lower",
                                   "nll_loss_of_lower", "relu_of_lower"])
-def test_fake_device_float16_uses_the_lists(name: str) -> None:
+def test_simulated_gpu_float16_uses_the_lists(name: str, sim_cuda: object) -> None:
     case, shapes = CASES[name]
-    _check(case, shapes, "float16", device="fake", tol=5e-3)
+    _check(case, shapes, "float16", device="cuda", tol=5e-3)
 
 
-def test_fake_device_sum_and_softmax_run_in_float32_as_on_cuda() -> None:
-    x = rustgrad.ones(2, 3, device="fake", requires_grad=True)
-    with rustgrad.autocast("fake", dtype=rustgrad.float16):
+def test_simulated_gpu_sum_and_softmax_run_in_float32_as_on_cuda(sim_cuda) -> None:
+    x = rustgrad.ones(2, 3, device="cuda", requires_grad=True)
+    with rustgrad.autocast("cuda", dtype=rustgrad.float16):
         h = x @ x.t()
         s, p = h.sum(), rustgrad.softmax(h, 1)
         e = rustgrad.exp(h)
     assert (h.dtype, s.dtype, p.dtype, e.dtype) == (rustgrad.float16,) + (rustgrad.float32,) * 3
-    assert h.device.type == "fake"
+    assert h.device.type == "cuda"
 
 
 def test_promote_of_float16_and_bfloat16_is_torchs_error(lib: ModuleType) -> None:

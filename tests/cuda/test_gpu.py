@@ -137,8 +137,6 @@ def test_module_cuda_and_cpu():
     assert not m.weight.is_cuda
 
 
-@pytest.mark.xfail(strict=True, reason="rustgrad.autocast refuses to enter a region it would "
-                   "really autocast: torch's op lists are not implemented yet (amp/autocast_mode.py)")
 def test_autocast_float16_on_cuda():
     a = rustgrad.randn(8, 8, device="cuda")
     with rustgrad.autocast("cuda", dtype=rustgrad.float16):

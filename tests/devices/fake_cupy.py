@@ -1,19 +1,16 @@
-"""Stand-ins for CuPy in sys.modules, so that rustgrad.cuda's paths run without a GPU: a CuPy
-whose driver is missing (getDeviceCount raises as cudaErrorInsufficientDriver does); a
+"""Stand-ins for CuPy's runtime in sys.modules, so that rustgrad.cuda's paths run without a GPU: a
+CuPy whose driver is missing (getDeviceCount raises as cudaErrorInsufficientDriver does), and a
 "working" CuPy with two devices that has streams, events, pools and device properties but no
-arrays; and that CuPy plus arrays that are NumPy's underneath (numpy_cupy), on which rustgrad's
-own CUDA backend runs ops, transfers and backward. CuPy's kernels themselves need the real
-thing: tests/cuda."""
+arrays. The arrays and the namespace are the strict double's (strict_cupy.py), built from the
+installed CuPy; CuPy's kernels themselves need the real thing: tests/cuda."""
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 import types
-from typing import Any, Optional, Tuple
+from typing import Any, Optional
 
-import numpy as np
 import pytest
 import rustgrad
 import rustgrad._backends as backends
@@ -172,103 +169,3 @@ def install(monkeypatch: pytest.MonkeyPatch, cupy: Optional[types.ModuleType]) -
     import rustgrad._backends.cuda as fresh
 
     return fresh
-
-
-class SimArray(np.ndarray):
-    """A CuPy-like array over NumPy: all arrays one type, each knowing its device (.device.id),
-    its address (.data.ptr) and exporting __cuda_array_interface__. Unlike CuPy, it computes on
-    arrays of any device whatever the current device is (CuPy raises ValueError: see
-    tests/cuda/test_gpu.py's two-GPU tests)."""
-
-    _sim_device: int
-
-    def __array_finalize__(self, obj: Any) -> None:
-        self._sim_device = getattr(obj, "_sim_device", _State.current)
-
-    @property
-    def device(self) -> Any:  # noqa: D102
-        return Device(self._sim_device)
-
-    @property
-    def data(self) -> Any:  # noqa: D102
-        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
-
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        cai = dict(self.__array_interface__)
-        cai["version"] = 3
-        return cai
-
-    def nonzero(self) -> tuple:
-        return tuple(_sim(i, self._sim_device) for i in super().nonzero())
-
-
-def _sim(a: Any, index: int) -> SimArray:
-    out = np.asarray(a).view(SimArray)
-    out._sim_device = index
-    return out
-
-
-def _sim_index(args: Any) -> int:
-    for a in args:
-        if isinstance(a, SimArray):
-            return a._sim_device
-        if isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, SimArray):
-                    return b._sim_device
-    return _State.current
-
-
-def _sim_wrap(fn: Any) -> Any:
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        out = fn(*args, **kwargs)
-        index = _sim_index(args)
-        if isinstance(out, tuple):
-            return tuple(_sim(o, index) if isinstance(o, (np.ndarray, np.generic)) else o
-                         for o in out)
-        if isinstance(out, (np.ndarray, np.generic)) and not isinstance(out, SimArray):
-            return _sim(out, index)
-        return out
-
-    return wrapped
-
-
-def numpy_cupy() -> Tuple[types.ModuleType, types.ModuleType]:
-    """A CuPy of two devices whose arrays are NumPy's (SimArray), and its cupyx: enough for
-    rustgrad's CUDA backend to run ops, transfers and backward without a GPU."""
-    cp = working_cupy()
-    for name in np.__all__:
-        attr = getattr(np, name, None)
-        if callable(attr) and not isinstance(attr, type) and not hasattr(cp, name):
-            setattr(cp, name, _sim_wrap(attr))
-        elif attr is not None and not hasattr(cp, name):
-            setattr(cp, name, attr)
-    cp.ndarray = SimArray
-    cp.asarray = _sim_wrap(lambda a, dtype=None: np.array(a, dtype=dtype, copy=True)
-                           if not isinstance(a, SimArray) else np.asarray(a, dtype=dtype))
-    cp.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
-    cp.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
-        as_strided=_sim_wrap(np.lib.stride_tricks.as_strided)))
-    erf = np.vectorize(math.erf, otypes=[float])
-    special = _module("cupyx.scipy.special",
-                      erf=_sim_wrap(lambda a: erf(a).astype(np.asarray(a).dtype)))
-    cupyx = _module("cupyx", scatter_add=lambda t, i, v: np.add.at(t, i, v),
-                    scipy=_module("cupyx.scipy", special=special))
-    return cp, cupyx
-
-
-def install_numpy_cupy(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """install() with numpy_cupy(), its cupyx included."""
-    cp, cupyx = numpy_cupy()
-    fresh = install(monkeypatch, cp)
-    for name, mod in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
-                      ("cupyx.scipy.special", cupyx.scipy.special)):
-        monkeypatch.setitem(sys.modules, name, mod)
-    # the CUDA C kernels compile only on a GPU: the ops take their array formulations instead
-    for name in CUDA_C_KERNELS:
-        monkeypatch.delattr(fresh, name, raising=False)
-    return fresh
-
-
-CUDA_C_KERNELS = ("im2col", "gelu", "gelu_backward", "max_pool2d")

@@ -1,15 +1,13 @@
-"""Device dispatch, written once and run per device (cpu, the NumPy-backed fake device, and cuda
-where CuPy sees a GPU)."""
+"""Device dispatch, written once and run per device (cpu, the simulated GPU of the strict CuPy
+double, and cuda where CuPy sees a GPU)."""
 
 import numpy as np
 import pytest
 import rustgrad
 
-from .. import fake_backend
-
 
 def _slot(device):
-    return {"cpu": 0, "fake": fake_backend.SLOT, "cuda": 1}[device]
+    return {"cpu": 0, "cuda": 1}[device]
 
 
 def test_device_factories_place_tensors_on_the_device(device):
@@ -39,9 +37,10 @@ def test_device_transfer_is_differentiable_back_to_the_source(device):
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
 
 
-def test_device_cross_device_op_raises_and_changes_nothing(device):
+def test_device_cross_device_op_raises_and_changes_nothing(device, request):
     if device == "cpu":
-        other = "fake"
+        request.getfixturevalue("sim_cuda")
+        other = "cuda"
     else:
         other = "cpu"
     a = rustgrad.tensor([1.0, 2.0], device=device)

@@ -1,12 +1,14 @@
-"""One op of each family on a non-NumPy backend: on the fake device of tests/fake_backend.py (an
-ndarray subclass, as CuPy arrays are to NumPy) results and gradients stay on the device and equal
-the CPU's bit for bit; tensors of two devices in one op raise torch's error."""
+"""One op of each family on a non-NumPy backend: on the simulated GPU (the strict CuPy double,
+whose arrays are not NumPy's) results and gradients stay on the device and equal the CPU's bit
+for bit; tensors of two devices in one op raise torch's error."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import rustgrad
+
+pytestmark = pytest.mark.usefixtures("sim_cuda")
 
 PROGRAMS = {
     "erf": lambda lib, a, i: a.erf(),
@@ -41,12 +43,12 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("op", sorted(PROGRAMS))
-def test_op_on_fake_device_stays_there_and_matches_cpu(op):
+def test_op_on_simulated_gpu_stays_there_and_matches_cpu(op):
     fn = PROGRAMS[op]
     x = np.array([[0.3, -1.2, 2.0, 0.7], [1.1, -0.4, 0.9, -2.3], [0.55, 1.6, -0.8, 1.25]])
     idx = np.array([[0, 3], [2, 2], [1, 0]])
     results = {}
-    for dev in ("cpu", "fake"):
+    for dev in ("cpu", "cuda"):
         a = rustgrad.tensor(x, device=dev, requires_grad=True)
         i = rustgrad.tensor(idx, device=dev)
         out = fn(rustgrad, a, i)
@@ -54,8 +56,8 @@ def test_op_on_fake_device_stays_there_and_matches_cpu(op):
         out.backward(rustgrad.ones_like(out))
         assert a.grad.device.type == dev
         results[dev] = (out.detach().cpu().numpy(), a.grad.cpu().numpy())
-    np.testing.assert_allclose(results["fake"][0], results["cpu"][0], rtol=1e-12)
-    np.testing.assert_allclose(results["fake"][1], results["cpu"][1], rtol=1e-12)
+    np.testing.assert_allclose(results["cuda"][0], results["cpu"][0], rtol=1e-12)
+    np.testing.assert_allclose(results["cuda"][1], results["cpu"][1], rtol=1e-12)
 
 
 MIXED = {
@@ -75,7 +77,7 @@ MIXED = {
 
 @pytest.mark.parametrize("op", sorted(MIXED))
 def test_op_mixing_devices_raises_same_device_error(op):
-    a = rustgrad.zeros(2, 2, device="fake")
+    a = rustgrad.zeros(2, 2, device="cuda")
     c = rustgrad.zeros(2, 2)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         MIXED[op](a, c)

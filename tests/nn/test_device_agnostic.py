@@ -1,5 +1,5 @@
-"""nn, optim and save/load on the NumPy-backed fake device (tests/fake_backend.py):
-every array stays on the device, as CuPy arrays would stay on a GPU."""
+"""nn, optim and save/load on the simulated GPU (the strict CuPy double, tests/devices/
+strict_cupy.py): every array stays on the device, as CuPy arrays stay on a GPU."""
 
 from __future__ import annotations
 
@@ -7,19 +7,21 @@ import io
 
 import rustgrad
 
-
-def _on_fake(t) -> bool:
-    return str(t.device) == "fake:0" and type(t._data).__name__ == "FakeArray"
+from ..devices import strict_cupy
 
 
-def test_training_step_on_fake_device_keeps_everything_there():
+def _on_sim_cuda(t) -> bool:
+    return str(t.device) == "cuda:0" and isinstance(t._data, strict_cupy.ndarray)
+
+
+def test_training_step_on_sim_cuda_device_keeps_everything_there(sim_cuda):
     nn = rustgrad.nn
     rustgrad.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
-                      nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.1), nn.Linear(16, 3)).to("fake")
+                      nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.1), nn.Linear(16, 3)).to("cuda")
     opt = rustgrad.optim.Adam(m.parameters(), lr=1e-2)
-    x = rustgrad.randn(5, 1, 4, 4).to("fake")
-    y = rustgrad.tensor([0, 1, 2, 0, 1]).to("fake")
+    x = rustgrad.randn(5, 1, 4, 4).to("cuda")
+    y = rustgrad.tensor([0, 1, 2, 0, 1]).to("cuda")
 
     for _ in range(2):
         opt.zero_grad()
@@ -28,14 +30,14 @@ def test_training_step_on_fake_device_keeps_everything_there():
         nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
 
-    assert _on_fake(loss)
-    assert all(_on_fake(p) and _on_fake(p.grad) for p in m.parameters())
-    assert all(_on_fake(b) for b in m.buffers())
-    assert all(_on_fake(t) for s in opt.state.values() for k, t in s.items() if k != "step")
+    assert _on_sim_cuda(loss)
+    assert all(_on_sim_cuda(p) and _on_sim_cuda(p.grad) for p in m.parameters())
+    assert all(_on_sim_cuda(b) for b in m.buffers())
+    assert all(_on_sim_cuda(t) for s in opt.state.values() for k, t in s.items() if k != "step")
 
 
-def test_save_load_restores_fake_device():
-    t = rustgrad.ones(3).to("fake")
+def test_save_load_restores_simulated_gpu(sim_cuda):
+    t = rustgrad.ones(3).to("cuda")
     buf = io.BytesIO()
     rustgrad.save({"t": t}, buf)
     buf.seek(0)
@@ -43,5 +45,5 @@ def test_save_load_restores_fake_device():
     r = rustgrad.load(buf)["t"]
     c = rustgrad.load(io.BytesIO(buf.getvalue()), map_location="cpu")["t"]
 
-    assert _on_fake(r) and r.tolist() == [1.0, 1.0, 1.0]
+    assert _on_sim_cuda(r) and r.tolist() == [1.0, 1.0, 1.0]
     assert str(c.device) == "cpu"

@@ -10,6 +10,7 @@ import pytest
 import rustgrad
 import torch
 
+from ..devices import strict_cupy
 from ..models import assert_close, twin
 from ..parity import parity, same_error
 
@@ -88,7 +89,7 @@ def test_pack_sequence_and_unpack_sequence_match_torch():
     parity(run, RTOL, ATOL)
 
 
-def test_packed_sequence_tuple_fields_to_and_constructor_forms():
+def test_packed_sequence_tuple_fields_to_and_constructor_forms(sim_cuda):
     R = rustgrad.nn.utils.rnn
     packed = R.pack_sequence([rustgrad.tensor(a) for a in SEQS], enforce_sorted=False)
 
@@ -100,9 +101,9 @@ def test_packed_sequence_tuple_fields_to_and_constructor_forms():
     assert type(as32) is R.PackedSequence and as32.data.dtype == rustgrad.float32
     assert as32.batch_sizes is batch_sizes and as32.float().data.dtype == rustgrad.float32
     assert packed.double() is packed and not packed.is_cuda
-    on_fake = packed.to("fake")
-    assert str(on_fake.data.device) == "fake:0" and str(on_fake.sorted_indices.device) == "fake:0"
-    assert str(on_fake.batch_sizes.device) == "cpu"
+    on_gpu = packed.to("cuda")
+    assert str(on_gpu.data.device) == "cuda:0" and str(on_gpu.sorted_indices.device) == "cuda:0"
+    assert str(on_gpu.batch_sizes.device) == "cpu"
     again = R.PackedSequence(data, batch_sizes, sorted_indices)
     np.testing.assert_array_equal(again.unsorted_indices.numpy(), unsorted_indices.numpy())
     pair = R.PackedSequence((data, batch_sizes))
@@ -126,12 +127,12 @@ def test_packed_sequence_tuple_fields_to_and_constructor_forms():
         L.nn.utils.rnn.pack_sequence([L.zeros(3, 1)]), total_length=2),
      "Expected total_length to be at least the length of the longest sequence in input, but "
      "got total_length=2 and max sequence length being 3"),
-    (lambda L: L.nn.utils.rnn.PackedSequence(L.zeros(3), L.tensor([1, 1, 1]).to("fake")),
+    (lambda L: L.nn.utils.rnn.PackedSequence(L.zeros(3), L.tensor([1, 1, 1]).to("cuda")),
      "batch_sizes should always be on CPU."),
 ])
-def test_bad_arguments_raise_torch_error(call, phrase):
-    if "fake" in phrase or "CPU" in phrase:
-        # torch has no fake device: the same check, on torch's meta device
+def test_bad_arguments_raise_torch_error(call, phrase, sim_cuda):
+    if "CPU" in phrase:
+        # torch here has no GPU: the same check, on torch's meta device
         def torch_call(L):
             if L is torch:
                 return L.nn.utils.rnn.PackedSequence(L.zeros(3), L.tensor([1, 1, 1],
@@ -252,10 +253,10 @@ def test_lstm_on_packed_input_wrong_state_size_raises_runtime_error():
         run(rustgrad)
 
 
-def test_packed_rnn_on_fake_device_keeps_arrays_there():
+def test_packed_rnn_on_sim_cuda_device_keeps_arrays_there(sim_cuda):
     rustgrad.manual_seed(0)
-    m = rustgrad.nn.LSTM(3, 4, bidirectional=True).to("fake")
-    seqs = [rustgrad.tensor(a, dtype=rustgrad.float32).to("fake").requires_grad_()
+    m = rustgrad.nn.LSTM(3, 4, bidirectional=True).to("cuda")
+    seqs = [rustgrad.tensor(a, dtype=rustgrad.float32).to("cuda").requires_grad_()
             for a in SEQS]
     packed = rustgrad.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
 
@@ -265,4 +266,4 @@ def test_packed_rnn_on_fake_device_keeps_arrays_there():
 
     assert str(out.batch_sizes.device) == "cpu"
     for t in (out.data, padded, h, c, seqs[0].grad, *(p.grad for p in m.parameters())):
-        assert str(t.device) == "fake:0" and type(t._data).__name__ == "FakeArray"
+        assert str(t.device) == "cuda:0" and isinstance(t._data, strict_cupy.ndarray)

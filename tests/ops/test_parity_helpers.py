@@ -7,11 +7,14 @@ import pytest
 import rustgrad
 import torch
 
-from ..parity import check, check_error
+from ..parity import check, check_error, oracle_for
 
 
 def _per_lib(torch_fn, rustgrad_fn):
-    return lambda lib, *ts: (torch_fn if lib is torch else rustgrad_fn)(lib, *ts)
+    # the oracle's side is torch, or rustgrad on the CPU where the GPU machine's torch is another
+    # release (parity.oracle_for); the side under test is rustgrad on the device
+    oracle = oracle_for("cuda")
+    return lambda lib, *ts: (torch_fn if lib is torch or lib is oracle else rustgrad_fn)(lib, *ts)
 
 
 def test_check_same_program_passes_and_returns_none(device):

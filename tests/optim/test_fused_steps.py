@@ -44,8 +44,8 @@ def _train(make_opt: Callable[[Any], Any], dtype: Any, shape: tuple = (7, 5),
 
 
 def _unfused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpu, "sgd_step", lambda *a: False)
-    monkeypatch.setattr(cpu, "adam_step", lambda *a: False)
+    monkeypatch.setattr(cpu.kernels, "sgd_step", lambda *a: False)
+    monkeypatch.setattr(cpu.kernels, "adam_step", lambda *a: False)
 
 
 def _case_id(case: Dict[str, Any]) -> str:
@@ -125,10 +125,10 @@ def test_where_kernel_matches_numpy() -> None:
         mask = rng.standard_normal((33, 17)) > 0
         other = rng.standard_normal((33, 17)).astype(dtype)
         for o in (dtype(0), 0.25, other):
-            got = cpu.select(mask, a, o)
+            got = cpu.kernels.where(mask, a, o)
             want = np.where(mask, a, o)
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
     # layouts and dtypes the kernel does not take fall back to NumPy
-    np.testing.assert_array_equal(cpu.select(mask.T, a.T, 1.0), np.where(mask.T, a.T, 1.0))
-    np.testing.assert_array_equal(cpu.select(mask[:1], a, 0.0), np.where(mask[:1], a, 0.0))
+    np.testing.assert_array_equal(cpu.kernels.where(mask.T, a.T, 1.0), np.where(mask.T, a.T, 1.0))
+    np.testing.assert_array_equal(cpu.kernels.where(mask[:1], a, 0.0), np.where(mask[:1], a, 0.0))

@@ -61,8 +61,8 @@ def require() -> None:
         return
     if not is_available():
         raise RuntimeError(_state["error"])
-    # the backend namespace is CuPy's, as cpu.py's is NumPy's (names CuPy makes lazily or
-    # deprecates are left to __getattr__ below)
+    # the backend namespace is CuPy's, as cpu.py's is NumPy's; a name CuPy lacks is an
+    # AttributeError here too (nothing is forwarded: kernels live in `kernels`, by their own names)
     g = globals()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -76,13 +76,6 @@ def require() -> None:
 
     register(_cp.ndarray, __import__(__name__, fromlist=["*"]))
     _state["ready"] = True
-
-
-def __getattr__(name: str) -> Any:
-    # CuPy's names not copied by require() (made lazily by CuPy), once CUDA is set up
-    if _state["ready"] and not name.startswith("__"):
-        return getattr(_cp, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- device bookkeeping used by the dispatch layer ----------------------------------------
@@ -142,11 +135,14 @@ def data_ptr(array: Any) -> int:
     return int(array.data.ptr)
 
 
-def erf(array: Any) -> Any:
-    """The error function, elementwise (CuPy's special-function kernel)."""
-    from cupyx.scipy.special import erf as _erf
+def _erf(array: Any) -> Any:
+    """The error function, elementwise (CuPy's special-function kernel). It has no float16
+    loop (float16 gives float64): float16 is computed in float32 and rounded, as on the CPU."""
+    from cupyx.scipy.special import erf as _erf_kernel
 
-    return _erf(array)
+    if array.dtype == _cp.float16:
+        return _erf_kernel(array.astype(_cp.float32)).astype(_cp.float16)
+    return _erf_kernel(array)
 
 
 def as_strided(array: Any, shape: Any, strides: Any) -> Any:
@@ -155,13 +151,13 @@ def as_strided(array: Any, shape: Any, strides: Any) -> Any:
 
 
 # kernels CuPy lacks, written once for the GPU (see cuda_kernels.py)
-from .cuda_kernels import (  # noqa: E402,F401
-    gelu,
-    gelu_backward,
-    im2col,
-    max_pool2d_with_indices,
-    softmax_cross_entropy,
-)
+from . import cuda_kernels as _ck  # noqa: E402
+from ._kernels import Kernels  # noqa: E402
+
+
+def writable_view(view: Any) -> Any:
+    """view as it is: CuPy's views are always writable (its flags have no `writeable`)."""
+    return view
 
 
 def errstate(**kwargs: Any) -> Any:
@@ -169,33 +165,25 @@ def errstate(**kwargs: Any) -> Any:
     return contextlib.nullcontext()
 
 
-# ---- the CPU backend's extras (see cpu.py), on the GPU ----------------------------------
-def select(mask: Any, a: Any, other: Any) -> Any:
-    """where(mask, a, other) (cupy.select is NumPy's select, a different function)."""
-    return _cp.where(mask, a, other)
-
-
-def sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
-    """No fused GPU step: False, and the optimizer runs its array formulation (CuPy kernels)."""
-    return False
-
-
-def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
-              args: Any) -> bool:
-    """No fused GPU step: False, and the optimizer runs its array formulation (CuPy kernels)."""
-    return False
-
-
-# ---- the ops' one-pass kernels (see cpu.py; gelu and gelu_backward are cuda_kernels') --------
-def max_pool2d(x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, out: Any) -> Any:
+# ---- the kernel table (see _kernels.py) ------------------------------------------------
+def _max_pool2d(x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, out: Any) -> Any:
     """(maxima, flat indices in each plane) of (N, C, H, W) x, one kernel (torch's rules)."""
-    return max_pool2d_with_indices(x, kernel, stride, padding, dilation, out[0], out[1])
+    return _ck.max_pool2d_with_indices(x, kernel, stride, padding, dilation, out[0], out[1])
 
 
-def max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
+def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     """zeros(shape) with grad added at max_pool2d's flat indices (an atomic scatter-add)."""
     n, c, h, w = shape
     z = _cp.zeros((n * c, h * w), dtype=grad.dtype)
     rows = _cp.arange(n * c).reshape(n * c, 1)
     add_at(z, (rows, indices.reshape(n * c, -1)), grad.reshape(n * c, -1))
     return z.reshape(shape)
+
+
+# no fused optimizer step, softmax or where kernel yet: the ops' CuPy formulations run
+kernels = Kernels(
+    erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
+    max_pool2d=_max_pool2d, max_pool2d_backward=_max_pool2d_backward,
+)
+# the entries that compile CUDA C (a test double without a GPU replaces them)
+CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d")

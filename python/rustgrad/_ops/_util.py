@@ -314,7 +314,10 @@ def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -
     gd = g._data
     xp = g._backend
     other = gd.dtype.type(0) if slope is None else gd * gd.dtype.type(slope)
-    out = xp.select(keep, gd, other)
+    where = xp.kernels.where
+    out = None if where is None else where(keep, gd, other)
+    if out is None:
+        out = xp.where(keep, gd, other)
     if out.dtype != gd.dtype:
         out = out.astype(gd.dtype)
     return record(out, (g, x), name, _select_grad_bw, (x,), (keep, slope, name))

@@ -198,7 +198,7 @@ def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         left_derivative = 0.5 * right
         right_derivative = left * (1 - t * t) * (_SQRT_2_OVER_PI * (1 + 3 * _KAPPA * a * a))
         return g * (left_derivative + right_derivative)
-    fused = getattr(g._backend, "gelu_backward", None)  # a backend's one-pass kernel
+    fused = g._backend.kernels.gelu_backward
     if fused is not None and not is_grad_enabled():  # no graph of the gradient to record
         gd, ad = g._data, a._data
         if is_bf16(ad.dtype) and gd.dtype == ad.dtype:  # torch's kernel: float32, rounded once
@@ -237,7 +237,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
             inner = _SQRT_2_OVER_PI * (w + _KAPPA * w * w * w)
             out = 0.5 * w * (1 + xp.tanh(inner))
         else:
-            fused = getattr(xp, "gelu", None)  # a backend's one-pass kernel
+            fused = xp.kernels.gelu
             out = None if fused is None else fused(w)
             if out is None:
                 out = w * 0.5 * (1 + _erf_array(xp, w * w.dtype.type(math.sqrt(0.5))))
@@ -549,7 +549,7 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> Any:
 
 def _fused_softmax(xp: Any, src: Any, dim: int, log: bool) -> Any:
     """The backend's one-pass kernel over the last dim, or None (the NumPy formulation runs)."""
-    kernel = getattr(xp, "softmax", None)
+    kernel = xp.kernels.softmax
     if kernel is None or dim != src.ndim - 1:
         return None
     return kernel(src, log)
@@ -557,7 +557,7 @@ def _fused_softmax(xp: Any, src: Any, dim: int, log: bool) -> Any:
 
 def _fused_softmax_bw(g: Tensor, out: Tensor, dim: int, log: bool) -> Any:
     """The backend's one-pass gradient where no graph of it is recorded, or None."""
-    kernel = getattr(g._backend, "softmax_backward", None)
+    kernel = g._backend.kernels.softmax_backward
     if kernel is None or is_grad_enabled() or dim != out._data.ndim - 1:
         return None
     gd, od = g._data, out._data

@@ -71,9 +71,10 @@ def im2col(xp: Any, x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Pads,
             f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{oh}x{ow}). "
             "Output size is too small"
         )
-    kernel = getattr(xp, "im2col", None)  # the CUDA backend's one-kernel im2col (cuda_kernels.py)
-    if kernel is not None:
-        return kernel(x, k, d, pads, s, fill, channels_first)
+    kernel = xp.kernels.im2col  # the CUDA backend's one-kernel im2col (cuda_kernels.py)
+    cols = None if kernel is None else kernel(x, k, d, pads, s, fill, channels_first)
+    if cols is not None:
+        return cols
     xpad = _pad_array(xp, x, pads, fill)
     if channels_first:
         xpad = xpad.transpose(1, 0, 2, 3)

@@ -45,6 +45,9 @@ def _normalize(idx: Any, xp: Any, like: Any = None) -> tuple:
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors"
                 )
+            if d.ndim == 0 and d.dtype.kind != "b":  # torch: an int (a view), not an index array
+                out.append(int(i._backend.to_numpy(d)))
+                continue
             if like is not None and (type(d) is not _NDARRAY or type(like) is not _NDARRAY):
                 d = _index_on(d, like)
             out.append(d)
@@ -59,7 +62,38 @@ def _normalize(idx: Any, xp: Any, like: Any = None) -> tuple:
                     f"Variables are valid indices (got {type(i).__name__})"
                 )
             out.append(i)
+    if like is not None and type(like) is not _NDARRAY:
+        _check_array_indices(out, like.shape)
     return tuple(out)
+
+
+def _check_array_indices(idx: list, shape: tuple) -> None:
+    """IndexError for an out-of-range integer-array index. NumPy raises one itself; CuPy wraps
+    the index around (a silent wrong element), so device arrays are checked here."""
+    consumed = sum(0 if i is None or i is Ellipsis else
+                   i.ndim if getattr(i, "dtype", None) is not None and i.dtype.kind == "b" else 1
+                   for i in idx)
+    dim = 0
+    for i in idx:
+        if i is Ellipsis:
+            dim += len(shape) - consumed
+            continue
+        if i is None:
+            continue
+        kind = i.dtype.kind if getattr(i, "dtype", None) is not None and hasattr(i, "ndim") else ""
+        if kind == "b":
+            dim += i.ndim
+            continue
+        if type(i) is int and dim < len(shape) and not -shape[dim] <= i < shape[dim]:
+            raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {shape[dim]}")
+        if kind in "iu" and kind and dim < len(shape) and i.size:
+            n = shape[dim]
+            bad = (i < -n) | (i >= n)
+            if bool(bad.any()):
+                flat = i.reshape(-1)
+                first = int(flat[int(bad.reshape(-1).argmax())])
+                raise IndexError(f"index {first} is out of bounds for dimension {dim} with size {n}")
+        dim += 1
 
 
 def _index_on(d: Any, like: Any) -> Any:
@@ -218,7 +252,7 @@ def index_into_zeros(g: Tensor, shape: tuple, idx: tuple, accumulate: bool) -> T
     xp = g._backend
     z = xp.zeros(shape, dtype=g._data.dtype)
     if accumulate:
-        xp.add_at(z, idx, g._data) if hasattr(xp, "add_at") else xp.add.at(z, idx, g._data)
+        xp.add_at(z, idx, g._data)
     else:
         z[idx] = g._data
     return record(z, (g,), "IndexPutBackward0", _index_into_zeros_bw, None, (shape, idx, accumulate))

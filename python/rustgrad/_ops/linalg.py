@@ -738,9 +738,8 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     for i in range(n_out):
         shape.append(size if i in (d1, d2) else rest.pop(0))
     z = xp.zeros(tuple(shape), dtype=d.dtype)
-    from .views import _writeable
 
-    _writeable(xp.diagonal(z, offset, d1, d2))[...] = d
+    xp.writable_view(xp.diagonal(z, offset, d1, d2))[...] = d
     return record(z, (input,), "DiagEmbedBackward0", _diag_embed_bw, None, (offset, d1, d2))
 
 

@@ -907,7 +907,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
 def _erf_array(xp: Any, d: Any) -> Any:
     """erf of an array: the backend's kernel where it has one (CPU: Rust's libm; CUDA: CuPy),
     else `_erf_series`."""
-    kernel = getattr(xp, "erf", None)
+    kernel = xp.kernels.erf
     if kernel is not None and d.dtype.kind == "f":
         return kernel(d)
     if kernel is not None and _dtype.is_floating_np(d.dtype):  # bfloat16: in float32, rounded
@@ -960,7 +960,7 @@ def erf(input: Tensor) -> Tensor:
         tensor([0.0000, 0.8427])
     """
     d = input._data if isinstance(input, Tensor) else None
-    kernel = None if d is None else getattr(input._backend, "erf", None)
+    kernel = None if d is None else input._backend.kernels.erf
     if kernel is not None and d.dtype.kind == "f" and d.dtype.itemsize >= 4:
         # the backend's kernel raises no floating-point warnings: no errstate to enter (~1 us)
         return record(kernel(d), (input,), "ErfBackward0", _erf_bw, (input,))

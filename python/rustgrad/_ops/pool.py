@@ -61,7 +61,7 @@ def _in_plane(xp: Any, shape: tuple, flat: Any, dtype: Any) -> Any:
 def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, flat, overlap = ctx
     xp = g._backend
-    scatter = getattr(xp, "max_pool2d_backward", None)  # a backend's fused kernel, if any
+    scatter = xp.kernels.max_pool2d_backward
     z = None if scatter is None else scatter(g._data, flat, shape)
     if z is None:
         index, keep = _in_plane(xp, shape, flat, g._data.dtype)
@@ -125,7 +125,7 @@ def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
     oh, eh = _pool_geometry(h, k[0], s[0], p[0], d[0], ceil_mode)
     ow, ew = _pool_geometry(w, k[1], s[1], p[1], d[1], ceil_mode)
     xp = input._backend
-    kernel = getattr(xp, "max_pool2d", None)  # a backend's fused kernel, if any
+    kernel = xp.kernels.max_pool2d
     res = None if kernel is None else kernel(xd, k, s, p, d, (oh, ow))
     if res is None:
         vals, flat = _max_pool_arrays(xp, xd, k, s, p, d, (oh, eh, ow, ew))

@@ -24,18 +24,6 @@ def _int_list(args: Any) -> Tuple[int, ...]:
     return tuple(int(a) for a in args)
 
 
-def _writeable(view: Any) -> Any:
-    """NumPy hands out read-only diagonals; make them writeable like torch's views (not
-    possible for a view of a read-only array, e.g. an expanded one)."""
-    flags = getattr(view, "flags", None)
-    if flags is not None and not flags.writeable:
-        try:
-            flags.writeable = True
-        except ValueError:
-            pass
-    return view
-
-
 # ---- slices into zeros: the backward of the slicing views ------------------------------
 def _embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, idx = ctx
@@ -263,7 +251,7 @@ def _diag_into_zeros(g: Tensor, shape: tuple, offset: int, d1: int, d2: int,
     """zeros(shape) with g on the diagonal (offset, d1, d2) (differentiable in g)."""
     xp = g._backend
     z = xp.zeros(shape, dtype=g._data.dtype)
-    _writeable(xp.diagonal(z, offset, d1, d2))[...] = g._data
+    xp.writable_view(xp.diagonal(z, offset, d1, d2))[...] = g._data
     return record(z, (g,), name, _diag_embed_zeros_bw, None, (shape, offset, d1, d2))
 
 
@@ -294,7 +282,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     d1, d2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    out = _writeable(input._backend.diagonal(d, offset, d1, d2))
+    out = input._backend.writable_view(input._backend.diagonal(d, offset, d1, d2))
     return record(out, (input,), "DiagonalBackward0", _diagonal_bw, None,
                   (d.shape, offset, d1, d2), False, input)
 
@@ -974,7 +962,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
                 f"{list(d.shape)}"
             )
         shape.append(s)
-    out = _writeable(input._backend.broadcast_to(d, tuple(shape)))  # torch's expand is writable
+    out = input._backend.writable_view(input._backend.broadcast_to(d, tuple(shape)))  # torch's expand is writable
     return record(out, (input,), "ExpandBackward0", _expand_bw, None, d.shape, False, input)
 
 

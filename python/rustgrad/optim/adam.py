@@ -127,7 +127,7 @@ class Adam(Optimizer):
         """The whole update of `p` and its state in one pass of the backend's kernel (CPU,
         float32/float64, contiguous), with the roundings of the NumPy formulation in `step`;
         False where the backend has none or the arrays do not qualify."""
-        kernel = getattr(p._backend, "adam_step", None)
+        kernel = p._backend.kernels.adam_step
         vmax = state["max_exp_avg_sq"]._data if amsgrad else None
         if kernel is None or not kernel(p._data, g, state["exp_avg"]._data,
                                         state["exp_avg_sq"]._data, vmax, args):

@@ -107,7 +107,7 @@ class SGD(Optimizer):
         """The whole update of `p` in one pass of the backend's kernel (CPU, float32/float64,
         contiguous), with the roundings of the NumPy formulation below; False where the backend
         has none or the arrays do not qualify."""
-        kernel = getattr(p._backend, "sgd_step", None)
+        kernel = p._backend.kernels.sgd_step
         if kernel is None:
             return False
         buf = None

@@ -1,0 +1,34 @@
+"""The kernel table: the one-pass kernels a backend may offer beside its array namespace.
+
+Each entry has one fixed signature, the same on every backend; a backend without a kernel
+leaves its entry None, and a kernel may also answer None for arrays it does not take (a
+strided or integer array, say). Either way the op computes with its array formulation. Ops
+read `xp.kernels.<name>`, never `getattr(xp, name)`: a kernel is never confused with an array
+namespace function of the same name (NumPy's and CuPy's `select`, a future `cupy.erf`).
+
+Every kernel returns arrays of its input's dtype (erf of float16 is float16)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional
+
+Kernel = Optional[Callable[..., Any]]
+
+
+@dataclasses.dataclass
+class Kernels:
+    """A backend's kernels (see the module docstring); each field's comment is its signature."""
+
+    erf: Kernel = None  # (x) -> erf(x)
+    gelu: Kernel = None  # (x) -> exact GELU of x
+    gelu_backward: Kernel = None  # (grad, x) -> grad * GELU'(x)
+    softmax: Kernel = None  # (x, log) -> (log_)softmax over the last dim
+    softmax_backward: Kernel = None  # (grad, out, log) -> its gradient from the output
+    powi: Kernel = None  # (x, exponent) -> x ** exponent as torch's products
+    where: Kernel = None  # (mask, a, other) -> where(mask, a, other)
+    max_pool2d: Kernel = None  # (x, kernel, stride, padding, dilation, out) -> (max, index)
+    max_pool2d_backward: Kernel = None  # (grad, indices, shape) -> zeros(shape) + grad at indices
+    im2col: Kernel = None  # see cuda_kernels.im2col
+    sgd_step: Kernel = None  # (param, grad, buf, args) -> bool: stepped in place
+    adam_step: Kernel = None  # (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args) -> bool

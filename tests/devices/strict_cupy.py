@@ -1,0 +1,765 @@
+"""A strict CuPy double, built from the installed `cupy` package's real surface.
+
+CuPy imports without a GPU (`cupy.is_available()` is False), so the names of its namespace, the
+attributes of `cupy.ndarray` and of its `flags`, and the type loops of its ufuncs can be read on
+any machine. This module reads them once (`surface()`) and builds from them a CuPy whose arrays
+are NumPy's underneath but which shows only what real CuPy shows:
+
+- `ndarray` is not an `np.ndarray` subclass and has exactly real CuPy's public attributes and
+  operators: no `__array_interface__`, `ctypes`, `__index__`, `flags.writeable`, `__imatmul__`;
+  `np.asarray(x)` raises TypeError as CuPy's `__array__` does; reductions give 0-d arrays.
+- The namespace has exactly real CuPy's names: a name CuPy lacks raises AttributeError (as it would
+  on a GPU), one CuPy has but this double does not compute raises `NotSimulated`.
+- Ufunc results take CuPy's type loops (`cupyx.scipy.special.erf` of float16 is float64).
+- Integer-array indices (and `take`/`put`) wrap around where NumPy raises, as CuPy's kernels do.
+- Arrays live on one of two devices; new arrays go to the current device; an op on an array of
+  another device raises CuPy's ValueError (no peer access is assumed).
+
+CUDA C kernels (ElementwiseKernel, RawKernel) cannot run here: the harness replaces the CUDA
+backend's kernel table entries by recorders (`KERNEL_CALLS`) that return None, so the ops take
+their array formulations. `tests/devices/test_strict_cupy.py` checks this double against the
+installed CuPy."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import importlib
+import sys
+import types
+import warnings
+import weakref
+from typing import Any, Callable, Dict, FrozenSet, List, Tuple
+
+import numpy as np
+
+from . import fake_cupy
+
+CUPY_PIN = "cupy-cuda13x==14.2.0"  # the GPU machine's CuPy; `make test` installs it
+
+
+class NotSimulated(NotImplementedError):
+    """A name real CuPy has that this double does not compute."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Surface:
+    """What the installed CuPy shows, read without a GPU."""
+
+    version: str
+    namespace: Dict[str, str]  # name -> "numpy" (the very NumPy object), "ufunc", "function",
+    #                            "class", "module", "value"
+    values: Dict[str, Any]  # the "value" entries (pi, inf, newaxis, ...)
+    ndarray_attrs: FrozenSet[str]
+    flags_attrs: FrozenSet[str]
+    ufunc_attrs: FrozenSet[str]
+    ufunc_types: Dict[str, Tuple[str, ...]]
+    submodules: Dict[str, FrozenSet[str]]  # "random", "linalg", "fft", "lib.stride_tricks", ...
+    cupyx: FrozenSet[str]
+    special_types: Dict[str, Tuple[str, ...]]  # cupyx.scipy.special's ufuncs
+
+
+_OBJECT = frozenset(dir(object)) | {"__module__", "__slots__", "__pyx_vtable__", "__weakref__",
+                                    "__dict__", "__annotations__", "__firstlineno__",
+                                    "__static_attributes__"}
+
+
+def public_attrs(cls: type) -> FrozenSet[str]:
+    """A class's attributes that code may touch: not private, not object's own."""
+    return frozenset(n for n in dir(cls)
+                     if n not in _OBJECT and not (n.startswith("_") and not n.startswith("__")))
+
+
+@functools.cache
+def surface() -> Surface:
+    """Reads the installed CuPy (ImportError naming the pin when it is missing)."""
+    saved = {k: sys.modules[k] for k in list(sys.modules) if k.split(".")[0] in ("cupy", "cupyx")}
+    for k in saved:  # a double may be installed: read the real package
+        del sys.modules[k]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                import cupy as cp
+                import cupyx
+                import cupyx.scipy.special as special
+            except ImportError as e:
+                raise ImportError(f"the strict CuPy double reads the installed CuPy: pip install "
+                                  f"{CUPY_PIN} (make test does) ({e})") from e
+            namespace: Dict[str, str] = {}
+            values: Dict[str, Any] = {}
+            for name in dir(cp):
+                if name.startswith("_"):
+                    continue
+                try:
+                    obj = getattr(cp, name)
+                except Exception:  # noqa: BLE001,S112 - a name CuPy lists but cannot give
+                    continue
+                if obj is getattr(np, name, object()):
+                    namespace[name] = "numpy"
+                elif isinstance(obj, cp.ufunc):
+                    namespace[name] = "ufunc"
+                elif isinstance(obj, types.ModuleType):
+                    namespace[name] = "module"
+                elif isinstance(obj, type):
+                    namespace[name] = "class"
+                elif callable(obj):
+                    namespace[name] = "function"
+                else:
+                    namespace[name] = "value"
+                    values[name] = obj
+            subs = {}
+            for sub in ("random", "linalg", "fft", "lib.stride_tricks", "cuda", "cuda.runtime"):
+                mod = cp
+                for part in sub.split("."):
+                    mod = getattr(mod, part)
+                subs[sub] = frozenset(n for n in dir(mod) if not n.startswith("_"))
+            return Surface(
+                version=cp.__version__,
+                namespace=namespace,
+                values=values,
+                ndarray_attrs=public_attrs(cp.ndarray),
+                flags_attrs=frozenset(n for n in dir(importlib.import_module("cupy._core.flags").Flags)
+                                      if not n.startswith("_")),
+                ufunc_attrs=frozenset(n for n in dir(cp.add) if not n.startswith("_")),
+                ufunc_types={n: tuple(getattr(cp, n).types) for n, k in namespace.items()
+                             if k == "ufunc"},
+                submodules=subs,
+                cupyx=frozenset(n for n in dir(cupyx) if not n.startswith("_")),
+                special_types={n: tuple(getattr(special, n).types) for n in dir(special)
+                               if isinstance(getattr(special, n, None), cp.ufunc)},
+            )
+    finally:
+        for k in [k for k in sys.modules if k.split(".")[0] in ("cupy", "cupyx")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+# ---- devices --------------------------------------------------------------------------------
+_State = fake_cupy._State  # the current device (shared with the runtime objects of fake_cupy)
+LAUNCHES: collections.Counter = collections.Counter()  # kernel-like calls by name
+KERNEL_CALLS: List[Tuple[str, Tuple[Tuple[int, ...], ...]]] = []  # CUDA C kernels asked for
+
+
+def _other_device(dev: int) -> ValueError:
+    return ValueError(f"The device where the array resides ({dev}) is different from the current "
+                      f"device ({_State.current}). Peer access is unavailable between these "
+                      f"devices.")
+
+
+# ---- arrays ---------------------------------------------------------------------------------
+class _Flags:
+    __slots__ = ("_f", "_owndata")
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._f = a.flags
+        self._owndata = a.base is None
+
+    c_contiguous = property(lambda self: bool(self._f.c_contiguous))
+    f_contiguous = property(lambda self: bool(self._f.f_contiguous))
+    owndata = property(lambda self: self._owndata)
+    fnc = property(lambda self: bool(self._f.fnc))
+    forc = property(lambda self: bool(self._f.forc))
+
+    def __getitem__(self, name: str) -> bool:
+        return {"C_CONTIGUOUS": self.c_contiguous, "F_CONTIGUOUS": self.f_contiguous,
+                "OWNDATA": self.owndata}[name]
+
+
+class _FlatIter:
+    """cupy.flatiter: element access through the flattened array, on the device."""
+
+    __slots__ = ("_x",)
+
+    def __init__(self, x: Any) -> None:
+        self._x = x
+
+    def __getitem__(self, key: Any) -> Any:
+        return _wrap(np.asarray(self._x._a.flat[_unwrap(key)]), self._x._dev)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._x._a.flat[_unwrap(key)] = _unwrap(value)
+
+    def __len__(self) -> int:
+        return self._x._a.size
+
+
+class _Pointer:
+    """cupy.cuda.MemoryPointer's face: the address (.ptr) and the device."""
+
+    __slots__ = ("ptr", "device_id")
+
+    def __init__(self, ptr: int, device_id: int) -> None:
+        self.ptr, self.device_id = ptr, device_id
+
+
+class ndarray:  # noqa: N801 - CuPy's name
+    """A device array: a NumPy array and the index of the device it lives on."""
+
+    __slots__ = ("_a", "_dev", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, shape: Any, dtype: Any = float, memptr: Any = None, strides: Any = None,
+                 order: str = "C") -> None:
+        if memptr is not None or strides is not None:
+            raise NotSimulated("cupy.ndarray(memptr=..., strides=...)")
+        self._a = np.empty(shape, dtype=dtype, order=order)
+        self._dev = _State.current
+
+    # device-side facts
+    device = property(lambda self: fake_cupy.Device(self._dev))
+    data = property(lambda self: _Pointer(int(self._a.__array_interface__["data"][0]), self._dev))
+    flags = property(lambda self: _Flags(self._a))
+    shape = property(lambda self: self._a.shape, lambda self, s: setattr(self._a, "shape", s))
+    strides = property(lambda self: self._a.strides)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    itemsize = property(lambda self: self._a.itemsize)
+    nbytes = property(lambda self: self._a.nbytes)
+    base = property(lambda self: None if self._a.base is None else _wrap(self._a.base, self._dev))
+    T = property(lambda self: _wrap(self._a.T, self._dev))
+    mT = property(lambda self: _wrap(self._a.mT, self._dev))
+    real = property(lambda self: _wrap(self._a.real, self._dev),
+                    lambda self, v: setattr(self._a, "real", _host(v)))
+    imag = property(lambda self: _wrap(self._a.imag, self._dev),
+                    lambda self, v: setattr(self._a, "imag", _host(v)))
+    flat = property(lambda self: _FlatIter(self))
+    cstruct = property(lambda self: _not_simulated("ndarray.cstruct"))
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        cai = dict(self._a.__array_interface__)
+        cai["version"] = 3
+        cai["stream"] = 1
+        return cai
+
+    # host conversions: explicit only
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` "
+                        "to construct a NumPy array explicitly.")
+
+    def get(self, stream: Any = None, order: str = "C", out: Any = None,
+            blocking: bool = True) -> np.ndarray:
+        return np.array(self._a, order=order, copy=True)
+
+    def set(self, arr: Any, stream: Any = None) -> None:
+        if isinstance(arr, ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        self._a[...] = arr
+
+    def tolist(self) -> Any:
+        return self._a.tolist()
+
+    def item(self) -> Any:
+        return self._a.item()
+
+    def __bool__(self) -> bool:
+        return bool(self._a)
+
+    def __int__(self) -> int:
+        return int(self._a)
+
+    def __float__(self) -> float:
+        return float(self._a)
+
+    def __complex__(self) -> complex:
+        return complex(self._a)
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __iter__(self) -> Any:
+        if self._a.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._a.shape[0]))
+
+    def __repr__(self) -> str:
+        return repr(self._a)
+
+    def __str__(self) -> str:
+        return str(self._a)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._a, spec) if self._a.ndim == 0 else str(self)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self) -> ndarray:
+        return _wrap(self._a.copy(), self._dev)
+
+    def __deepcopy__(self, memo: Any) -> ndarray:
+        return _wrap(self._a.copy(), self._dev)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (self._a.copy(), self._dev))
+
+    # indexing: CuPy's kernels wrap out-of-range integer-array indices around
+    def __getitem__(self, key: Any) -> Any:
+        _check_device(self)
+        k = _cupy_index(key, self._a.shape)
+        out = self._a[k]
+        if isinstance(out, np.generic):  # CuPy: a 0-d view, where NumPy gives a scalar
+            out = self._a[k + (Ellipsis,)]
+        return _wrap(out, _State.current)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _check_device(self)
+        self._a[_cupy_index(key, self._a.shape)] = _unwrap(value)
+
+    # the NumPy protocols route to this double (np.sum(x) is cupy.sum(x), as on CuPy)
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        mine = _MODULE.get("cupy")
+        f = getattr(mine, ufunc.__name__, None) if mine is not None else None
+        if f is None:
+            return NotImplemented
+        return f(*inputs, **kwargs) if method == "__call__" else getattr(f, method)(*inputs,
+                                                                                     **kwargs)
+
+    def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
+        mine = _MODULE.get("cupy")
+        path = func.__module__.split(".")[1:] if func.__module__ else []
+        for part in path:
+            if mine is None or part not in ("linalg", "fft", "random"):
+                break
+            mine = getattr(mine, part, None)
+        f = getattr(mine, func.__name__, None) if mine is not None else None
+        return NotImplemented if f is None else f(*args, **kwargs)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (2, self._dev)  # kDLCUDA
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        _not_simulated("ndarray.__dlpack__ (a capsule of device memory)")
+
+    toDlpack = __dlpack__  # noqa: N815 - CuPy's name
+
+    def scatter_add(self, slices: Any, value: Any) -> None:
+        _scatter(np.add, self, slices, value)
+
+    def scatter_max(self, slices: Any, value: Any) -> None:
+        _scatter(np.maximum, self, slices, value)
+
+    def scatter_min(self, slices: Any, value: Any) -> None:
+        _scatter(np.minimum, self, slices, value)
+
+
+def _not_simulated(what: str) -> Any:
+    raise NotSimulated(f"the strict CuPy double does not simulate {what}")
+
+
+def _rebuild(a: np.ndarray, dev: int) -> ndarray:
+    return _wrap(a, dev)
+
+
+_WRAPPERS: Dict[int, Any] = {}  # id(NumPy array) -> weakref to its device array
+
+
+def _wrap(a: Any, dev: int) -> Any:
+    """A NumPy result as CuPy gives it: arrays and scalars become device arrays."""
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind in "OUSVMm":
+            raise TypeError(f"Unsupported dtype {a.dtype}")
+        ref = _WRAPPERS.get(id(a))
+        known = None if ref is None else ref()
+        if known is not None and known._a is a:  # `view.base is x`, as on CuPy
+            return known
+        if not a.flags.writeable:  # CuPy's arrays are all writable (diagonals, broadcasts)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    a.flags.writeable = True
+                except ValueError:
+                    a = a.copy()
+        out = ndarray.__new__(ndarray)
+        out._a, out._dev = a, dev
+        key = id(a)
+        _WRAPPERS[key] = weakref.ref(out, lambda _, k=key: _WRAPPERS.pop(k, None))
+        return out
+    if isinstance(a, np.generic):
+        return _wrap(np.asarray(a), dev)
+    if isinstance(a, tuple):
+        return tuple(_wrap(x, dev) for x in a)
+    if isinstance(a, list):
+        return [_wrap(x, dev) for x in a]
+    return a
+
+
+def _host(x: Any) -> Any:
+    return x._a if isinstance(x, ndarray) else x
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, ndarray):
+        return x._a
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (ndarray, list, tuple)) for v in x):
+        return type(x)(_unwrap(v) for v in x)
+    return x
+
+
+def _devices(x: Any, found: set) -> None:
+    if isinstance(x, ndarray):
+        found.add(x._dev)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _devices(v, found)
+
+
+def _check_device(*args: Any, **kwargs: Any) -> None:
+    found: set = set()
+    _devices(args, found)
+    _devices(tuple(kwargs.values()), found)
+    for dev in found:
+        if dev != _State.current:
+            raise _other_device(dev)
+
+
+def _cupy_index(key: Any, shape: Tuple[int, ...]) -> Any:
+    """key for NumPy, with CuPy's semantics: integer arrays (device arrays, host arrays and
+    lists) wrap around modulo their dimension's size; Python ints stay checked."""
+    key = key if isinstance(key, tuple) else (key,)
+    key = tuple(_unwrap(k) for k in key)
+    key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    consumed = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else
+                   0 if k is None or k is Ellipsis else 1 for k in key)
+    out, dim = [], 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+            out.append(k)
+            continue
+        if k is None:
+            out.append(k)
+            continue
+        if isinstance(k, np.ndarray) and k.dtype == bool:
+            dim += k.ndim
+        elif isinstance(k, np.ndarray) and k.dtype.kind in "iu":
+            n = shape[dim] if dim < len(shape) else 0
+            out.append(np.mod(k, n) if n > 0 else k)
+            dim += 1
+            continue
+        else:
+            if isinstance(k, int) and dim < len(shape) and not -shape[dim] <= k < shape[dim]:
+                raise IndexError(f"Index {k} is out of bounds for axis {dim} with size "
+                                 f"{shape[dim]}")  # CuPy's wording, not NumPy's
+            dim += 1
+        out.append(k)
+    return tuple(out)
+
+
+def _scatter(ufunc: Any, target: ndarray, slices: Any, value: Any) -> None:
+    _check_device(target, value)
+    ufunc.at(target._a, _cupy_index(slices, target._a.shape), _unwrap(value))
+
+
+def _method(name: str) -> Callable[..., Any]:
+    def method(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        _check_device(self, *args, **kwargs)
+        LAUNCHES[name] += 1
+        out = getattr(self._a, name)(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        if name.startswith("__i") and out is self._a:  # in place: the same device array
+            return self
+        return _wrap(out, _State.current)
+
+    method.__name__ = name
+    return method
+
+
+def _finish_ndarray(s: Surface) -> None:
+    """Gives ndarray every other attribute real CuPy's has: NumPy's method where NumPy has
+    one, else a NotSimulated stub; and removes nothing real CuPy has."""
+    have = public_attrs(ndarray)
+    for name in sorted(s.ndarray_attrs - have):
+        if hasattr(np.ndarray, name) and callable(getattr(np.ndarray, name)):
+            setattr(ndarray, name, _method(name))
+        else:
+            setattr(ndarray, name, _stub(f"ndarray.{name}"))
+    for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):  # object has them
+        setattr(ndarray, name, _method(name))
+    extra = public_attrs(ndarray) - s.ndarray_attrs
+    if extra:
+        raise AssertionError(f"the double's ndarray has names real CuPy's lacks: {sorted(extra)}")
+
+
+def _stub(what: str) -> Callable[..., Any]:
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        _not_simulated(what)
+
+    return stub
+
+
+# ---- functions and ufuncs -------------------------------------------------------------------
+def _function(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    def function(*args: Any, **kwargs: Any) -> Any:
+        _check_device(*args, **kwargs)
+        LAUNCHES[name] += 1
+        return _wrap(f(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}),
+                     _State.current)
+
+    function.__name__ = name
+    function.__qualname__ = name
+    return function
+
+
+_NP_CHARS = frozenset("?bBhHiIlLqQefdgFDG")
+
+
+def _loop_out(types_: Tuple[str, ...], dtypes: List[np.dtype]) -> Any:
+    """The output dtypes of CuPy's first loop whose inputs take these dtypes exactly, else the
+    first that takes them safely; None when no loop does."""
+    for exact in (True, False):
+        for t in types_:
+            ins, outs = t.split("->")
+            if len(ins) != len(dtypes) or not all(c in _NP_CHARS for c in ins + outs):
+                continue  # CuPy's complex32 ('E') has no NumPy dtype
+            if all((np.dtype(c) == d) if exact else np.can_cast(d, np.dtype(c), "safe")
+                   for c, d in zip(ins, dtypes)):
+                return [np.dtype(c) for c in outs]
+    return None
+
+
+class ufunc:  # noqa: N801 - CuPy's name
+    """A CuPy ufunc: NumPy's (or SciPy's) loop, with CuPy's type loops deciding the result's
+    dtype where the arguments are arrays of one dtype."""
+
+    def __init__(self, name: str, impl: Any, types_: Tuple[str, ...]) -> None:
+        self.name, self._impl, self.types = name, impl, list(types_)
+        ins, outs = types_[0].split("->") if types_ else ("?", "?")
+        self.nin, self.nout = len(ins), len(outs)
+        self.nargs = self.nin + self.nout
+
+    def __repr__(self) -> str:
+        return f"<ufunc '{self.name}'>"
+
+    def __call__(self, *args: Any, out: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
+        _check_device(*args, out)
+        LAUNCHES[self.name] += 1
+        raw = [_unwrap(a) for a in args]
+        arrays = [a for a in raw[: self.nin] if isinstance(a, np.ndarray)]
+        target = None
+        if dtype is None and arrays and len({a.dtype for a in arrays}) == 1:
+            outs = _loop_out(tuple(self.types), [arrays[0].dtype] * self.nin)
+            if outs is None:
+                raise TypeError(f"Wrong type ({arrays[0].dtype},) of arguments for "
+                                f"cupy_{self.name}")
+            target = outs[0]
+        if out is not None:
+            self._impl(*raw, out=_unwrap(out), dtype=dtype, **kwargs)
+            return out
+        res = self._impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
+            self._impl(*raw, **kwargs)
+        if target is not None and self.nout == 1:
+            res = np.asarray(res)
+            if res.dtype != target:
+                res = res.astype(target)
+        return _wrap(res, _State.current)
+
+    def _method(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        _check_device(*args)
+        LAUNCHES[f"{self.name}.{name}"] += 1
+        return _wrap(getattr(self._impl, name)(*_unwrap(args),
+                                               **{k: _unwrap(v) for k, v in kwargs.items()}),
+                     _State.current)
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduce", *args, **kwargs)
+
+    def accumulate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("accumulate", *args, **kwargs)
+
+    def outer(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("outer", *args, **kwargs)
+
+    def reduceat(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduceat", *args, **kwargs)
+
+    def at(self, a: Any, indices: Any, b: Any = None) -> None:
+        _check_device(a, b)
+        LAUNCHES[f"{self.name}.at"] += 1
+        idx = _cupy_index(indices, a._a.shape)
+        if b is None:
+            self._impl.at(a._a, idx)
+        else:
+            self._impl.at(a._a, idx, _unwrap(b))
+
+
+def _asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> ndarray:
+    if isinstance(a, ndarray):
+        if a._dev != _State.current:  # CuPy copies to the current device
+            return _wrap(np.array(a._a, dtype=dtype, order=order or "K", copy=True),
+                         _State.current)
+        return _wrap(np.asarray(a._a, dtype=dtype, order=order), a._dev)
+    return _wrap(np.array(a, dtype=dtype, order=order or "K", copy=True), _State.current)
+
+
+def _array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subok: bool = False,
+           ndmin: int = 0, *, blocking: bool = False) -> ndarray:
+    if isinstance(obj, ndarray):
+        _check_device(obj)
+        return _wrap(np.array(obj._a, dtype=dtype, copy=copy, order=order, ndmin=ndmin),
+                     _State.current)
+    return _wrap(np.array(obj, dtype=dtype, copy=True, order=order, ndmin=ndmin), _State.current)
+
+
+def _asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None,
+             blocking: bool = True) -> np.ndarray:
+    if isinstance(a, ndarray):
+        host = np.array(a._a, order=order, copy=True)
+    else:
+        host = np.asarray(a, order=order)
+    if out is not None:
+        out[...] = host
+        return out
+    return host
+
+
+def _from_dlpack(obj: Any, *, device: Any = None, copy: Any = None) -> ndarray:
+    if isinstance(obj, ndarray):
+        return _wrap(obj._a, obj._dev)
+    kind = int(obj.__dlpack_device__()[0]) if hasattr(obj, "__dlpack_device__") else None
+    raise RuntimeError(f"Unsupported device in DLTensor (device type {kind}): CuPy imports "
+                       "device memory only")
+
+
+def _get_array_module(*args: Any) -> Any:
+    found: set = set()
+    _devices(args, found)
+    return _MODULE["cupy"] if found or any(isinstance(a, ndarray) for a in args) else np
+
+
+def _kernel_class(name: str) -> type:
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _not_simulated(f"{name} (CUDA C compiles only on a GPU)")
+
+    return type(name, (), {"__init__": init, "__call__": call})
+
+
+def _submodule(path: str, names: FrozenSet[str], source: Any) -> types.ModuleType:
+    m = types.ModuleType(f"cupy.{path}")
+    for name in names:
+        impl = getattr(source, name, None)
+        if isinstance(impl, type) or impl is None or not callable(impl):
+            setattr(m, name, impl if impl is not None else _stub(f"cupy.{path}.{name}"))
+        else:
+            setattr(m, name, _function(f"{path}.{name}", impl))
+    return m
+
+
+_MODULE: Dict[str, types.ModuleType] = {}
+_SPECIAL: Dict[str, Any] = {
+    "asarray": _asarray, "array": _array, "asnumpy": _asnumpy, "from_dlpack": _from_dlpack,
+    "fromDlpack": _from_dlpack, "get_array_module": _get_array_module,
+    "is_available": lambda: True,
+}
+
+
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> ndarray:
+    """cupy.take: out-of-range indices wrap around (CuPy has no 'raise' mode)."""
+    _check_device(a, indices, out)
+    return _wrap(np.take(_unwrap(a), _unwrap(indices), axis=axis, mode="wrap"), _State.current)
+
+
+def _take_along_axis(a: Any, indices: Any, axis: Any) -> ndarray:
+    _check_device(a, indices)
+    x, i = _unwrap(a), _unwrap(indices)
+    n = x.shape[axis if axis is not None else 0] if x.ndim else 1
+    return _wrap(np.take_along_axis(x, np.mod(i, n) if n else i, axis), _State.current)
+
+
+def _put(a: Any, ind: Any, v: Any, mode: str = "wrap") -> None:
+    _check_device(a, ind, v)
+    np.put(a._a, _unwrap(ind), _unwrap(v), mode=mode)
+
+
+_SPECIAL.update(take=_take, take_along_axis=_take_along_axis, put=_put)
+
+
+def _special_module(s: Surface) -> types.ModuleType:
+    import scipy.special as sp  # scikit-learn's dependency, in the test environment
+
+    m = types.ModuleType("cupyx.scipy.special")
+    for name, loops in s.special_types.items():
+        impl = getattr(sp, name, None)
+        setattr(m, name, ufunc(name, impl, loops) if impl is not None
+                else _stub(f"cupyx.scipy.special.{name}"))
+    return m
+
+
+@functools.cache
+def build() -> Tuple[types.ModuleType, types.ModuleType]:
+    """(cupy, cupyx) doubles, built once from `surface()`."""
+    s = surface()
+    _finish_ndarray(s)
+    cp = types.ModuleType("cupy")
+    cp.__version__ = s.version  # type: ignore[attr-defined]
+    for name, kind in s.namespace.items():
+        if name in _SPECIAL:
+            obj: Any = _SPECIAL[name]
+        elif kind == "numpy":
+            obj = getattr(np, name)
+        elif kind == "value":
+            obj = s.values[name]
+        elif kind == "ufunc":
+            impl = getattr(np, name, None)
+            obj = ufunc(name, impl, s.ufunc_types[name]) if isinstance(impl, np.ufunc) \
+                else _stub(f"cupy.{name}")
+        elif kind == "class":
+            obj = {"ndarray": ndarray, "ufunc": ufunc}.get(name) or (
+                _kernel_class(name) if name.endswith(("Kernel", "Module")) else
+                getattr(np, name, None) or _kernel_class(name))
+        elif kind == "module":  # the ones ops use are built below; others stay empty
+            obj = types.ModuleType(f"cupy.{name}")
+        else:
+            impl = getattr(np, name, None)
+            obj = _function(name, impl) if callable(impl) else _stub(f"cupy.{name}")
+        setattr(cp, name, obj)
+    cp.random = _submodule("random", s.submodules["random"], np.random)  # type: ignore[attr-defined]
+    cp.linalg = _submodule("linalg", s.submodules["linalg"], np.linalg)  # type: ignore[attr-defined]
+    cp.fft = _submodule("fft", s.submodules["fft"], np.fft)  # type: ignore[attr-defined]
+    strides = _submodule("lib.stride_tricks", s.submodules["lib.stride_tricks"],
+                         np.lib.stride_tricks)
+    cp.lib = types.SimpleNamespace(stride_tricks=strides)  # type: ignore[attr-defined]
+    cupyx = types.ModuleType("cupyx")
+    for name in s.cupyx:
+        setattr(cupyx, name, _stub(f"cupyx.{name}"))
+    cupyx.scatter_add = lambda a, slices, value: _scatter(np.add, a, slices, value)
+    cupyx.scatter_max = lambda a, slices, value: _scatter(np.maximum, a, slices, value)
+    cupyx.scatter_min = lambda a, slices, value: _scatter(np.minimum, a, slices, value)
+    cupyx.scipy = types.ModuleType("cupyx.scipy")  # type: ignore[attr-defined]
+    cupyx.scipy.special = _special_module(s)  # type: ignore[attr-defined]
+    _MODULE["cupy"] = cp
+    return cp, cupyx
+
+
+def install(monkeypatch: Any) -> Any:
+    """The strict double as `cupy` (two devices) and a fresh CUDA backend over it, its CUDA C
+    kernels replaced by recorders; undone when the test ends. Returns the backend module."""
+    cp, cupyx = build()
+    runtime = fake_cupy.working_cupy()  # fresh device state, streams, events, pools
+    for name in ("cuda", "get_default_memory_pool", "get_default_pinned_memory_pool"):
+        monkeypatch.setattr(cp, name, getattr(runtime, name), raising=False)
+    LAUNCHES.clear()
+    KERNEL_CALLS.clear()
+    fresh = fake_cupy.install(monkeypatch, cp)
+    for name, mod in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
+                      ("cupyx.scipy.special", cupyx.scipy.special)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    record_cuda_c_kernels(monkeypatch, fresh)
+    return fresh
+
+
+def record_cuda_c_kernels(monkeypatch: Any, backend: Any) -> None:
+    """The backend's CUDA C kernels need a GPU: each becomes a recorder that logs its name and
+    argument shapes and answers None, so the op computes with its array formulation."""
+    table = backend.kernels
+    for name in backend.CUDA_C_KERNELS:
+        def recorder(*args: Any, _name: str = name, **kwargs: Any) -> None:
+            KERNEL_CALLS.append((_name, tuple(tuple(a.shape) for a in args
+                                              if isinstance(a, ndarray))))
+            return None
+
+        monkeypatch.setattr(table, name, recorder)

@@ -1,0 +1,101 @@
+"""The strict CuPy double agrees with the installed CuPy (read without a GPU): the same namespace,
+the same ndarray attributes and flags, CuPy's ufunc type loops; and it refuses what CuPy
+refuses (implicit NumPy conversion, `__index__`, NumPy-only names)."""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import numpy as np
+import pytest
+
+from ..parity import ORACLE_TORCH
+from . import strict_cupy
+
+SURFACE = strict_cupy.surface()
+
+
+@pytest.fixture
+def cp(sim_cuda):
+    return strict_cupy.build()[0]
+
+
+def test_double_is_pinned_to_the_installed_cupy():
+    makefile = (strict_cupy.__file__.rsplit("/tests/", 1)[0] + "/Makefile")
+    text = open(makefile).read()
+    assert strict_cupy.CUPY_PIN in text
+    assert SURFACE.version == strict_cupy.CUPY_PIN.split("==")[1]
+    assert re.search(rf"^TORCH_VERSION := {re.escape(ORACLE_TORCH)}$", text, re.M)
+
+
+def test_namespace_has_exactly_cupys_names(cp):
+    names = {n for n in dir(cp) if not n.startswith("_")}
+    assert names == set(SURFACE.namespace)
+    numpy_only = sorted(set(np.__all__) - set(SURFACE.namespace) - {"random", "linalg", "fft"})
+    assert "errstate" in numpy_only and "select" not in numpy_only  # CuPy has select
+    for name in ("errstate", "insert", "geomspace", "nanquantile", "nditer", "unstack"):
+        assert name in numpy_only
+        with pytest.raises(AttributeError):
+            getattr(cp, name)
+
+
+def test_ndarray_has_exactly_cupys_attributes(cp):
+    assert strict_cupy.public_attrs(strict_cupy.ndarray) == SURFACE.ndarray_attrs
+    assert not issubclass(strict_cupy.ndarray, np.ndarray)
+    x = cp.ones((2, 3))
+    for missing in ("__array_interface__", "ctypes", "__index__", "resize", "setflags"):
+        assert not hasattr(x, missing), missing
+    flags = {n for n in dir(x.flags) if not n.startswith("_")}
+    assert flags == set(SURFACE.flags_attrs)
+    assert not hasattr(x.flags, "writeable")
+
+
+def test_refuses_implicit_conversion_and_index(cp):
+    x = cp.arange(3)
+    with pytest.raises(TypeError, match="Implicit conversion to a NumPy array is not allowed"):
+        np.asarray(x)
+    with pytest.raises(TypeError):
+        operator.index(x[0])
+    assert isinstance(x.get(), np.ndarray) and x.get().tolist() == [0, 1, 2]
+    assert type(x.sum()) is strict_cupy.ndarray and x.sum().shape == ()  # 0-d, not a scalar
+
+
+def test_ufuncs_take_cupys_type_loops(cp):
+    import cupyx.scipy.special as special
+
+    assert special.erf.types == list(SURFACE.special_types["erf"])
+    h = cp.ones(3, dtype=np.float16)
+    assert special.erf(h).dtype == np.float64  # CuPy's erf has no float16 loop ('e->d')
+    assert cp.sin(h).dtype == np.float16
+    assert cp.add.types == list(SURFACE.ufunc_types["add"])
+
+
+def test_integer_array_indices_wrap_around_as_on_cupy(cp):
+    x = cp.arange(3.0)
+    assert x[cp.asarray([0, 3])].get().tolist() == [0.0, 0.0]
+    assert cp.take(x, cp.asarray([-4])).get().tolist() == [2.0]
+    with pytest.raises(IndexError, match="Index 3 is out of bounds for axis 0 with size 3"):
+        x[3]
+
+
+def test_arrays_of_another_device_are_refused_as_without_peer_access(cp):
+    with cp.cuda.Device(1):
+        y = cp.ones(2)
+    assert y.device.id == 1
+    with pytest.raises(ValueError, match="is different from the current device"):
+        y + 1
+    with cp.cuda.Device(1):
+        assert (y + 1).device.id == 1
+
+
+def test_cuda_c_kernels_are_recorded_and_the_formulation_runs(sim_cuda):
+    import rustgrad
+
+    x = rustgrad.randn(4, 5, device="cuda", requires_grad=True)
+    rustgrad.nn.functional.gelu(x).sum().backward()
+    assert [name for name, _ in strict_cupy.KERNEL_CALLS] == ["gelu", "gelu_backward"]
+    assert strict_cupy.KERNEL_CALLS[0][1] == ((4, 5),)
+    expected = rustgrad.nn.functional.gelu(x.detach().cpu())
+    np.testing.assert_allclose(rustgrad.nn.functional.gelu(x.detach()).cpu().numpy(),
+                               expected.numpy(), rtol=1e-6)
