@@ -50,6 +50,11 @@ dirs_exist_ok=True, ignore=shutil.ignore_patterns('*.so', '__pycache__'))" "$SIT
 fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="$SITE/bin:$PATH"   # mpiexec from the MPICH wheel (the NCCL test's launcher)
+if [ -e "$SITE/lib/libmpi.so.12" ]; then
+    # mpi4py's wheel loads the MPI it finds first: MPICH's, not an Open MPI the image may have
+    export MPI4PY_MPIABI=mpich MPI4PY_LIBMPI="$SITE/lib/libmpi.so.12"
+    export LD_LIBRARY_PATH="$SITE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 LOGS=${LOGS:-target/gpu_check}
 mkdir -p "$LOGS"
 

@@ -1,9 +1,10 @@
-"""A stand-in for CuPy and its NCCL bindings, so the NCCL backend's code runs without a GPU:
-tensors live on the test suite's NumPy-backed "fake" device (tests/fake_backend.py), and the
-fake NCCL communicator moves their bytes with MPI between the ranks of an `mpiexec` job.
+"""A stand-in for CuPy's NCCL bindings, so the NCCL backend's code runs without a GPU: tensors
+live on the strict CuPy double's simulated GPUs (tests/devices/strict_cupy.py), and the fake
+NCCL communicator moves their bytes (read through CuPy's `.data.ptr`) with MPI between the ranks
+of an `mpiexec` job.
 
-Only for worker processes (`install()` replaces `cupy` in sys.modules and gives FakeArray CuPy's
-`.data.ptr`): tests/distributed/mpi_collectives.py with `nccl fake`."""
+Only for worker processes (`install()` replaces `cupy` in sys.modules for the process):
+tests/distributed/mpi_collectives.py with `nccl cuda-sim`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any, List, Optional
 import numpy as np
 from mpi4py import MPI
 
-from tests import fake_backend
+from tests.devices import strict_cupy
 
 _DTYPES = {0: np.int8, 1: np.uint8, 2: np.int32, 4: np.int64, 6: np.float16, 7: np.float32,
            8: np.float64}
@@ -168,36 +169,18 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return m
 
 
-class _Device:
-    def __init__(self, index: int = 0) -> None:
-        self._ctx = fake_backend.backend.device_context(index)
-
-    def __enter__(self) -> None:
-        self._ctx.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self._ctx.__exit__(*exc)
-
-
-class _CuPy(types.ModuleType):
-    """The fake device's namespace (NumPy returning FakeArrays) plus `cupy.cuda`."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(fake_backend.backend, name)
-
-
 def install() -> None:
-    """Puts the fake CuPy (and cupy.cuda.nccl) into sys.modules for this process."""
+    """Puts the strict CuPy double, with this fake NCCL as `cupy.cuda.nccl`, into sys.modules and
+    a fresh CUDA backend over it (its CUDA C kernels recorded, not run) for this process."""
+    import pytest
+
+    strict_cupy.install(pytest.MonkeyPatch())  # never undone: the worker ends with it
     nccl = _module(
         "cupy.cuda.nccl", available=True, NcclCommunicator=NcclCommunicator,
         get_unique_id=get_unique_id, groupStart=groupStart, groupEnd=groupEnd,
         NCCL_INT8=0, NCCL_UINT8=1, NCCL_INT32=2, NCCL_INT64=4, NCCL_FLOAT16=6,
         NCCL_FLOAT32=7, NCCL_FLOAT64=8, NCCL_SUM=0, NCCL_PROD=1, NCCL_MAX=2, NCCL_MIN=3)
-    cuda = _module("cupy.cuda", nccl=nccl, Device=_Device, Stream=Stream,
-                   get_current_stream=lambda: _current_stream)
-    cupy = _CuPy("cupy")
-    cupy.cuda = cuda  # type: ignore[attr-defined]
-    sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
-    # CuPy arrays expose their device address as .data.ptr
-    fake_backend.FakeArray.data = property(  # type: ignore[assignment,misc]
-        lambda self: types.SimpleNamespace(ptr=self.__array_interface__["data"][0]))
+    cuda = sys.modules["cupy"].cuda
+    cuda.nccl, cuda.Stream = nccl, Stream
+    cuda.get_current_stream = lambda: _current_stream
+    sys.modules.update({"cupy.cuda": cuda, "cupy.cuda.nccl": nccl})

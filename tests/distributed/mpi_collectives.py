@@ -34,11 +34,13 @@ def values(rank: int, dtype: Any, n: int = 5) -> np.ndarray:
 
 
 BACKEND, DEVICE = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("gloo", "cpu")
-if DEVICE == "fake":  # NCCL's code on the fake device, its bytes moved by MPI: fake_nccl.py
+SIMULATED = DEVICE == "cuda-sim"
+if SIMULATED:  # NCCL's code on the strict CuPy double's GPUs, its bytes moved by MPI: fake_nccl.py
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     from tests.distributed import fake_nccl
 
     fake_nccl.install()
+    DEVICE = "cuda"
 BITWISE = (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR)
 
 
@@ -68,12 +70,11 @@ def main() -> None:
         assert "twice" in str(e), e
     rank, n = dist.get_rank(), dist.get_world_size()
     global DEVICE
-    if DEVICE == "cuda":  # one GPU per rank, as NCCL needs
+    if DEVICE == "cuda":  # one GPU per rank, as NCCL needs, made the rank's current device
+        torch.cuda.set_device(rank % torch.cuda.device_count())
         DEVICE = f"cuda:{rank % torch.cuda.device_count()}"
-    elif DEVICE == "fake":
-        DEVICE = f"fake:{rank % 2}"
     assert dist.get_backend() == BACKEND and dist.is_initialized()
-    assert n >= 2 or DEVICE == "cuda", "the CPU checks need 2 ranks or more"
+    assert n >= 2 or DEVICE.startswith("cuda"), "the CPU checks need 2 ranks or more"
     everyone = range(n)
 
     # all_reduce: every op on every dtype it applies to
@@ -242,7 +243,7 @@ def main() -> None:
     dist.all_reduce(t)
     check(t, np.full(1, float(n), np.float32), "after re-init")
     dist.destroy_process_group()
-    if DEVICE.startswith("fake"):  # the fake NCCL, not MPI, moved the tensors
+    if SIMULATED:  # the fake NCCL, not MPI, moved the tensors
         used = set(fake_nccl.calls)
         want = {"init", "allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
                 "destroy"} | ({"send", "recv"} if n > 1 else set())  # all_to_all: send/recv
