@@ -3,9 +3,12 @@ tensor hook, a node hook, a custom Function's backward) runs to completion, as t
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
+import pytest
 
 from ..parity import f64, parity
 
@@ -105,3 +108,75 @@ def test_reentrant_backward_from_node_hook_and_other_thread_does_not_deadlock(rg
     assert not th.is_alive()
     assert sorted(results) == [6.0, 40.0]
     np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+
+
+# A thread with a 256 KiB stack nests reentrant backwards until one is refused (or the process
+# crashes: torch's does, after about 45 levels). Run in a subprocess so that a crash fails this
+# test instead of ending the test run.
+_DEEP_REENTRANT = r"""
+import sys, threading
+import rustgrad as lib
+
+sys.setrecursionlimit(100_000)  # the C stack, not Python's frame count, must be the limit
+how = sys.argv[1]
+reached = []
+
+
+def level(n):
+    t = lib.tensor([1.0, 2.0], requires_grad=True)
+    with lib.enable_grad():
+        y = (t * 2).exp()
+        reached.append(n)
+        if n < 10_000:
+            y.register_hook(lambda g: (level(n + 1), g)[1])
+        if how == "grad":
+            lib.autograd.grad(y.sum(), t)
+        else:
+            y.sum().backward()
+
+
+def main():
+    try:
+        level(0)
+        print("no error")
+    except RuntimeError as e:
+        print(type(e).__name__, max(reached), "|", e)
+    # the thread is usable again: a nesting of ten levels runs to the end
+    reached.clear()
+    t = lib.tensor([1.0], requires_grad=True)
+
+    def shallow(n):
+        u = lib.tensor([1.0], requires_grad=True)
+        with lib.enable_grad():
+            z = u * 3
+            if n < 10:
+                z.register_hook(lambda g: (shallow(n + 1), g)[1])
+            z.sum().backward()
+        reached.append(n)
+
+    shallow(0)
+    (t * 2).sum().backward()
+    print("after", len(reached), t.grad.item())
+
+
+threading.stack_size(256 * 1024)
+th = threading.Thread(target=main)
+th.start()
+th.join()
+"""
+
+
+@pytest.mark.parametrize("how", ["backward", "grad"])
+def test_deep_reentrant_backward_on_a_small_stack_raises_instead_of_crashing(how):
+    out = subprocess.run([sys.executable, "-c", _DEEP_REENTRANT, how], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, f"the process crashed (rc {out.returncode}): {out.stderr[-2000:]}"
+    first, after = out.stdout.strip().splitlines()
+    kind, depth, message = first.split(" ", 2)
+    # RecursionError, a RuntimeError (CPython's own C-stack error is a RecursionError too)
+    assert kind == "RecursionError", first
+    assert "reentrant backward" in message and "stack" in message, message
+    assert "threading.stack_size" in message
+    # not refused early: torch's engine crashes at about 45 levels on this stack
+    assert int(depth) >= 30, first
+    assert after == "after 11 2.0"

@@ -239,9 +239,14 @@ def test_interrupt_from_a_custom_function_backward(lib: ModuleType, frozen_heap:
     assert memory.live_storages() == baseline + (lib.__name__ == "rustgrad")
 
 
+# The child installs Python's SIGINT handler itself: started from a background shell (`make test &`)
+# it inherits SIGINT as ignored, Python then installs no handler, and the signal would be lost.
 _CHILD = """
+import signal
 import sys
 import {name} as lib
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 x = lib.ones(64, requires_grad=True)
 y = x

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import math
+import re
 import warnings
 from types import ModuleType
 from typing import Any, Iterator
@@ -623,6 +625,103 @@ def test_worker_death() -> None:
                                            r"with exit code 3. Details are lost due to "
                                            r"multiprocessing. Rerunning with num_workers=0"):
         list(dl)
+
+
+class Unpicklable(rustgrad.utils.data.Dataset):
+    """Sample 3 holds a lambda, which a worker cannot pickle to send back; with `bad_error`,
+    sample 3 raises an exception whose class (defined in a function) cannot be pickled."""
+
+    def __init__(self, bad_error: bool = False) -> None:
+        self.bad_error = bad_error
+
+    def __getitem__(self, i: int) -> Any:
+        if i == 3 and self.bad_error:
+            class LocalError(Exception):
+                pass
+
+            raise LocalError("sample 3 is bad")
+        return (lambda: i) if i == 3 else i
+
+    def __len__(self) -> int:
+        return 6
+
+
+def _drain(it: Any) -> list:
+    """Every batch of `it`, and in place of a batch that raises, (exception type, message)."""
+    out: list = []
+    while True:
+        try:
+            out.append(next(it))
+        except StopIteration:
+            return out
+        except Exception as e:
+            out.append((type(e), str(e)))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("num_workers", [1, 2])
+@pytest.mark.parametrize("batch_size", [2, None])
+def test_unpicklable_sample_is_an_error_naming_it(num_workers: int, batch_size: Any) -> None:
+    """A sample a worker cannot pickle is lost in the queue's feeder thread and torch's loader waits
+    for it for ever (so only rustgrad runs here); rustgrad raises the pickling error in the main
+    process, naming the sample, and goes on with the next batch as after a worker error."""
+    dl = rustgrad.utils.data.DataLoader(Unpicklable(), batch_size=batch_size,
+                                        num_workers=num_workers,
+                                        collate_fn=list if batch_size else None)
+    got = _drain(iter(dl))
+    if batch_size:
+        assert got[0] == [0, 1] and got[2] == [4, 5] and len(got) == 3
+        what = (r"the batch of the samples at indices \[2, 3\] to the main process: it cannot be "
+                r"pickled \(the sample at index 3\)")
+    else:
+        assert got[:3] == [0, 1, 2] and got[4:] == [4, 5] and len(got) == 6
+        what = r"the sample at index 3 to the main process: it cannot be pickled\."
+    failed = [g for g in got if isinstance(g, tuple)]
+    assert len(failed) == 1
+    kind, message = failed[0]
+    worker = (1 if batch_size else 3) % num_workers
+    assert re.search(rf"Caught {kind.__name__} in DataLoader worker process {worker} sending "
+                     + what, message), message
+    # the reason: pickle's own error, whose type is the one raised
+    assert re.search(rf"Original error: {kind.__name__}: Can't pickle .*<lambda>", message), message
+
+
+@pytest.mark.timeout(60)
+def test_worker_error_of_an_unpicklable_class_is_raised() -> None:
+    """A dataset error whose class cannot be pickled would be lost the same way: it comes back as
+    a RuntimeError holding the original traceback."""
+    dl = rustgrad.utils.data.DataLoader(Unpicklable(bad_error=True), batch_size=2, num_workers=2)
+    got = _drain(iter(dl))
+    assert len(got) == 3 and got[0].tolist() == [0, 1] and got[2].tolist() == [4, 5]
+    kind, message = got[1]
+    assert kind is RuntimeError
+    assert "Caught RuntimeError in DataLoader worker process 1 (a " in message
+    assert "LocalError, whose class cannot be pickled)" in message
+    assert "LocalError: sample 3 is bad" in message
+
+
+def _proc_state(pid: int) -> str:
+    """The state letter of process `pid` (Z: a zombie), or "gone" once it has been reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+@pytest.mark.timeout(60)
+def test_stuck_worker_is_reaped_when_the_iterator_is_dropped(lib: ModuleType) -> None:
+    """A worker stuck in __getitem__ when its iterator goes is terminated and joined: no zombie
+    is left behind (torch's joins it too). multiprocessing.active_children() would reap it, so
+    the process table is read directly."""
+    it = iter(data(lib).DataLoader(Slow(delay=600.0), num_workers=1))
+    assert next(it).tolist() == [0]
+    (worker,) = it._workers
+    pid = worker.pid
+    assert _proc_state(pid) not in ("gone", "Z")
+    del it, worker
+    gc.collect()
+    assert _proc_state(pid) == "gone"
 
 
 # ---- DistributedSampler -------------------------------------------------------------------------

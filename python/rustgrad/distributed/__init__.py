@@ -13,6 +13,9 @@ and write the script as for torch::
     dist.all_reduce(t)                      # every rank now holds the sum over ranks
 
 A process started alone is a world of one, where every collective is a no-op of torch's shape.
+On groups of up to 8 ranks, collectives whose ranks disagree (shape, dtype, device, reduce op,
+root, or the collective itself) raise a RuntimeError on every rank before anything is sent;
+``RUSTGRAD_DISTRIBUTED_CHECKS=0`` turns that check off, ``=1`` on for larger groups.
 Importing this package imports neither mpi4py nor CuPy: ``init_process_group`` does.
 
 Example::

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, List, Optional, Sequence
 
+from . import _checks
 from ._group import GroupMember, ProcessGroup, resolve
 from ._reduce_op import ReduceOp, as_red_op_type
 from ._work import Work
@@ -113,6 +114,7 @@ def all_reduce(tensor: Any, op: Any = SUM, group: Optional[ProcessGroup] = None,
     pg = _group(group, "all_reduce")
     if pg is None:
         return None
+    _checks.check(pg, "ALLREDUCE", tensor, ("reduce op", red.name))
     return _done(pg._impl.allreduce(tensor, red, async_op), async_op)
 
 
@@ -141,6 +143,7 @@ def broadcast(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGro
     if pg is None:
         return None
     root = _group_rank(pg, src, group_src)
+    _checks.check(pg, "BROADCAST", tensor, ("root", pg._ranks[root]))
     return _done(pg._impl.broadcast(tensor, root, async_op), async_op)
 
 
@@ -173,6 +176,7 @@ def reduce(tensor: Any, dst: Optional[int] = None, op: Any = SUM,
     if pg is None:
         return None
     root = _group_rank(pg, dst, group_dst)
+    _checks.check(pg, "REDUCE", tensor, ("root", pg._ranks[root]), ("reduce op", red.name))
     return _done(pg._impl.reduce(tensor, root, red, async_op), async_op)
 
 
@@ -206,6 +210,7 @@ def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[ProcessGroup
         raise ValueError(f"ProcessGroupMPI::allgather: requires tensor_list of length "
                          f"{pg.size()} (the world size), got {len(tensor_list)}")
     _same_numel(tensor_list, tensor, "allgather")
+    _checks.check(pg, "ALLGATHER", tensor)
     return _done(pg._impl.allgather(tensor_list, tensor, async_op), async_op)
 
 
@@ -237,6 +242,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
                            f"{tuple(input_tensor.shape)})")
     if output_tensor.dtype != input_tensor.dtype:
         raise RuntimeError("output tensor must have the same type as input tensor")
+    _checks.check(pg, "_ALLGATHER_BASE", input_tensor,
+                  ("output shape", tuple(int(d) for d in output_tensor.shape)))
     return _done(pg._impl.allgather_into(output_tensor, input_tensor, async_op), async_op)
 
 
@@ -275,6 +282,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = SUM,
                            f"({tuple(input.shape)} vs {pg.size()} x {tuple(output.shape)})")
     if output.dtype != input.dtype:
         raise RuntimeError("output tensor must have the same type as input tensor")
+    _checks.check(pg, "_REDUCE_SCATTER_BASE", input,
+                  ("output shape", tuple(int(d) for d in output.shape)), ("reduce op", red.name))
     return _done(pg._impl.reduce_scatter(output, input, red, async_op), async_op)
 
 
@@ -318,6 +327,7 @@ def gather(tensor: Any, gather_list: Optional[List[Any]] = None, dst: Optional[i
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
                          "ranks.")
+    _checks.check(pg, "GATHER", tensor, ("root", pg._ranks[root]))
     return _done(pg._impl.gather(tensor, gather_list, root, async_op), async_op)
 
 
@@ -360,6 +370,7 @@ def scatter(tensor: Any, scatter_list: Optional[List[Any]] = None, src: Optional
         _same_numel(scatter_list, tensor, "scatter")
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    _checks.check(pg, "SCATTER", tensor, ("root", pg._ranks[root]))
     return _done(pg._impl.scatter(tensor, scatter_list, root, async_op), async_op)
 
 
@@ -401,6 +412,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: Optional[List
     n = pg.size()
     out_counts = _split_counts(output, output_split_sizes, n, "output")
     in_counts = _split_counts(input, input_split_sizes, n, "input")
+    _checks.check(pg, "ALLTOALL_BASE", input, skip_dim0=True)
     return _done(pg._impl.alltoall(output, input, out_counts, in_counts, async_op), async_op)
 
 
@@ -480,6 +492,7 @@ def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False,
     pg = _group(group, "barrier")
     if pg is None:
         return None
+    _checks.check(pg, "BARRIER")
     work = pg._impl.barrier(True)
     if not async_op:
         work.wait(timeout)

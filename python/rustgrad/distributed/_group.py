@@ -7,6 +7,8 @@ import datetime
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from . import _checks
+
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "default_pg_timeout", "destroy_process_group",
     "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
@@ -58,6 +60,9 @@ class ProcessGroup:
         self._backend_name = backend
         self._impl = impl
         self._ranks = ranks
+        # the cross-rank checks of its collectives (_checks.py): on or off, and their count
+        self._checked = _checks.wanted(len(ranks))
+        self._check_seq = 0
         impl.global_ranks = ranks
         if hasattr(impl, "mpi"):  # NCCL's MPI communicator serves its CPU tensors
             impl.mpi.global_ranks = ranks
@@ -214,6 +219,14 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
             against MPI's: a ValueError if they disagree (the job was not started by mpiexec
             or ``rustgrad.multiprocessing.spawn`` with that many processes).
         store, group_name, pg_options, device_id: accepted for torch compatibility.
+
+    On groups of up to 8 ranks every collective first checks, with one small allgather, that
+    all ranks call the same collective on tensors of the same shape, dtype and device (and
+    the same reduce op and root): where they differ, every rank raises a RuntimeError naming
+    both ranks' calls, as torch does only under ``TORCH_DISTRIBUTED_DEBUG=DETAIL``, instead of
+    reducing mismatched buffers. The environment variable ``RUSTGRAD_DISTRIBUTED_CHECKS``,
+    read when a group is made and the same on every rank, sets it: ``0`` (off), ``1`` (on for
+    any group size), ``auto`` (the default).
 
     Example::
 

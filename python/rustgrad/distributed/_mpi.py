@@ -262,9 +262,21 @@ class MPIBackend:
         finally:
             self.watchdog.disarm()
 
-    def allgather_object(self, obj: Any) -> List[Any]:
+    def allgather_fingerprint(self, row: np.ndarray, what: str) -> np.ndarray:
+        """Every rank's `row` (int64, the same length on every rank) as the rows of an array,
+        in rank order: the cross-rank check of collective `what` (_checks.py), whose name the
+        watchdog gives if it hangs."""
+        rows = np.empty((self.size, row.size), np.int64)
+        self.watchdog.arm(what, self.timeout)
+        try:
+            self.comm.Allgather(np.ascontiguousarray(row, np.int64), rows)
+        finally:
+            self.watchdog.disarm()
+        return rows
+
+    def allgather_object(self, obj: Any, what: str = "ALLGATHER") -> List[Any]:
         """Every rank's picklable object, in rank order."""
-        self.watchdog.arm("ALLGATHER", self.timeout)
+        self.watchdog.arm(what, self.timeout)
         try:
             return list(self.comm.allgather(obj))
         finally:

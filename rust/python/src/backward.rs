@@ -2,9 +2,10 @@
 //! leaf's gradient sink, which carries out the engine's accumulation decisions.
 
 use std::any::Any;
+use std::cell::{Cell, OnceCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRecursionError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rustgrad_core::error::{INPUT_WITHOUT_GRAD, ROOT_WITHOUT_GRAD};
@@ -34,6 +35,7 @@ pub fn run_backward<'py>(
     inputs: Option<&Bound<'py, PyTuple>>,
     accumulate_grad: bool,
 ) -> PyResult<Bound<'py, PyList>> {
+    let _nesting = Nesting::enter()?;
     let mut root_edges = Vec::with_capacity(roots.len());
     for (i, r) in roots.iter().enumerate() {
         let t = r.downcast::<PyTensor>()?;
@@ -80,6 +82,105 @@ pub fn run_backward<'py>(
         .map(|g| g.map_or_else(|| py.None(), |g| g.0))
         .collect();
     PyList::new(py, items)
+}
+
+// Note [Reentrant backward and the C stack]
+// A hook or a custom Function's backward may call backward (or autograd.grad) while a backward
+// runs on the same thread: the engine runs the inner one on the same thread, on top of the
+// outer one's C stack (Python -> run_backward -> Engine::execute -> the hook -> Python -> ...).
+// Each level costs a few KiB, so on a small thread stack (threading.stack_size(256 * 1024))
+// a deep nesting would overflow it and crash the process (torch crashes too). Every nested
+// entry therefore measures the C stack it has left and raises RecursionError (a RuntimeError)
+// while `stack_margin` is still free for the Python error to be raised and unwound. The
+// outermost backward is never refused: only a nested one, which torch would have to run on the
+// same thread, is checked. Where the thread's stack cannot be known (not Linux, or the code
+// runs on a stack that is not the thread's own, e.g. a coroutine's) nothing is checked.
+
+/// The C stack a nested backward must find free, for the innermost backward, its hooks and the
+/// Python code they run (a 64x64 SVD in a hook takes about 45 KiB), and the error's way back
+/// out: a quarter of the thread's stack, at least 32 KiB (a nesting level takes about 4 KiB) and
+/// at most 256 KiB.
+fn stack_margin(size: usize) -> usize {
+    (size / 4).clamp(32 * 1024, 256 * 1024)
+}
+
+thread_local! {
+    /// How many backwards are running on this thread.
+    static NESTING: Cell<usize> = const { Cell::new(0) };
+    /// This thread's stack as (lowest usable address, size), looked up at its first nested
+    /// backward; None where it cannot be known.
+    static THREAD_STACK: OnceCell<Option<(usize, usize)>> = const { OnceCell::new() };
+}
+
+/// One backward running on this thread; the count goes down again when it ends (an error
+/// included).
+struct Nesting;
+
+impl Nesting {
+    fn enter() -> PyResult<Self> {
+        let depth = NESTING.with(Cell::get);
+        if depth > 0 {
+            check_stack(depth)?;
+        }
+        NESTING.with(|n| n.set(depth + 1));
+        Ok(Nesting)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        NESTING.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+/// Refuses a backward nested `depth` deep when less than `stack_margin` of the C stack is left.
+fn check_stack(depth: usize) -> PyResult<()> {
+    let Some((low, size)) = THREAD_STACK.with(|s| *s.get_or_init(thread_stack)) else {
+        return Ok(());
+    };
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    // Not within the thread's own stack: nothing known about what is left.
+    if here < low || here - low > size {
+        return Ok(());
+    }
+    let left = here - low;
+    let margin = stack_margin(size);
+    if left >= margin {
+        return Ok(());
+    }
+    Err(PyRecursionError::new_err(format!(
+        "reentrant backward too deep for this thread's stack: backward or autograd.grad called \
+         from a hook or a custom Function's backward {depth} levels deep, with {} KiB of the \
+         thread's {} KiB C stack left ({} KiB must stay free); nest less, or run it in a thread \
+         with a larger stack (threading.stack_size)",
+        left / 1024,
+        size / 1024,
+        margin / 1024
+    )))
+}
+
+/// The calling thread's stack as (lowest usable address, size), from pthread_getattr_np.
+#[cfg(target_os = "linux")]
+fn thread_stack() -> Option<(usize, usize)> {
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read and destroyed once;
+    // the out-pointers point at live locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        (rc == 0 && !addr.is_null() && size > 0).then_some((addr as usize, size))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_stack() -> Option<(usize, usize)> {
+    None
 }
 
 /// Edge of a tensor as (grad_fn node, input_nr), for tests of graph wiring.

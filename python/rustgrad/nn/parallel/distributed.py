@@ -356,7 +356,8 @@ class _Reducer:
             return
         with rustgrad.no_grad():
             bucket.flat.mul_(1.0 / self.world_size)
-        bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
+        with _dist()._checks.trusted():  # shapes verified across ranks at construction
+            bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
 
     def _finalize(self) -> None:
         used_work = None

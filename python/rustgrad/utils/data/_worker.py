@@ -4,12 +4,14 @@ per-worker seeding, and `get_worker_info()`."""
 
 from __future__ import annotations
 
+import multiprocessing.queues
 import os
 import random
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
@@ -74,6 +76,80 @@ class _ExceptionWrapper:
         except Exception:
             raise RuntimeError(msg) from None
         raise exception
+
+
+class _UnpicklableResult(_ExceptionWrapper):
+    """A worker's result that could not be pickled, sent in its place under the same task number:
+    the main process raises the pickling error there, naming the samples (torch's loader loses
+    the result and waits for it for ever)."""
+
+    def __init__(self, exc: BaseException, result: Any) -> None:
+        info = _worker_info
+        super().__init__(f"in DataLoader worker process {info.id if info else '?'}")
+        exc_type = type(exc)
+        if not _picklable(exc_type):  # a class pickle cannot find travels as a RuntimeError
+            exc_type = RuntimeError
+        self.exc_type = exc_type
+        self.exc_msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        # a list or tuple batch (collate_fn=list, say): the positions of the culprits in it
+        self.length: Optional[int] = None
+        self.positions: List[int] = []
+        if isinstance(result, (list, tuple)):
+            self.length = len(result)
+            self.positions = [i for i, x in enumerate(result) if not _picklable(x)]
+
+    def reraise_for(self, what: str, index: Any) -> None:
+        """Raises the pickling error for `what`, the samples the result was made of, at `index`
+        (the sampler's indices for the batch, or None)."""
+        msg = (f"Caught {self.exc_type.__name__} {self.where} sending {what} to the main "
+               "process: it cannot be pickled")
+        many = len(self.positions) > 1
+        if (self.positions and isinstance(index, (list, tuple)) and len(index) == self.length
+                and None not in index):
+            culprits = ", ".join(repr(index[i]) for i in self.positions)
+            msg += f" (the sample{'s' if many else ''} at ind{'ices' if many else 'ex'} {culprits})"
+        elif self.positions:
+            culprits = ", ".join(map(str, self.positions))
+            msg += f" (at position{'s' if many else ''} {culprits} in it)"
+        msg += f".\nOriginal error: {self.exc_msg}"
+        try:
+            exception = self.exc_type(msg)
+        except Exception:
+            raise RuntimeError(msg) from None
+        raise exception
+
+
+def _picklable(obj: Any) -> bool:
+    try:
+        ForkingPickler.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+class _ResultQueue(multiprocessing.queues.Queue):
+    """The workers' result queue. A queue pickles what is put on it later, in a feeder thread, and
+    a result that cannot be pickled (a lambda in a sample) is only printed there and lost, so
+    the main process would wait for it for ever; here the feeder sends an _UnpicklableResult
+    under the lost result's task number instead."""
+
+    def _on_queue_feeder_error(self, e: Exception, obj: Any) -> None:
+        if (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], int)
+                and not isinstance(obj[1], _UnpicklableResult)):
+            task, result = obj
+            if isinstance(result, _ExceptionWrapper) and not _picklable(result.exc_type):
+                # the dataset's own error, of a class pickle cannot find (defined in a function)
+                result.where += (f" (a {getattr(result.exc_type, '__qualname__', '?')}, whose "
+                                 "class cannot be pickled)")
+                result.exc_type = RuntimeError
+            else:
+                result = _UnpicklableResult(e, result)
+            try:
+                self.put((task, result))
+                return
+            except Exception:  # the queue is closing: the main process is not waiting
+                pass
+        traceback.print_exception(type(e), e, e.__traceback__)
 
 
 class _KeyErrorMessage(str):

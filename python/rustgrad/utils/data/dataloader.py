@@ -23,7 +23,9 @@ from ._worker import (
     MP_STATUS_CHECK_INTERVAL,
     _ExceptionWrapper,
     _IterableDatasetStopIteration,
+    _ResultQueue,
     _ResumeIteration,
+    _UnpicklableResult,
     get_worker_info,
 )
 from .dataset import Dataset, IterableDataset
@@ -340,7 +342,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._prefetch_factor = loader.prefetch_factor or 2
         ctx = loader.multiprocessing_context or multiprocessing
         self._worker_init_fn = loader.worker_init_fn
-        self._worker_result_queue = ctx.Queue()
+        self._worker_result_queue = _ResultQueue(ctx=ctx.get_context())
         self._workers_done_event = ctx.Event()
         self._index_queues: List[Any] = []
         self._workers: List[Any] = []
@@ -374,6 +376,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._rcvd_idx = 0
         # task -> (worker,) while outstanding, (worker, data) once it arrived out of order
         self._task_info: Dict[int, tuple] = {}
+        # task -> the sampler's indices it was sent, to name them if its result cannot be pickled
+        self._task_indices: Dict[int, Any] = {}
         self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -421,6 +425,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     if len(info) == 2 or self._workers_status[info[0]]:
                         break
                     del self._task_info[self._rcvd_idx]
+                self._task_indices.pop(self._rcvd_idx, None)
                 self._rcvd_idx += 1
             else:
                 if not self._persistent_workers:
@@ -432,6 +437,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._tasks_outstanding -= 1
             if self._dataset_kind == _DatasetKind.Iterable and isinstance(
                     data, _IterableDatasetStopIteration):
+                self._task_indices.pop(idx, None)
                 if self._persistent_workers:
                     self._workers_status[data.worker_id] = False
                 else:
@@ -457,15 +463,28 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return  # no active worker left
         self._index_queues[worker].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker,)
+        self._task_indices[self._send_idx] = index
         self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data: Any) -> Any:
+        task = self._rcvd_idx
+        index = self._task_indices.pop(task, None)
         self._rcvd_idx += 1
         self._try_put_index()
+        if isinstance(data, _UnpicklableResult):
+            data.reraise_for(self._describe_task(task, index), index)
         if isinstance(data, _ExceptionWrapper):
             data.reraise()
         return data
+
+    def _describe_task(self, task: int, index: Any) -> str:
+        """The samples of task `task` (sent as the sampler's `index`), in words."""
+        if self._dataset_kind == _DatasetKind.Iterable:  # its samples have no index
+            return f"{'batch' if self._auto_collation else 'item'} {task} of the iteration"
+        if self._auto_collation:
+            return f"the batch of the samples at indices {list(index)}"
+        return f"the sample at index {index!r}"
 
     def _mark_worker_as_unavailable(self, worker_id: int) -> None:
         self._index_queues[worker_id].put(None)
@@ -505,6 +524,12 @@ def _shutdown_workers(workers: List[Any], index_pipes: List[Any], result_queue: 
         result_queue.cancel_join_thread()
         result_queue.close()
     finally:
+        # a terminated worker is joined too, or it stays a zombie until the next worker starts
         for w in workers:
             if w.is_alive():
                 w.terminate()
+        for w in workers:
+            w.join(timeout=MP_STATUS_CHECK_INTERVAL)
+            if w.is_alive():  # SIGTERM handled or ignored
+                w.kill()
+                w.join(timeout=MP_STATUS_CHECK_INTERVAL)
