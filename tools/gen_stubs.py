@@ -435,6 +435,11 @@ def _hand_members(tensor: type) -> List[str]:
     raise RuntimeError("class Tensor not found in _tensor.py")
 
 
+_OP_LAYER_PRIVATE = frozenset({"_backend"})
+# nn.functional's helpers the nn modules call (typed, so mypy checks those calls)
+_NN_PRIVATE = frozenset({"_canonical_mask", "_none_or_dtype"})
+
+
 def _public(name: str) -> bool:
     return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
@@ -443,7 +448,8 @@ def tensor_stub(decls: List[Any], ov: Overrides) -> str:
     from rustgrad import _tensor
 
     tensor = _tensor.Tensor
-    hand = [n for n in _hand_members(tensor) if _public(n)]
+    # `_backend` too: the op layer reads it (typed, so mypy follows what ops do with it)
+    hand = [n for n in _hand_members(tensor) if _public(n) or n in _OP_LAYER_PRIVATE]
     bound: List[Tuple[str, Any, str]] = []  # (name, decl, kind)
     for d in decls:
         bound += [(n, d, "method") for n in d.method] + [(n, d, "dunder") for n in d.dunder]
@@ -680,7 +686,8 @@ def functional_stub(decls: List[Any], ov: Overrides) -> str:
 
     declared = {n: d for d in decls for n in d.functional}
     own = [n for n, v in vars(F).items()
-           if inspect.isfunction(v) and v.__module__ == F.__name__ and not n.startswith("_")]
+           if inspect.isfunction(v) and v.__module__ == F.__name__
+           and (not n.startswith("_") or n in _NN_PRIVATE)]
     names_all = list(getattr(F, "__all__", []))
     names_all += [n for n in declared if n not in names_all]
     names = [n for n in names_all if n in declared or n in own] + [
@@ -727,8 +734,9 @@ def return_types_stub() -> str:
         cls = getattr(return_types, n)
         body += ["", f"class {n}({nt}):", f'    """torch.return_types.{n}: the named tuple of {n}."""', ""]
         body += [f"    {field}: {tensor}" for field in cls._fields]
-    lines = _head("rustgrad.return_types")
-    lines += scope.import_lines()
+    body += ["", "", f"def _make(name: {scope.render(str)}) -> {scope.render(type)}: ...  "
+             "# the op layer makes its named tuples"]
+    lines = _head("rustgrad.return_types") + scope.import_lines()
     lines += _all_lines(list(getattr(return_types, "__all__", names)))
     lines += [""] + body
     return "\n".join(lines).rstrip() + "\n"

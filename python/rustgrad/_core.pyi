@@ -4,6 +4,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from typing_extensions import disjoint_base
 
+from ._backends._array import Array
+
 SECOND_BACKWARD: str
 CREATION_MULTI_OUTPUT_NODE: int
 CREATION_NO_GRAD_MODE: int
@@ -69,7 +71,7 @@ class HookHandleBase:
 class TensorBase:
     def __new__(cls, *args: Any, **kwargs: Any) -> TensorBase: ...
     @property
-    def _data(self) -> Any: ...
+    def _data(self) -> Array: ...
     def _set_data(self, data: Any, nbytes: int) -> None: ...
     requires_grad: bool
     @property

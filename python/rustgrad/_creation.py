@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math as _math
 from typing import Any, Optional, Sequence
 
 import numpy as _np
@@ -31,10 +32,48 @@ def _target(dev: Any) -> Any:
     return namespace(device(dev) if isinstance(dev, str) else dev)
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _wide_ints(data: Any, arr: Any) -> bool:
+    """Whether NumPy read Python ints outside int64 (as uint64, objects, or floats where no
+    element is a float): their exact values are kept for `_resolve_wide_ints`."""
+    kind = arr.dtype.kind
+    leaves = data if isinstance(data, (list, tuple)) else [data]
+    if kind == "u":
+        return not isinstance(_first_leaf(data), _np.generic)
+    if kind == "O":
+        return all(isinstance(v, (int, float, _np.generic)) for v in leaves) and \
+            any(type(v) is int for v in leaves)
+    if kind == "f":
+        return not any(isinstance(v, (float, _np.floating)) for v in leaves)
+    return False
+
+
+def _resolve_wide_ints(arr: Any, data: Any, dtype: Optional[_dtype.dtype]) -> Any:
+    """An object array of exact Python numbers as torch stores them: into a float dtype
+    through double (Python's OverflowError past it), into an integer one only within int64
+    (torch's ValueError otherwise), into bool by truth."""
+    dt = dtype if dtype is not None else _data_dtype(data)
+    flat = arr.reshape(-1)
+    if dt.is_floating_point:
+        out = _np.array([float(v) for v in flat], dtype=_np.float64)
+        with _np.errstate(over="ignore"):
+            return out.astype(dt.np).reshape(arr.shape)
+    if dt.np.kind == "b":
+        return _np.array([bool(v) for v in flat], dtype=_np.bool_).reshape(arr.shape)
+    if any(isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX for v in flat):
+        raise ValueError("Overflow when unpacking long long")
+    return _np.array([int(v) for v in flat], dtype=_np.int64).reshape(arr.shape)
+
+
 def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     """torch's dtype inference for Python data: bools, ints -> int64, floats -> default; NumPy
-    scalars keep their dtypes (np.float64(2.0) is float64, [np.int32(1)] int32)."""
+    scalars keep their dtypes (np.float64(2.0) is float64, [np.int32(1)] int32). Python ints
+    NumPy cannot hold as int64 come back as an object array of the exact values."""
     arr = _np.asarray(data)
+    if arr.dtype.kind in "uOf" and _wide_ints(data, arr):
+        return _np.array(data, dtype=object)
     kind = arr.dtype.kind
     if not exact and kind in "biuf" and isinstance(_first_leaf(data), _np.generic):
         return arr.astype(_data_dtype(data).np)
@@ -226,6 +265,9 @@ def tensor(
         arr = _check_data(data, dtype)
         if arr is None:
             raise
+    if isinstance(arr, _np.ndarray) and arr.dtype == object and \
+            not isinstance(data, _np.ndarray):
+        arr = _resolve_wide_ints(arr, data, dtype)
     if isinstance(arr, _np.ndarray):
         _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
         if dtype is None and not isinstance(data, (_np.ndarray, Tensor)):
@@ -366,6 +408,24 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _factory("empty", size, dtype, device, requires_grad)
 
 
+def _scalar_str(v: Any) -> str:
+    """A number as torch's messages print a Scalar (C++'s stream: 0, 0.5, 1e+20, inf)."""
+    return str(v) if isinstance(v, int) else f"{v:g}"
+
+
+def _check_int_scalar(v: Any, name: Optional[str]) -> None:
+    """torch's refusals of a Python int it cannot read as a Scalar (past uint64 or below
+    int64), or, stored into the integer type C++ calls `name`, past int64's max."""
+    if type(v) is not int:
+        return
+    if v >= 1 << 64:
+        raise OverflowError("int too big to convert")
+    if v < _INT64_MIN:
+        raise OverflowError("can't convert negative int to unsigned")
+    if name is not None and v > _INT64_MAX:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of the given shape filled with `fill_value`.
@@ -385,6 +445,12 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
         tensor([[7., 7.],
                 [7., 7.]])
     """
+    if type(fill_value) is int:
+        integral = dtype is None or dtype.np.kind in "iu"
+        _check_int_scalar(fill_value, _dtype.C_INT_NAMES.get(
+            (dtype or _dtype.int64).name, "int64_t") if integral else None)
+        if dtype is not None and dtype.np.kind == "b":
+            fill_value = bool(fill_value)
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value)
     elif isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
@@ -493,13 +559,25 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         device = _config.default_device()
     if end is None:
         start, end = 0, start
+    integral = dtype is None and not any(isinstance(x, float) for x in (start, end, step)) \
+        or dtype is not None and not dtype.is_floating_point
+    for v in (start, end, step):  # past int64 only an integer result overflows, as in torch
+        _check_int_scalar(v, "int64_t" if integral else None)
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not _math.isfinite(step):
+        raise RuntimeError(f"step must be finite but got {_scalar_str(step)}")
+    if not (_math.isfinite(start) and _math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_scalar_str(start)} -> {_scalar_str(end)}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(x, float) for x in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     xp = _target(device) if device is not None else namespace(CPU)
     n = max(0, int(_np.ceil((end - start) / step)))
+    if n * _np.dtype(dtype.np).itemsize >= 1 << 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes=[{n}]")
     arr = (start + xp.arange(n, dtype=_np.float64) * step).astype(dtype.np) \
         if dtype.is_floating_point else xp.arange(start, end, step, dtype=dtype.np)
     return _wrap(arr, requires_grad)

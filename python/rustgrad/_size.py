@@ -21,3 +21,14 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """dim as a non-negative index into ndim dims (a 0-d tensor takes dims 0 and -1), or torch's
+    IndexError."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from . import _core, _dtype
 from ._backends import namespace_of
-from ._size import Size
+from ._size import Size, _wrap_dim
 
 _WARNED_FLOAT_OF_GRAD: list = []  # torch warns once per process: float() of a grad tensor
 
@@ -635,15 +635,6 @@ def _checked_hook(hook: Callable[[Tensor], Optional[Tensor]]) -> Callable[..., A
     checked.__name__ = getattr(hook, "__name__", checked.__name__)
     checked.__qualname__ = getattr(hook, "__qualname__", checked.__qualname__)
     return checked
-
-
-def _wrap_dim(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
-        )
-    return dim + n if dim < 0 else dim
 
 
 def _deepcopy_array(data: Any, memo: Dict[int, Any]) -> Any:

@@ -28,6 +28,8 @@ class Tensor(TensorBase):
     __array_priority__: builtins.int
     """Makes NumPy defer binary operators to the Tensor's reflected ones."""
     @property
+    def _backend(self) -> Any: ...
+    @property
     def shape(self) -> Size:
         """The size of each dimension, as a Size (a tuple)."""
     @overload

@@ -99,3 +99,23 @@ def test_cuda_c_kernels_are_recorded_and_the_formulation_runs(sim_cuda):
     expected = rustgrad.nn.functional.gelu(x.detach().cpu())
     np.testing.assert_allclose(rustgrad.nn.functional.gelu(x.detach()).cpu().numpy(),
                                expected.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_the_array_protocol_asks_only_what_numpy_and_cupy_arrays_both_have():
+    from rustgrad._backends._array import Array, ArrayFlags
+
+    def members(proto):
+        return {n for n in vars(proto) if not n.startswith("_") or
+                (n.startswith("__") and n.endswith("__") and n not in vars(object).keys()
+                 and n not in ("__dict__", "__weakref__", "__module__", "__doc__",
+                               "__annotations__", "__protocol_attrs__", "__abstractmethods__",
+                               "__parameters__", "__orig_bases__", "__non_callable_proto_members__",
+                               "__firstlineno__", "__static_attributes__", "__subclasshook__",
+                               "__slots__", "__type_params__"))}
+
+    wanted = members(Array)
+    assert {"shape", "dtype", "flags", "astype", "__getitem__"} <= wanted
+    cupy_has = SURFACE.ndarray_attrs | {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
+    assert wanted - cupy_has == set()
+    assert wanted - set(dir(np.ndarray)) == set()
+    assert members(ArrayFlags) <= SURFACE.flags_attrs

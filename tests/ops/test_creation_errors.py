@@ -115,3 +115,96 @@ def test_randint_takes_high_and_size_by_keyword():
     assert tuple(rustgrad.randint(5, size=(2, 2)).shape) == (2, 2)
     x = rustgrad.randint(low=3, high=5, size=(100,))
     assert int(x.min()) >= 3 and int(x.max()) <= 4
+
+
+# ---- Python ints beyond int64 ----------------------------------------------------------------
+# NumPy reads 2**63 as uint64 (and wraps it into int64's -2**63) and larger ints as objects;
+# torch refuses an int it would store as int64 (ValueError), converts it exactly into a float
+# dtype (OverflowError past double) and by truth into bool
+BIG_INTS = {
+    "2**63": [2**63],
+    "2**63_scalar": 2**63,
+    "2**64": [2**64],
+    "below_int64": [-(2**63) - 1],
+    "2**100": [[1], [2**100]],
+    "mixed_with_int": [1, 2**63],
+    "mixed_with_bool": [True, 2**63],
+    "nested": [[1, 2], [3, 2**63]],
+    "past_double": [2**1100],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BIG_INTS))
+@pytest.mark.parametrize("dtype", [None, "int64", "int32", "uint8", "float64", "float32", "bool"])
+@pytest.mark.parametrize("factory", ["tensor", "as_tensor"])
+def test_ints_beyond_int64_as_torch(name, dtype, factory):
+    data = BIG_INTS[name]
+
+    def make(lib):
+        return getattr(lib, factory)(data, dtype=None if dtype is None else getattr(lib, dtype))
+
+    try:
+        make(torch)
+    except Exception:  # noqa: BLE001 - compared with rustgrad's below
+        _same_error(lambda lib: lambda d: make(lib), data)
+    else:
+        parity(make)
+
+
+def test_int64_bounds_themselves_are_accepted():
+    parity(lambda lib: lib.tensor([-(2**63), 2**63 - 1]))
+    parity(lambda lib: lib.tensor([2**63, 1.5]))  # a float among them: float32, as torch's
+    parity(lambda lib: lib.tensor([2**200, 1.0], dtype=lib.float64))
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, -(2**63) - 1, 2**63 - 1, 300])
+@pytest.mark.parametrize("dtype", [None, "int64", "int32", "uint8", "float32", "bool"])
+def test_full_of_a_big_int_as_torch(value, dtype):
+    def make(lib):
+        return lib.full((2,), value, dtype=None if dtype is None else getattr(lib, dtype))
+
+    try:
+        make(torch)
+    except Exception:  # noqa: BLE001 - compared with rustgrad's below
+        _same_error(lambda lib: lambda d: make(lib), None)
+    else:
+        parity(make)
+
+
+# ---- arange's bounds -------------------------------------------------------------------------
+ARANGE_REFUSED = {
+    "wrong_sign": (0, 10, -1),
+    "wrong_sign_down": (10, 0, 1),
+    "end_below_zero": (-1,),
+    "float_wrong_sign": (0.0, 1.0, -0.1),
+    "zero_step": (0, 10, 0),
+    "nan_end": (float("nan"),),
+    "inf_end": (float("inf"),),
+    "inf_start": (float("inf"), 0, -1),
+    "fraction_inf": (0.5, float("inf")),
+    "nan_step": (0, 1, float("nan")),
+    "inf_step": (0, 1, float("inf")),
+    "beyond_int64": (2**63,),
+    "beyond_uint64": (0, 2**64),
+    "below_int64": (-(2**63) - 1, 0),
+    "too_large": (0, 2**62),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARANGE_REFUSED))
+def test_arange_refuses_what_torch_refuses(name):
+    args = ARANGE_REFUSED[name]
+    _same_error(lambda lib: lambda a: lib.arange(*a), args)
+
+
+@pytest.mark.parametrize("args", [(5, 5), (5, 5, -1), (10, 0, -3), (10, 0, -3.0), (0, 1, 2),
+                                  (10, 0, -100), (0.0, 1.0, 0.25), (0, 10, 2**62)], ids=repr)
+def test_arange_empty_and_single_ranges_as_torch(args):
+    parity(lambda lib: lib.arange(*args))
+
+
+def test_arange_past_int64_is_refused_only_for_an_integer_result():
+    # float bounds, or a float dtype, take numbers past int64 as torch does
+    parity(lambda lib: lib.arange(0, 2**63, 2**62, dtype=lib.float64))
+    parity(lambda lib: lib.arange(0.0, 2**63, 2.0**61))
+    _same_error(lambda lib: lambda a: lib.arange(*a), (0, 2**63, 2**62))

@@ -265,6 +265,16 @@ ERRORS = {
     "einsum_dims": (lambda lib, a: lib.einsum("ijk->i", a), "does not match the number of dim"),
     "einsum_dtypes": (lambda lib, a: lib.einsum("ij,jk->ik", a, a.t().float()),
                       "expected scalar type Double but found Float"),
+    # matmul's batch dims broadcast (torch's expand) before the matrix sizes are compared
+    "matmul_batch_broadcast": (lambda lib, a: a.expand(2, 3, 4) @ a.t().expand(5, 4, 3),
+                               "The size of tensor a (2) must match the size of tensor b (5) at "
+                               "non-singleton dimension 0"),
+    "matmul_batch_broadcast_sizes": (lambda lib, a: a.expand(2, 3, 4) @ a.expand(5, 3, 4),
+                                     "The size of tensor a (2) must match the size of tensor b "
+                                     "(5) at non-singleton dimension 0"),
+    "matmul_batch_broadcast_inner": (lambda lib, a: a.expand(7, 2, 3, 4) @ a.t().expand(5, 4, 3),
+                                     "The size of tensor a (2) must match the size of tensor b "
+                                     "(5) at non-singleton dimension 1"),
     "tensordot_sizes": (lambda lib, a: lib.tensordot(a, a, dims=1),
                         "contracted dimensions need to match"),
     "tensordot_negative": (lambda lib, a: lib.tensordot(a, a, dims=-1),

@@ -5,7 +5,7 @@ ma, polynomial and friends (most of `import rustgrad`'s time), which no op uses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _as_strided
@@ -20,6 +20,8 @@ _SKIP = frozenset({
     "version",
 })
 globals().update({name: getattr(np, name) for name in np.__all__ if name not in _SKIP})
+if TYPE_CHECKING:  # the namespace is NumPy's, as type checkers should see it
+    from numpy import *  # noqa: F403
 
 DEVICE_TYPE = "cpu"
 DEVICE_INDEX = 0  # storage accounting slot (see rust/core/src/storage.rs)

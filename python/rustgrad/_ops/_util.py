@@ -92,6 +92,14 @@ def broadcast_error(err: Exception, *shapes: Tuple[int, ...]) -> Exception:
     return err
 
 
+def check_broadcastable(*shapes: Tuple[int, ...]) -> None:
+    """torch's RuntimeError when the shapes do not broadcast together (see broadcast_error)."""
+    ok = RuntimeError()
+    err = broadcast_error(ok, *shapes)
+    if err is not ok:
+        raise err
+
+
 def scalar_operand(ad: Any, s: Any) -> Any:
     """a's array cast so that `array (op) s` has torch's dtype (int tensor * 2.5 is float32)."""
     kind = ad.dtype.kind

@@ -14,7 +14,8 @@ import warnings
 from typing import Any, Optional
 
 from .. import _core, _dtype
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     _type_name,
@@ -85,9 +86,10 @@ def _finish(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
 
 
 def stable_softplus(x: Tensor) -> Tensor:
-    """log(1 + exp(x)) in rustgrad ops, stable for large |x| (for backward formulas and
-    composite losses)."""
-    return x.clamp(min=0) + ((-x.abs()).exp() + 1).log()
+    """log(1 + exp(x)), stable for large |x| (for backward formulas and composite losses): the
+    softplus op, whose gradient is sigmoid(x) everywhere (1/2 at 0, where a composite of
+    clamp and abs would give 0)."""
+    return softplus(x)
 
 
 # ---- relu, sigmoid ---------------------------------------------------------------------
@@ -346,8 +348,10 @@ def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     (x,) = saved
     alpha, scale, input_scale = ctx
     neg = g * (alpha * scale * input_scale) * (x * input_scale).exp()
-    # torch's double backward differentiates the exponential only where x < 0 (not at 0)
-    neg = where(x < 0, neg, g * (alpha * scale * input_scale))
+    # torch's double backward differentiates the exponential only where x < 0 (not at 0); a
+    # nan input takes the exponential's branch, so its gradient is nan (torch's vectorized
+    # kernel, which every tensor of more than a few elements runs)
+    neg = where(x >= 0, g * (alpha * scale * input_scale), neg)
     return where(x > 0, g * scale if scale != 1 else g, neg)
 
 
@@ -480,7 +484,8 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15: the bounds are exclusive (zero at -3, the gradient itself at 3)
     (x,) = saved
-    mid = where(x < 3, g * (x / 3 + 0.5), g)
+    # a nan input takes the middle branch: its gradient is nan (torch's vectorized kernel)
+    mid = where(x >= 3, g, g * (x / 3 + 0.5))
     return where(x <= -3, 0.0, mid)
 
 

@@ -176,7 +176,30 @@ def unfold(input: Tensor, kernel_size: IntOrPair, dilation: IntOrPair = 1,
         raise NotImplementedError(
             f"Input Error: Only 4D input Tensors are supported (got {input.ndim}D)"
         )
-    return unfold_pairs(input, pair(kernel_size), pair(dilation), pair(padding), pair(stride))
+    k, d, p, s = pair(kernel_size), pair(dilation), pair(padding), pair(stride)
+    for what, short, v, bad in (("kernel size", "kernel", k, min(k) <= 0),
+                                ("dilation", "dilation", d, min(d) <= 0),
+                                ("padding", "pad", p, min(p) < 0),
+                                ("stride", "stride", s, min(s) <= 0)):
+        if bad:
+            rule = "be non-negative" if what == "padding" else "be greater than zero"
+            raise RuntimeError(f"{what} should {rule}, but got {short}_height: {v[0]} "
+                               f"{short}_width: {v[1]}")
+    shape = tuple(input.shape)
+    if 0 in shape[1:]:
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(shape)}"
+        )
+    blocks = [out_size(shape[2 + i], k[i], d[i], s[i], p[i], p[i]) for i in range(2)]
+    if min(blocks) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({shape[2]}, {shape[3]}), kernel_size=({k[0]}, "
+            f"{k[1]}), dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of "
+            f"the array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its components "
+            "must be at least one."
+        )
+    return unfold_pairs(input, k, d, p, s)
 
 
 @op(functional="fold", grad_fn="Col2ImBackward0")
@@ -276,16 +299,54 @@ def _check_conv(xd: Any, wd: Any, groups: int, x: Tensor, w: Tensor, name: str,
             f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {name}, but got "
             f"input of size: {list(xd.shape)}"
         )
-    if xd.dtype != wd.dtype:
-        raise RuntimeError(f"expected scalar type {type_name(x)} but found {type_name(w)}")
-    c, cg = xd.shape[1], wd.shape[1]
-    if cg * groups != c:
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+
+
+def _check_window(xd: Any, wd: Any, x: Tensor, w: Tensor, groups: int, s: Tuple[int, int],
+                  p: Tuple[int, int], d: Tuple[int, int], dims: int) -> None:
+    """torch's checks of a convolution's arguments, in its order, on the (N, C, H, W) input and
+    (O, C/groups, kh, kw) weight arrays (a 1-d convolution seen as one of height 1)."""
+    if p[0] < 0 or p[1] < 0:
+        raise RuntimeError("negative padding is not supported")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    wshape = list(wd.shape) if dims == 2 else [wd.shape[0], wd.shape[1], wd.shape[3]]
+    if wd.shape[0] == 0:
         raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(wd.shape)}, expected input"
-            f"{list(xd.shape)} to have {cg * groups} channels, but got {c} channels instead"
+            f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+            f"weight of size {wshape} instead"
         )
     if wd.shape[0] % groups:
-        raise RuntimeError("out_channels must be divisible by groups")
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{wshape}] instead"
+        )
+    c, cg = xd.shape[1], wd.shape[1]
+    if cg * groups != c:
+        xshape = list(xd.shape) if dims == 2 else [xd.shape[0], xd.shape[1], xd.shape[3]]
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {wshape}, expected input"
+            f"{xshape} to have {cg * groups} channels, but got {c} channels instead"
+        )
+    first = 2 if dims == 2 else 3
+    padded = [xd.shape[2 + i] + 2 * p[i] for i in range(first - 2, 2)]
+    kernel = [d[i] * (wd.shape[2 + i] - 1) + 1 for i in range(first - 2, 2)]
+    if any(a < k for a, k in zip(padded, kernel)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
+            "actual input size"
+        )
+    if d[0] <= 0 or d[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(d)}")
+    if wd.shape[2] <= 0 or wd.shape[3] <= 0:
+        raise RuntimeError(
+            f"kernel size should be greater than zero, but got kernel_height: {wd.shape[2]} "
+            f"kernel_width: {wd.shape[3]}"
+        )
+    if xd.dtype != wd.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(x)} but found {type_name(w)}")
 
 
 def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tuple[int, int],
@@ -325,6 +386,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     p = _padding(padding, wd.shape[2:], s, d)
     if isinstance(p, list):
         return conv2d(pad(x, p), w, b, 1, 0, d, groups)
+    _check_window(xd, wd, x, w, groups, s, p, d, 2)
     out = _conv_forward(x._backend, xd, wd, None if b is None else b._data, s, p, d, groups)
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
@@ -356,6 +418,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     if isinstance(p, list):
         return conv1d(pad(x, p[:2]), w, b, 1, 0, d[1], groups)
     x4, w4 = xd[:, :, None, :], wd[:, :, None, :]
+    _check_window(x4, w4, x, w, groups, s, p, d, 1)
     out = _conv_forward(x._backend, x4, w4, None if b is None else b._data, s, p, d,
                         groups)[:, :, 0, :]
     inputs = (x, w) if b is None else (x, w, b)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Tuple
 
 from .. import _dtype
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     _type_name,

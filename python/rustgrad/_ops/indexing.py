@@ -8,7 +8,8 @@ from typing import Any, Sequence
 
 from .. import _dtype
 from .._backends import _NDARRAY
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     MODE_VIEWS,

@@ -8,9 +8,18 @@ import math
 from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
-from ._util import cast_grad, is_bf16, opmath, record, same_device, sum_to
+from ._util import (
+    cast_grad,
+    check_broadcastable,
+    is_bf16,
+    opmath,
+    record,
+    same_device,
+    sum_to,
+)
 
 
 def _rounded(out: Any, like: Any) -> Any:
@@ -738,7 +747,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     for i in range(n_out):
         shape.append(size if i in (d1, d2) else rest.pop(0))
     z = xp.zeros(tuple(shape), dtype=d.dtype)
-
     xp.writable_view(xp.diagonal(z, offset, d1, d2))[...] = d
     return record(z, (input,), "DiagEmbedBackward0", _diag_embed_bw, None, (offset, d1, d2))
 
@@ -840,6 +848,8 @@ def matmul(input: Tensor, other: Any) -> Any:
     kb = bd.shape[0] if nb == 1 else bd.shape[-2]
     if na == 1 and nb == 1 and ad.dtype != bd.dtype:
         dot(input, other)  # torch checks dot's dtypes before its sizes
+    if na >= 3 and nb >= 3 and ad.shape[:-2] != bd.shape[:-2]:
+        check_broadcastable(ad.shape[:-2], bd.shape[:-2])  # batch dims first, as torch's expand
     if ka != kb:
         if na == 1 and nb == 1:
             raise RuntimeError(

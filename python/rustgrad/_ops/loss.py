@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     broadcast_error,
+    check_broadcastable,
     const,
     needs_grad,
     quiet_fp,
@@ -24,6 +25,7 @@ from ._util import (
     sum_to,
 )
 from .activation import stable_softplus
+from .compare import where
 from .indexing import index_into_zeros
 
 _REDUCTIONS = ("none", "mean", "sum", "batchmean")
@@ -79,6 +81,20 @@ def check_target_size(input: Tensor, target: Tensor) -> None:
         raise err
 
 
+def check_weight_size(input: Tensor, weight: Tensor) -> None:
+    """torch's refusal of an elementwise loss's weight of another shape than the input's."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
+def weighted_reduction(loss: Tensor, weight: Tensor, reduction: str) -> Tensor:
+    """mse_loss's and l1_loss's weighted losses reduced as torch's: "mean" is the weighted
+    mean, sum(weight * loss) / sum(weight)."""
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    return apply_reduction(loss, reduction)
+
+
 def _reduce_array(xp: Any, a: Any, reduction: str) -> Any:
     if reduction == "none":
         return a
@@ -100,6 +116,23 @@ def _pair_grads(gl: Tensor, ctx: Any) -> Any:
     ga = sum_to(gl, shapes[0]) if needs[0] else None
     gb = sum_to(-gl, shapes[1]) if needs[1] else None
     return ga, gb
+
+
+# ---- xlogy(t, t): kl_div's entropy term ----------------------------------------------------
+def _xlogy_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    (t,) = saved
+    # xlogy's derivatives in both of its arguments, both t: xlogy(t != 0, t) + t / t, nan
+    # at t == 0 (0 / 0) as torch's
+    return g * (where(t != 0, t.log(), 0.0) + t / t)
+
+
+def xlogy_self(t: Tensor) -> Tensor:
+    """t * log(t), 0 where t == 0 (xlogy(t, t), one node), with torch's gradient."""
+    xp = t._backend
+    td = t._data
+    with quiet_fp(xp):
+        out = xp.where(td == 0, td.dtype.type(0), td * xp.log(td)).astype(td.dtype, copy=False)
+    return record(out, (t,), "XlogyBackward0", _xlogy_self_bw, (t,))
 
 
 # ---- nll_loss -----------------------------------------------------------------------------
@@ -145,6 +178,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     xd, td = input._data, target._data
     same_devices((xd, td) if weight is None else (xd, td, weight._data))
     xp = input._backend
+    if xd.ndim == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
     if td.dtype != _dtype.uint8.np and td.dtype != _dtype.int64.np:
         raise RuntimeError(
             "expected target dtype to be Long or Byte, but got "
@@ -189,18 +224,20 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     picked = x2[rows, tsafe]
     w = weight._data[tsafe] if weight is not None else xp.ones(t1.shape, dtype=xd.dtype)
     w = xp.where(valid, w, 0).astype(xd.dtype, copy=False)
-    losses = -picked * w
+    # an ignored entry contributes an exact 0 (not -0, nor nan from an inf or nan input) and
+    # receives a zero gradient, even where every target is ignored and the mean is 0/0
+    with quiet_fp(xp):
+        losses = xp.where(valid, -picked * w, 0).astype(xd.dtype, copy=False)
+    coef = xp.where(valid, -w, 0).astype(xd.dtype, copy=False)
     if reduction == "none":
         out = losses.reshape(out_shape)
-        coef = -w
     elif reduction == "sum":
         out = xp.asarray(losses.sum(), dtype=xd.dtype)
-        coef = -w
     elif reduction == "mean":
         total = w.sum()
         with quiet_fp(xp):
             out = xp.asarray(losses.sum() / total, dtype=xd.dtype)  # nan if all ignored
-            coef = (-w / total).astype(xd.dtype, copy=False)
+            coef = xp.where(valid, coef / total, 0).astype(xd.dtype, copy=False)
     else:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ctx = (x2.shape, (rows, tsafe), coef, reduction, perm, xd.shape)
@@ -227,7 +264,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
         size_average (bool, optional): deprecated; use reduction.
         reduce (bool, optional): deprecated; use reduction.
         reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
-        weight (Tensor, optional): a weight per entry, broadcast with input.
+        weight (Tensor, optional): a weight per entry, of input's shape; "mean" is then the
+            weighted mean, divided by the sum of the weights.
 
     Example::
 
@@ -236,8 +274,10 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     if weight is not None:
+        check_weight_size(input, weight)
+        check_target_size(input, target)
         d = input - target
-        return apply_reduction(d * d * weight, reduction)
+        return weighted_reduction(d * d * weight, weight, reduction)
     a, b = input, target
     check_target_size(a, b)
     d = a._data - b._data
@@ -311,20 +351,56 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     if weight is not None:
+        check_weight_size(input, weight)
         return apply_reduction(_smooth_l1(input, target, "none", delta, True) * weight,
                                reduction)
     return _smooth_l1(input, target, legacy_reduction(None, None, reduction), delta, True)
 
 
 # ---- binary cross entropy -----------------------------------------------------------------
+def _check_expands_to(w: Tensor, x: Tensor) -> None:
+    """torch's refusal of a weight that does not expand to the input's shape (binary
+    cross entropy expands it first)."""
+    ws, xs = tuple(w.shape), tuple(x.shape)
+    for i in range(1, len(ws) + 1):
+        n = xs[-i] if i <= len(xs) else 1
+        if ws[-i] != 1 and ws[-i] != n and n != 1:
+            raise RuntimeError(
+                f"Attempting to broadcast a dimension of length {ws[-i]} at -{i}! Mismatching "
+                f"argument at index 1 had {w.shape}; but expected shape should be broadcastable "
+                f"to {list(xs)}"
+            )
+
+
+def _check_broadcast_fits(xs: Tuple[int, ...], ws: Tuple[int, ...]) -> None:
+    """torch's errors where a tensor of shape ws, combined with the input (shape xs) into a
+    result of the input's shape, does not broadcast with it or would enlarge it."""
+    check_broadcastable(xs, ws)
+    n = max(len(xs), len(ws))
+    a = (1,) * (n - len(xs)) + xs
+    b = (1,) * (n - len(ws)) + ws
+    out = tuple(max(p, q) if min(p, q) != 0 else 0 for p, q in zip(a, b))
+    if out != xs:
+        raise RuntimeError(
+            f"output with shape {list(xs)} doesn't match the broadcast shape {list(out)}"
+        )
+
+
 def _bce_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, t, w = saved
-    reduction, has_w = ctx
+    reduction, has_w, needs_t = ctx
     local = (x - t) / ((1 - x) * x).clamp(min=1e-12)
     if has_w:
         local = local * w
     gx = _reduce_grad(g, local, reduction)
-    return (gx, None, None) if has_w else (gx, None)
+    gt = None
+    if needs_t:
+        # d/dt: log(1 - x) - log(x), not clamped (inf at x == 0, -inf at x == 1), as torch's
+        local_t = (-x).log1p() - x.log()
+        if has_w:
+            local_t = local_t * w
+        gt = _reduce_grad(g, local_t, reduction)
+    return (gx, gt, None) if has_w else (gx, gt)
 
 
 @op(functional="binary_cross_entropy", grad_fn="BinaryCrossEntropyBackward0")
@@ -348,19 +424,23 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, t = input, target
-    if weight is not None and weight.shape != x.shape:
-        weight = weight.expand(x.shape)
     if x._data.shape != t._data.shape:
         raise ValueError(
             f"Using a target size ({t.shape}) that is different to the input size ({x.shape}) "
             "is deprecated. Please ensure they have the same size."
         )
-    if t.requires_grad:
-        raise RuntimeError("the derivative for 'target' is not implemented")
+    if weight is not None and weight.shape != x.shape:
+        _check_expands_to(weight, x)
     xd, td = x._data, t._data
     same_devices((xd, td) if weight is None else (xd, td, weight._data))
-    if bool(((xd < 0) | (xd > 1)).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    # nan is out of range too; one device-to-host read for both, which one only on failure
+    inside = ((xd >= 0) & (xd <= 1)).all() & ((td >= 0) & (td <= 1)).all()
+    if not bool(inside):
+        bad = "input" if not bool(((xd >= 0) & (xd <= 1)).all()) else "target"
+        raise RuntimeError(f"all elements of {bad} should be between 0 and 1")
+    if weight is not None and weight.shape != x.shape:
+        _check_broadcast_fits(tuple(x.shape), tuple(weight.shape))
+        weight = weight.expand(x.shape)
     xp = x._backend
     with quiet_fp(xp):
         logx = xp.maximum(xp.log(xd), -100)
@@ -372,7 +452,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     out = _reduce_array(xp, loss, reduction)
     inputs = (x, t) if weight is None else (x, t, weight)
     return record(out, inputs, "BinaryCrossEntropyBackward0", _bce_bw, (x, t, weight),
-                  (reduction, weight is not None))
+                  (reduction, weight is not None, t.requires_grad))
 
 
 def _bce_logits_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -437,6 +517,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     xp = x._backend
     xd, td = x._data, t._data
     same_devices([xd, td] + [w._data for w in (weight, pos_weight) if w is not None])
+    for w in (pos_weight, weight):
+        if w is not None:
+            _check_broadcast_fits(tuple(xd.shape), tuple(w._data.shape))
     # (1 - t) * x + lw * softplus(-x), softplus(-x) = max(-x, 0) + log(1 + exp(-|x|))
     sp = xp.maximum(-xd, 0) + xp.log1p(xp.exp(-xp.abs(xd)))
     if pos_weight is not None:

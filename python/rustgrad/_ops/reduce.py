@@ -14,7 +14,8 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _dtype, return_types
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, record, sum_to
 from ._util import const as _const
@@ -678,10 +679,16 @@ def _norm_array(xp: Any, src: Any, p: float, axes: tuple) -> Any:
     if p == 1:
         return a.sum(axis=axes, keepdims=True)
     if math.isinf(p):
-        if src.size == 0:
+        empty = [ax for ax in axes if src.shape[ax] == 0]
+        if empty and len(axes) == src.ndim:
             raise RuntimeError(
                 "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
                 "operation does not have an identity"
+            )
+        if empty:  # torch's wording, its missing space included
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the inf norm on the dimension {empty[0]}"
+                "because this dimension is empty and the operation does not have an identity"
             )
         return a.max(axis=axes, keepdims=True) if p > 0 else a.min(axis=axes, keepdims=True)
     if p == 0:

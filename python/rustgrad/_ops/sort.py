@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _dtype, return_types
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import (
     const as _const,

@@ -9,7 +9,8 @@ import builtins
 from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
-from .._tensor import Tensor, _wrap_dim
+from .._size import _wrap_dim
+from .._tensor import Tensor
 from ._declare import op
 from ._util import const as _const
 from ._util import record, same_devices, sum_to

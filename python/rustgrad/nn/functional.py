@@ -15,12 +15,14 @@ import warnings
 from typing import Any, List, Optional, Tuple
 
 from .. import _bind, _dtype
+from .._creation import zeros_like as _zeros_like
 from .._ops import activation as _act
 from .._ops import conv as _conv
 from .._ops import indexing as _indexing
 from .._ops import linalg as _linalg
 from .._ops import linear as _lin
 from .._ops import loss as _loss
+from .._ops import norm as _norm_ops
 from .._ops.compare import where as _where
 from .._tensor import Tensor
 
@@ -157,14 +159,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 # ---- distances ----------------------------------------------------------------------------
-def _norm(x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
-    if p == 2:
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
-    if p == 1:
-        return x.abs().sum(dim, keepdim=keepdim)
-    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
-
-
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """Divides ``input`` by its ``p``-norm along ``dim``: ``input / max(||input||_p, eps)``.
 
@@ -180,7 +174,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
         >>> F.normalize(torch.tensor([[3.0, 4.0]]))
         tensor([[0.6000, 0.8000]])
     """
-    return input / _norm(input, p, dim, True).clamp(min=eps).expand_as(input)
+    # Tensor.norm: a zero vector's norm passes a zero gradient (sqrt's would be inf * 0)
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
@@ -201,8 +196,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         >>> F.cosine_similarity(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]]))
         tensor([0.7071])
     """
-    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
-    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    # Tensor.norm: a zero vector's norm passes a zero gradient (sqrt's would be inf * 0)
+    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
@@ -217,7 +213,8 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
         eps (float): added to the difference, avoiding a zero norm. Default: ``1e-6``.
         keepdim (bool): keep the last dimension with size 1. Default: ``False``.
     """
-    return _norm(x1 - x2 + eps, p, -1, keepdim)
+    # Tensor.norm: every p as torch's (0, inf, negative), a zero gradient at a zero norm
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
 
 
 # ---- losses composed of ops ---------------------------------------------------------------
@@ -228,16 +225,25 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     """log_softmax over dim 1 (dim 0 for unbatched input) then nll_loss; class-index or
     class-probability targets, weight, ignore_index, label_smoothing, as torch."""
     reduction = _reduction(size_average, reduce, reduction)
+    probabilities = tuple(target.shape) == tuple(input.shape)
+    if probabilities:
+        if not target.is_floating_point():
+            raise RuntimeError("Expected floating point type for target with class "
+                               f"probabilities, got {_dtype.scalar_type_name(target.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(
-            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}"
         )
+    if probabilities and input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
     cdim = 0 if input.ndim == 1 else 1
     logp = _act.log_softmax(input, cdim)
     c = input.shape[cdim]
     wshape = [1] * input.ndim
     wshape[cdim] = c
-    if target.is_floating_point() and target.shape == input.shape:  # class probabilities
+    if probabilities:  # class probabilities
         t = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing > 0 \
             else target
         prod = logp * t
@@ -254,7 +260,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     keep = target != ignore_index
     smooth = -(logp * weight.reshape(wshape)).sum(cdim) if weight is not None \
         else -logp.sum(cdim)
-    smooth = _where(keep, smooth, smooth * 0)
+    # masked_fill, not where(keep, smooth, smooth * 0): an ignored entry must pass no
+    # gradient (inf * 0 is nan where every target is ignored and the mean divides by 0)
+    smooth = smooth.masked_fill(~keep, 0.0)
     if reduction == "mean":
         if weight is not None:
             wsel = weight[target[keep]]
@@ -282,13 +290,17 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
         reduce (bool, optional): deprecated; use ``reduction``.
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
             its mean or its sum. Default: ``'mean'``.
-        weight (Tensor, optional): multiplies the elementwise loss before the reduction.
+        weight (Tensor, optional): of input's shape, multiplies the elementwise loss; with
+            ``'mean'`` the result is the weighted mean, divided by the sum of the weights.
     """
     reduction = _reduction(size_average, reduce, reduction)
+    if weight is not None:
+        _loss.check_weight_size(input, weight)
     _loss.check_target_size(input, target)
     loss = (input - target).abs()
     if weight is not None:
-        loss = loss * weight
+        # torch: the weighted mean, sum(weight * loss) / sum(weight)
+        return _loss.weighted_reduction(loss * weight, weight, reduction)
     return _apply_reduction(loss, reduction)
 
 
@@ -306,10 +318,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        pos = target > 0
-        safe = _where(pos, target, target * 0 + 1)
-        xlogy = _where(pos, target * safe.log(), target * 0)
-        loss = xlogy - target * input
+        loss = _loss.xlogy_self(target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _apply_reduction(loss, reduction)
@@ -329,7 +338,13 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool]
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
             its mean or its sum. Default: ``'mean'``.
     """
-    loss = _act.stable_softplus(-target * input)
+    from ..autograd import is_grad_enabled
+
+    if target.requires_grad and is_grad_enabled():
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
+                           "to argument 'target'. This input cannot have requires_grad True.")
+    # -(input * target): input is the left operand of the product, as in torch's shape error
+    loss = _act.stable_softplus(-(input * target))
     return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
 
 
@@ -372,7 +387,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
             its mean or its sum. Default: ``'mean'``.
     """
-    zeros = input * 0
+    # zeros, not input * 0 (nan where input is inf)
+    zeros = _zeros_like(input)
     margin_clamp = (margin - input).clamp(min=0)
     out_m = _where(target == 1, zeros, margin_clamp)
     out_i = _where(target == -1, zeros, input)
@@ -397,6 +413,14 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
             its mean or its sum. Default: ``'mean'``.
     """
+    td = target.ndim
+    if td > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != td + 1 or input2.ndim != td + 1:
+        raise RuntimeError(
+            f"{td}D target tensor expects {td + 1}D input tensors, but found inputs with sizes "
+            f"{list(input1.shape)} and {list(input2.shape)}."
+        )
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     m1 = (input1 * input1).sum(-1) + eps
@@ -432,9 +456,11 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     else:
         loss = input - target * (input + eps).log()
     if full:
+        # Stirling's term of the targets above 1, masked (not clamped): its gradient at a
+        # target <= 1 is 0 * log(target), nan at 0 as torch's
         t = target
-        stirling = t * t.clamp(min=1).log() - t + (t.clamp(min=1) * (2 * math.pi)).log() * 0.5
-        loss = loss + _where(t > 1, stirling, stirling * 0)
+        stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
+        loss = loss + stirling.masked_fill(t <= 1, 0.0)
     return _apply_reduction(loss, _reduction(size_average, reduce, reduction))
 
 
@@ -454,7 +480,29 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
         eps (float): the smallest variance used. Default: ``1e-6``.
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
     """
-    v = var.clamp(min=eps) if not var.requires_grad else var + (var.clamp(min=eps) - var).detach()
+    if not isinstance(var, Tensor):  # one variance for every element
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(tuple(input.shape), float(var))
+    if tuple(var.shape) != tuple(input.shape):
+        vs, xs = tuple(var.shape), tuple(input.shape)
+        if xs[:-1] == vs:  # one variance per sample
+            var = var.unsqueeze(-1)
+        else:  # torch: the same rank, and one dimension of size 1 where they differ
+            differ = [i for i, (a, b) in enumerate(zip(vs, xs)) if a != b]
+            if len(vs) != len(xs) or len(differ) != 1 or vs[differ[0]] != 1:
+                raise ValueError("var is of incorrect size")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    from ..autograd import no_grad
+
+    # clamped to eps in place of a copy, outside the graph: the gradient passes as if
+    # unclamped, and an infinite variance stays inf (var + (clamped - var) would be nan)
+    v = var.clone()
+    with no_grad():
+        v.clamp_(min=eps)
     d = input - target
     loss = (v.log() + d * d / v) * 0.5
     if full:
@@ -816,13 +864,14 @@ def rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor
     """input divided by the root mean square over its last len(normalized_shape) dims."""
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     k = len(shape)
-    if list(input.shape[input.ndim - k:]) != shape or k > input.ndim:
-        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*, "
-                           f"{', '.join(str(s) for s in shape)}], but got input of size"
+    _norm_ops.check_normalized_shape(tuple(shape), weight, None)
+    if k > input.ndim:
+        raise ValueError(f"Input tensor must have at least {k} dimensions, but got {input.ndim}")
+    if list(input.shape[input.ndim - k:]) != shape:
+        # torch's rms_norm words the shape without layer_norm's ", " after the "*"
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*{', '.join(str(s) for s in shape)}], but got input of size"
                            f"{list(input.shape)}")
-    if weight is not None and list(weight.shape) != shape:
-        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
-                           f"weight of shape {list(weight.shape)} and normalized_shape = {shape}")
     if eps is None:
         eps = _dtype.finfo(input.dtype).eps
     dims = list(range(input.ndim - k, input.ndim))
@@ -836,6 +885,8 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[
     """Binary logistic loss per class, averaged over the classes (last dim)."""
     if size_average is not None or reduce is not None:
         reduction = _reduction(size_average, reduce, reduction)
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     ls = _act.logsigmoid
     loss = -(target * ls(input) + (1 - target) * ls(-input))
     if weight is not None:

@@ -524,3 +524,13 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
     """Deprecated: interpolate with mode='nearest' (with torch's warning)."""
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: interpolate with mode='bilinear', align_corners=True (with torch's warning)."""
+def _canonical_mask(
+    mask: Optional[Tensor],
+    mask_name: builtins.str,
+    other_type: Optional[Any],
+    other_name: builtins.str,
+    target_type: Any,
+    check_other: builtins.bool = True,
+) -> Optional[Tensor]:
+    """A bool mask becomes a float one (-inf where True); float masks pass unchanged."""
+def _none_or_dtype(input: Optional[Tensor]) -> Optional[Any]: ...

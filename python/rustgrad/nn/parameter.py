@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from .._tensor import Tensor
 
@@ -95,9 +95,10 @@ class Buffer(Tensor):
             data = empty(0)
         t = Tensor.detach(data)
         t.__class__ = cls
-        t.requires_grad = data.requires_grad
-        t.persistent = persistent
-        return t  # type: ignore[return-value]
+        buf = cast(Buffer, t)
+        buf.requires_grad = data.requires_grad
+        buf.persistent = persistent
+        return buf
 
     def __init__(self, data: Optional[Tensor] = None, *, persistent: bool = True) -> None:
         pass

@@ -82,6 +82,7 @@ class Optimizer:
 
     state: DefaultDict[Tensor, Dict[str, Any]]
     param_groups: List[Dict[str, Any]]
+    _opt_called: bool  # set by the first step (lr_scheduler warns when it runs before one)
     defaults: Dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

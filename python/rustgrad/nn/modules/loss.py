@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..._ops.loss import legacy_reduction
 from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -22,7 +23,7 @@ class _Loss(Module):
                  reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            self.reduction = F._reduction(size_average, reduce, reduction)
+            self.reduction = legacy_reduction(size_average, reduce, reduction)
         else:
             self.reduction = reduction
 
