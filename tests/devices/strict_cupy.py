@@ -335,6 +335,11 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     toDlpack = __dlpack__  # noqa: N815 - CuPy's name
 
+    def copy(self, order: str = "C") -> ndarray:
+        """A copy on the current device, from any device (CuPy's documented behaviour)."""
+        LAUNCHES["copy"] += 1
+        return _wrap(self._a.copy(order=order), _State.current)
+
     def scatter_add(self, slices: Any, value: Any) -> None:
         _scatter(np.add, self, slices, value)
 
@@ -343,6 +348,11 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     def scatter_min(self, slices: Any, value: Any) -> None:
         _scatter(np.minimum, self, slices, value)
+
+
+def _quiet() -> Any:
+    """CuPy's kernels never warn (no floating-point error state on a GPU): NumPy's are silenced."""
+    return np.errstate(all="ignore")
 
 
 def _not_simulated(what: str) -> Any:
@@ -457,7 +467,9 @@ def _method(name: str) -> Callable[..., Any]:
     def method(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         _check_device(self, *args, **kwargs)
         LAUNCHES[name] += 1
-        out = getattr(self._a, name)(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        with _quiet():
+            out = getattr(self._a, name)(*_unwrap(args),
+                                         **{k: _unwrap(v) for k, v in kwargs.items()})
         if name.startswith("__i") and out is self._a:  # in place: the same device array
             return self
         return _wrap(out, _State.current)
@@ -494,8 +506,9 @@ def _function(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     def function(*args: Any, **kwargs: Any) -> Any:
         _check_device(*args, **kwargs)
         LAUNCHES[name] += 1
-        return _wrap(f(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}),
-                     _State.current)
+        with _quiet():
+            out = f(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        return _wrap(out, _State.current)
 
     function.__name__ = name
     function.__qualname__ = name
@@ -544,11 +557,12 @@ class ufunc:  # noqa: N801 - CuPy's name
                 raise TypeError(f"Wrong type ({arrays[0].dtype},) of arguments for "
                                 f"cupy_{self.name}")
             target = outs[0]
-        if out is not None:
-            self._impl(*raw, out=_unwrap(out), dtype=dtype, **kwargs)
-            return out
-        res = self._impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
-            self._impl(*raw, **kwargs)
+        with _quiet():
+            if out is not None:
+                self._impl(*raw, out=_unwrap(out), dtype=dtype, **kwargs)
+                return out
+            res = self._impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
+                self._impl(*raw, **kwargs)
         if target is not None and self.nout == 1:
             res = np.asarray(res)
             if res.dtype != target:
@@ -604,6 +618,7 @@ def _array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", sub
 
 def _asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None,
              blocking: bool = True) -> np.ndarray:
+    LAUNCHES["asnumpy"] += 1  # a device-to-host copy
     if isinstance(a, ndarray):
         host = np.array(a._a, order=order, copy=True)
     else:

@@ -125,3 +125,13 @@ def test_cuda_method_forms(sim):
     assert t.cuda("cuda:1", memory_format=rustgrad.preserve_format).device == "cuda:1"
     c = t.cuda()
     assert c.cuda() is c and c.cpu().device == "cpu"
+
+
+def test_a_move_between_gpus_copies_device_to_device(sim):
+    x = rustgrad.tensor([1.0, 2.0], device="cuda:0", requires_grad=True)
+    strict_cupy.LAUNCHES.clear()
+    y = x.to("cuda:1")
+    assert strict_cupy.LAUNCHES["copy"] == 1  # no trip through host memory
+    assert strict_cupy.LAUNCHES["asnumpy"] == 0
+    assert y.device == "cuda:1" and y.cpu().tolist() == [1.0, 2.0]
+    assert strict_cupy.LAUNCHES["asnumpy"] == 1

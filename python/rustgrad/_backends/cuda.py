@@ -125,6 +125,16 @@ def from_numpy(array: Any, dev: Any = None) -> Any:
         return _cp.asarray(array)
 
 
+def copy_to(array: Any, dev: Any) -> Any:
+    """A copy of a device array on GPU `dev` (device to device: CuPy's copy() writes to the
+    current device from whichever device the array is on)."""
+    from . import device
+
+    index = device(dev).index
+    with _cp.cuda.Device(current_index() if index is None else index):
+        return array.copy()
+
+
 def add_at(target: Any, index: Any, values: Any) -> None:
     import cupyx
 

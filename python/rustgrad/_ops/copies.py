@@ -60,11 +60,15 @@ def _to_device_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def to_device(t: Tensor, target: Any) -> Tensor:
-    """t copied to another device through host memory (differentiable: the gradient moves back)."""
+    """t copied to another device (differentiable: the gradient moves back): between two GPUs
+    device to device, else through host memory."""
     src = t._backend
     dst = namespace(target)
-    host = src.to_numpy(t._data)
-    arr = dst.from_numpy(host.copy() if dst is src else host, target)
+    if src.DEVICE_TYPE != "cpu" and src.DEVICE_TYPE == dst.DEVICE_TYPE:
+        arr = src.copy_to(t._data, target)
+    else:
+        host = src.to_numpy(t._data)
+        arr = dst.from_numpy(host.copy() if dst is src else host, target)
     return record(arr, (t,), "ToCopyBackward0", _to_device_bw, None, t.device)
 
 
