@@ -108,3 +108,50 @@ def test_im2col_matches_the_numpy_im2col(k, cp, channels_first):
     want = im2col(cpu, x, *args, fill=-1.5, channels_first=channels_first)
     got = k.im2col(cp.asarray(x), *args, fill=-1.5, channels_first=channels_first)
     np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+_OPTIMIZERS = {
+    "adam": lambda o, ps: o.Adam(ps, lr=0.05),
+    "adamw_amsgrad": lambda o, ps: o.AdamW(ps, lr=0.05, weight_decay=0.1, amsgrad=True),
+    "adam_l2_maximize": lambda o, ps: o.Adam(ps, lr=0.05, weight_decay=0.1, maximize=True),
+    "sgd": lambda o, ps: o.SGD(ps, lr=0.1),
+    "sgd_momentum_nesterov": lambda o, ps: o.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+                                                 weight_decay=0.01),
+    "sgd_dampening": lambda o, ps: o.SGD(ps, lr=0.1, momentum=0.5, dampening=0.3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+def test_fused_optimizer_steps_on_the_gpu_match_the_cpu(k, name, dtype, tol):
+    import rustgrad
+
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((7, 5)).astype(dtype)
+    grads = [rng.standard_normal((7, 5)).astype(dtype) for _ in range(4)]
+    results = {}
+    for dev in ("cpu", "cuda"):
+        w = rustgrad.tensor(w0, device=dev, requires_grad=True)
+        opt = _OPTIMIZERS[name](rustgrad.optim, [w])
+        for g in grads:
+            w.grad = rustgrad.tensor(g, device=dev)
+            opt.step()
+        results[dev] = (w.detach().cpu().numpy(),
+                        {key: v.cpu().numpy() for key, v in opt.state[w].items() if key != "step"})
+    np.testing.assert_allclose(results["cuda"][0], results["cpu"][0], rtol=tol, atol=tol)
+    for key, v in results["cpu"][1].items():
+        np.testing.assert_allclose(results["cuda"][1][key], v, rtol=tol, atol=tol, err_msg=key)
+
+
+def test_the_fused_gpu_step_is_one_launch_per_parameter(k, monkeypatch):
+    import rustgrad
+
+    calls = []
+    kernel = k.adam_step
+    monkeypatch.setattr(rustgrad._backends.cuda.kernels, "adam_step",
+                        lambda *a: calls.append(1) or kernel(*a))
+    ws = [rustgrad.randn(4, device="cuda", requires_grad=True) for _ in range(3)]
+    opt = rustgrad.optim.Adam(ws)
+    sum((w * w).sum() for w in ws).backward()
+    opt.step()
+    assert calls == [1, 1, 1]

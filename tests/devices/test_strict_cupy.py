@@ -119,3 +119,18 @@ def test_the_array_protocol_asks_only_what_numpy_and_cupy_arrays_both_have():
     assert wanted - cupy_has == set()
     assert wanted - set(dir(np.ndarray)) == set()
     assert members(ArrayFlags) <= SURFACE.flags_attrs
+
+
+def test_the_fused_optimizer_kernels_are_asked_for_on_the_gpu(sim_cuda):
+    import rustgrad
+
+    w = rustgrad.randn(3, 2, device="cuda", requires_grad=True)
+    for make in (lambda ps: rustgrad.optim.Adam(ps), lambda ps: rustgrad.optim.SGD(ps, lr=0.1,
+                                                                                   momentum=0.9)):
+        strict_cupy.KERNEL_CALLS.clear()
+        opt = make([w])
+        (w * w).sum().backward()
+        opt.step()
+        assert [name for name, _ in strict_cupy.KERNEL_CALLS] in (["adam_step"], ["sgd_step"])
+        assert strict_cupy.KERNEL_CALLS[0][1][0] == (3, 2)
+        w.grad = None

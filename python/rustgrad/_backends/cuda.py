@@ -190,10 +190,11 @@ def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     return z.reshape(shape)
 
 
-# no fused optimizer step, softmax or where kernel yet: the ops' CuPy formulations run
+# no softmax or where kernel yet: the ops' CuPy formulations run
 kernels = Kernels(
     erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
     max_pool2d=_max_pool2d, max_pool2d_backward=_max_pool2d_backward,
+    adam_step=_ck.adam_step, sgd_step=_ck.sgd_step,
 )
 # the entries that compile CUDA C (a test double without a GPU replaces them)
-CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d")
+CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step", "sgd_step")

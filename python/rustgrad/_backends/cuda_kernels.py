@@ -100,8 +100,92 @@ def _elementwise(name: str) -> Any:
             }
             out = (T)best;
             index = arg;"""),
+        # one whole Adam/AdamW step of one parameter (optim/adam.py's formulation): p, m, v
+        # (and vmax with amsgrad) updated in place, in float for float16/float32
+        "adam_step": (
+            "T g, float64 lr, float64 beta1, float64 beta2, float64 eps, float64 wd, "
+            "bool decoupled, bool maximize, float64 step_size, float64 bc2_sqrt",
+            "T p, T m, T v", _ADAM_BODY.format(vmax="")),
+        "adam_step_amsgrad": (
+            "T g, float64 lr, float64 beta1, float64 beta2, float64 eps, float64 wd, "
+            "bool decoupled, bool maximize, float64 step_size, float64 bc2_sqrt",
+            "T p, T m, T v, T vmax",
+            _ADAM_BODY.format(vmax="if ((F)v > (F)vmax) vmax = v; vv = (F)vmax;")),
+        # one SGD step (optim/sgd.py): momentum buffer (init: g itself), nesterov, dampening
+        "sgd_step": (
+            "T g, float64 lr, float64 wd, float64 momentum, float64 dampening, bool nesterov, "
+            "bool maximize, bool init_buffer", "T p, T buf", _SGD_BODY),
+        "sgd_step_plain": (
+            "T g, float64 lr, float64 wd, bool maximize", "T p", """
+            typedef typename acc<T>::type F;
+            F gg = maximize ? -(F)g : (F)g;
+            if (wd != 0) gg = (F)wd * (F)p + gg;
+            p = (T)((F)(-lr) * gg + (F)p);"""),
     }[name]
     return cp.ElementwiseKernel(src[0], src[1], src[2], "rustgrad_" + name, preamble=_ACC)
+
+
+_ADAM_BODY = """
+    typedef typename acc<T>::type F;
+    F gg = maximize ? -(F)g : (F)g;
+    if (wd != 0) {{
+        if (decoupled) p = (T)((F)p * (F)(1 - lr * wd));
+        else gg = (F)wd * (F)p + gg;
+    }}
+    F mm = (F)m, w1 = (F)(1 - beta1);
+    mm = (w1 < (F)0.5) ? w1 * (gg - mm) + mm : -(F)beta1 * (gg - mm) + gg;
+    m = (T)mm;
+    F vv = (F)v * (F)beta2;
+    vv = (F)(1 - beta2) * gg * gg + vv;
+    v = (T)vv;
+    {vmax}
+    F denom = sqrt(vv) / (F)bc2_sqrt + (F)eps;
+    p = (T)((F)p + ((F)(-step_size) * mm) / denom);"""
+
+_SGD_BODY = """
+    typedef typename acc<T>::type F;
+    F gg = maximize ? -(F)g : (F)g;
+    if (wd != 0) gg = (F)wd * (F)p + gg;
+    if (momentum != 0) {
+        F b = init_buffer ? gg : (F)(1 - dampening) * gg + (F)buf * (F)momentum;
+        buf = (T)b;
+        gg = nesterov ? (F)momentum * b + gg : b;
+    }
+    p = (T)((F)(-lr) * gg + (F)p);"""
+
+
+def _floating_alike(*arrays: Any) -> bool:
+    """Arrays of one floating dtype the kernels take (float16, float32, float64)."""
+    dt = arrays[0].dtype
+    return dt.kind == "f" and all(a is None or a.dtype == dt for a in arrays)
+
+
+def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
+              args: Any) -> bool:
+    """One fused Adam/AdamW step of one parameter, one launch (see _kernels.Kernels)."""
+    if not _floating_alike(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
+        return False
+    scalars = (args.lr, args.beta1, args.beta2, args.eps, args.weight_decay, args.decoupled,
+               args.maximize, args.step_size, args.bias_correction2_sqrt)
+    if max_exp_avg_sq is None:
+        _elementwise("adam_step")(grad, *scalars, param, exp_avg, exp_avg_sq)
+    else:
+        _elementwise("adam_step_amsgrad")(grad, *scalars, param, exp_avg, exp_avg_sq,
+                                          max_exp_avg_sq)
+    return True
+
+
+def sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
+    """One fused SGD step of one parameter (and its momentum buffer), one launch."""
+    if not _floating_alike(param, grad, buf):
+        return False
+    if buf is None:
+        _elementwise("sgd_step_plain")(grad, args.lr, args.weight_decay, args.maximize, param)
+    else:
+        _elementwise("sgd_step")(grad, args.lr, args.weight_decay, args.momentum,
+                                 args.dampening, args.nesterov, args.maximize,
+                                 args.init_buffer, param, buf)
+    return True
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
