@@ -79,6 +79,7 @@ bench: $(VENV)/.test build
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_training.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_explain.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 $(PY) benches/bench_ddp.py
+	$(PY) benches/bench_launches.py
 
 lint: $(VENV)/.test
 	cargo fmt --all -- --check

@@ -138,7 +138,12 @@ def surface() -> Surface:
 
 # ---- devices --------------------------------------------------------------------------------
 _State = fake_cupy._State  # the current device (shared with the runtime objects of fake_cupy)
-LAUNCHES: collections.Counter = collections.Counter()  # kernel-like calls by name
+LAUNCHES: collections.Counter = collections.Counter()  # calls of CuPy's API by name
+# Kernel launches by name, as a GPU would count them: a call launches a kernel when it writes
+# device memory (a fresh result sharing no memory with its arguments, or an in-place write);
+# views, reshapes and host reads launch none. CUDA C kernels count one each (KERNEL_CALLS).
+KERNELS: collections.Counter = collections.Counter()
+_NO_KERNEL = frozenset({"empty", "empty_like", "ndarray"})
 KERNEL_CALLS: List[Tuple[str, Tuple[Tuple[int, ...], ...]]] = []  # CUDA C kernels asked for
 
 
@@ -307,6 +312,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     def __setitem__(self, key: Any, value: Any) -> None:
         _check_device(self)
         self._a[_cupy_index(key, self._a.shape)] = _unwrap(value)
+        KERNELS["__setitem__"] += 1
 
     # the NumPy protocols route to this double (np.sum(x) is cupy.sum(x), as on CuPy)
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -338,6 +344,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     def copy(self, order: str = "C") -> ndarray:
         """A copy on the current device, from any device (CuPy's documented behaviour)."""
         LAUNCHES["copy"] += 1
+        KERNELS["copy"] += 1
         return _wrap(self._a.copy(order=order), _State.current)
 
     def scatter_add(self, slices: Any, value: Any) -> None:
@@ -460,16 +467,43 @@ def _cupy_index(key: Any, shape: Tuple[int, ...]) -> Any:
 
 def _scatter(ufunc: Any, target: ndarray, slices: Any, value: Any) -> None:
     _check_device(target, value)
+    KERNELS[f"scatter_{ufunc.__name__}"] += 1
     ufunc.at(target._a, _cupy_index(slices, target._a.shape), _unwrap(value))
+
+
+def _arrays_in(x: Any, found: list) -> list:
+    if isinstance(x, np.ndarray):
+        found.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _arrays_in(v, found)
+    elif isinstance(x, dict):
+        _arrays_in(tuple(x.values()), found)
+    return found
+
+
+def _count(name: str, out: Any, args: Any, in_place: bool = False) -> None:
+    """Counts a kernel launch when the call wrote device memory (see KERNELS)."""
+    if in_place:
+        KERNELS[name] += 1
+        return
+    if name in _NO_KERNEL:
+        return
+    inputs = _arrays_in(args, [])
+    for o in _arrays_in(out, []):
+        if o.size and not any(np.may_share_memory(o, i) for i in inputs):
+            KERNELS[name] += 1
+            return
 
 
 def _method(name: str) -> Callable[..., Any]:
     def method(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         _check_device(self, *args, **kwargs)
         LAUNCHES[name] += 1
+        raw, kw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
         with _quiet():
-            out = getattr(self._a, name)(*_unwrap(args),
-                                         **{k: _unwrap(v) for k, v in kwargs.items()})
+            out = getattr(self._a, name)(*raw, **kw)
+        _count(name, out, (self._a, raw, kw), in_place=name.startswith("__i") or name == "fill")
         if name.startswith("__i") and out is self._a:  # in place: the same device array
             return self
         return _wrap(out, _State.current)
@@ -506,8 +540,10 @@ def _function(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     def function(*args: Any, **kwargs: Any) -> Any:
         _check_device(*args, **kwargs)
         LAUNCHES[name] += 1
+        raw, kw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
         with _quiet():
-            out = f(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+            out = f(*raw, **kw)
+        _count(name, out, (raw, kw), in_place="out" in kw)
         return _wrap(out, _State.current)
 
     function.__name__ = name
@@ -560,6 +596,7 @@ class ufunc:  # noqa: N801 - CuPy's name
         with _quiet():
             if out is not None:
                 self._impl(*raw, out=_unwrap(out), dtype=dtype, **kwargs)
+                KERNELS[self.name] += 1
                 return out
             res = self._impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
                 self._impl(*raw, **kwargs)
@@ -567,11 +604,13 @@ class ufunc:  # noqa: N801 - CuPy's name
             res = np.asarray(res)
             if res.dtype != target:
                 res = res.astype(target)
+        KERNELS[self.name] += 1
         return _wrap(res, _State.current)
 
     def _method(self, name: str, *args: Any, **kwargs: Any) -> Any:
         _check_device(*args)
         LAUNCHES[f"{self.name}.{name}"] += 1
+        KERNELS[f"{self.name}.{name}"] += 1
         return _wrap(getattr(self._impl, name)(*_unwrap(args),
                                                **{k: _unwrap(v) for k, v in kwargs.items()}),
                      _State.current)
@@ -591,6 +630,7 @@ class ufunc:  # noqa: N801 - CuPy's name
     def at(self, a: Any, indices: Any, b: Any = None) -> None:
         _check_device(a, b)
         LAUNCHES[f"{self.name}.at"] += 1
+        KERNELS[f"{self.name}.at"] += 1
         idx = _cupy_index(indices, a._a.shape)
         if b is None:
             self._impl.at(a._a, idx)
@@ -758,6 +798,7 @@ def install(monkeypatch: Any) -> Any:
     for name in ("cuda", "get_default_memory_pool", "get_default_pinned_memory_pool"):
         monkeypatch.setattr(cp, name, getattr(runtime, name), raising=False)
     LAUNCHES.clear()
+    KERNELS.clear()
     KERNEL_CALLS.clear()
     fresh = fake_cupy.install(monkeypatch, cp)
     for name, mod in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
@@ -767,14 +808,76 @@ def install(monkeypatch: Any) -> Any:
     return fresh
 
 
+def _gelu_reference(x: ndarray) -> ndarray:
+    import scipy.special as sp
+
+    a = x._a.astype(np.float64)
+    return _wrap((a * 0.5 * (1 + sp.erf(a / np.sqrt(2)))).astype(x._a.dtype), x._dev)
+
+
+def _gelu_backward_reference(g: ndarray, x: ndarray) -> ndarray:
+    import scipy.special as sp
+
+    a = x._a.astype(np.float64)
+    d = 0.5 * (1 + sp.erf(a / np.sqrt(2))) + a * np.exp(-0.5 * a * a) / np.sqrt(2 * np.pi)
+    return _wrap((g._a * d).astype(x._a.dtype), x._dev)
+
+
+def _adam_reference(p: ndarray, g: ndarray, m: ndarray, v: ndarray, vmax: Any, a: Any) -> bool:
+    """optim/adam.py's formulation on the arrays, in place (what the CUDA kernel computes)."""
+    pa, ma, va = p._a, m._a, v._a
+    gg = -g._a if a.maximize else g._a
+    if a.weight_decay != 0:
+        if a.decoupled:
+            pa *= 1 - a.lr * a.weight_decay
+        else:
+            gg = a.weight_decay * pa + gg
+    w = 1 - a.beta1
+    ma[...] = w * (gg - ma) + ma if w < 0.5 else -a.beta1 * (gg - ma) + gg
+    va[...] = (1 - a.beta2) * gg * gg + va * a.beta2
+    top = va
+    if vmax is not None:
+        np.maximum(vmax._a, va, out=vmax._a)
+        top = vmax._a
+    pa += (-a.step_size * ma) / (np.sqrt(top) / a.bias_correction2_sqrt + a.eps)
+    return True
+
+
+def _sgd_reference(p: ndarray, g: ndarray, buf: Any, a: Any) -> bool:
+    """optim/sgd.py's formulation on the arrays, in place (what the CUDA kernel computes)."""
+    gg = -g._a if a.maximize else g._a
+    if a.weight_decay != 0:
+        gg = a.weight_decay * p._a + gg
+    if buf is not None:
+        b = buf._a
+        b[...] = gg if a.init_buffer else (1 - a.dampening) * gg + b * a.momentum
+        gg = a.momentum * b + gg if a.nesterov else b
+    p._a[...] = -a.lr * gg + p._a
+    return True
+
+
+# what a CUDA C kernel computes, in NumPy (not counted: the kernel is one launch); kernels
+# without one here answer None and the op computes with its array formulation
+_REFERENCES: Dict[str, Callable[..., Any]] = {
+    "gelu": _gelu_reference, "gelu_backward": _gelu_backward_reference,
+    "adam_step": _adam_reference, "sgd_step": _sgd_reference,
+}
+
+
 def record_cuda_c_kernels(monkeypatch: Any, backend: Any) -> None:
     """The backend's CUDA C kernels need a GPU: each becomes a recorder that logs its name and
-    argument shapes and answers None, so the op computes with its array formulation."""
+    argument shapes, counts one launch, and computes the kernel's result with a NumPy reference
+    where there is one (else answers None: the op's array formulation runs)."""
     table = backend.kernels
     for name in backend.CUDA_C_KERNELS:
-        def recorder(*args: Any, _name: str = name, **kwargs: Any) -> None:
+        def recorder(*args: Any, _name: str = name, **kwargs: Any) -> Any:
             KERNEL_CALLS.append((_name, tuple(tuple(a.shape) for a in args
                                               if isinstance(a, ndarray))))
-            return None
+            ref = _REFERENCES.get(_name)
+            if ref is None:
+                return None
+            KERNELS[_name] += 1
+            with _quiet():
+                return ref(*args, **kwargs)
 
         monkeypatch.setattr(table, name, recorder)

@@ -78,3 +78,13 @@ def test_bench_gpu_prints_its_table_on_the_cpu():
         assert float(rg) > 0 and float(torch_ms) > 0
         assert abs(float(ratio) - float(rg) / float(torch_ms)) < 0.01 + 0.01 * float(ratio)
     assert "failed" not in proc.stderr
+
+
+def test_launch_counts_per_step_are_printed_beside_torchs():
+    proc = _run([sys.executable, str(ROOT / "benches" / "bench_launches.py"), "--quick"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split(",")[0].split()[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert set(rows) == {"MLP", "GPT"}, proc.stdout
+    ours, theirs = map(int, re.search(r"\s(\d+)\s+(\d+)\s+[\d.]+x", rows["MLP"]).groups())
+    # the fused Adam is one launch per parameter (6 here), where the array formulation took 16
+    assert "adam_step 6" in rows["MLP"] and theirs == 40 and 40 <= ours < 96, rows["MLP"]

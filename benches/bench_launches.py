@@ -1,0 +1,96 @@
+"""Kernel launches per training step on the GPU, counted without one: rustgrad's CUDA backend
+runs over the strict CuPy double (tests/devices/strict_cupy.py), which counts every call that
+would launch a kernel on a GPU (a call that writes device memory; views launch none; each CUDA C
+kernel one). torch's counts are CUPTI's on an H200 (torch 2.11, the issue's table):
+
+    python benches/bench_launches.py            # the issue's sizes
+    python benches/bench_launches.py --quick    # small sizes (the counts barely depend on them)
+
+Prints, per step: rustgrad's launches, torch's, the ratio, and the five busiest kernels."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from typing import Any, Callable, Dict, List
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benches")]
+
+# torch's kernels per step, measured with CUPTI on an H200 (issue 25's table)
+TORCH = {"mlp": 40, "gpt": 235}
+
+
+def mlp_step(lib: Any, device: str, sizes: List[int], batch: int) -> Callable[[], Any]:
+    """One Adam step of an MLP of these layer sizes (ReLU between), cross-entropy loss."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    layers: List[Any] = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(sizes) - 2 else [])
+    model = nn.Sequential(*layers).to(device)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x = lib.randn(batch, sizes[0], device=device)
+    y = lib.randint(0, sizes[-1], (batch,), device=device)
+
+    def it() -> Any:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return it
+
+
+def count(step: Callable[[], Any]) -> Dict[str, int]:
+    """Launches of one step (after a first one that makes the optimizer's state)."""
+    from tests.devices import strict_cupy
+
+    step()
+    strict_cupy.KERNELS.clear()
+    step()
+    return dict(strict_cupy.KERNELS)
+
+
+def main(argv: Any = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes")
+    args = p.parse_args(argv)
+    import pytest
+    import rustgrad
+    from bench_gpu import gpt
+
+    from tests.devices import strict_cupy
+
+    mp = pytest.MonkeyPatch()
+    try:
+        strict_cupy.install(mp)
+        if args.quick:
+            rows = {"mlp": ("MLP 64-32-32-10 batch 8, Adam",
+                            lambda: mlp_step(rustgrad, "cuda", [64, 32, 32, 10], 8)),
+                    "gpt": ("GPT 4x32, 2 heads, ctx 16, batch 2, AdamW",
+                            lambda: gpt(rustgrad, "cuda", {"vocab": 64, "block": 16, "n_embd": 32,
+                                                            "n_head": 2, "n_layer": 4, "batch": 2}))}
+        else:
+            rows = {"mlp": ("MLP 784-512-512-10 batch 128, Adam",
+                            lambda: mlp_step(rustgrad, "cuda", [784, 512, 512, 10], 128)),
+                    "gpt": ("GPT 4x512, 8 heads, ctx 256, batch 16, vocab 2048, AdamW",
+                            lambda: gpt(rustgrad, "cuda", {"vocab": 2048, "block": 256,
+                                                            "n_embd": 512, "n_head": 8,
+                                                            "n_layer": 4, "batch": 16}))}
+        print(f"{'step':58} {'rustgrad':>9} {'torch':>6} {'ratio':>6}  busiest")
+        for key, (name, build) in rows.items():
+            counts = count(build())
+            total = sum(counts.values())
+            top = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
+            print(f"{name:58} {total:9d} {TORCH[key]:6d} {total / TORCH[key]:5.1f}x  {top}",
+                  flush=True)
+    finally:
+        mp.undo()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
