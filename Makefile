@@ -64,10 +64,14 @@ gpu-wheel: $(VENV)/.base
 docs: $(VENV)/.test build
 	$(VENV)/bin/mkdocs build --strict -d site
 
-# the long differential fuzzing profile (make test runs a short deterministic one)
+# the long differential fuzzing profiles (make test runs short deterministic ones): random
+# autograd programs, and random pickle opcode sequences around torch tensor records (loaded
+# tensors stay inside their storages, clean ones load as torch loads them); then atheris on
+# rustgrad.load (whole files, members, torch data.pkl opcodes, the opcode generator's choices)
 FUZZ_EXAMPLES ?= 20000
 fuzz: $(VENV)/.test build
 	RUSTGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/programs/test_fuzz_programs.py
+	RUSTGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/nn/test_checkpoint_safety.py -k opcode_fuzz
 	$(PIP) install -q atheris==2.3.0
 	mkdir -p target/fuzz-load
 	$(PY) tests/programs/fuzz_load.py -atheris_runs=$(or $(FUZZ_LOAD_RUNS),20000) -artifact_prefix=target/fuzz-load/

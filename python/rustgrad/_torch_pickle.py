@@ -4,19 +4,24 @@ torch's zip format holds `<name>/data.pkl` (a pickle of the containers, whose te
 storages by persistent id) and one raw member `<name>/data/<key>` per storage; the legacy format
 (`_use_new_zipfile_serialization=False`) is a run of pickles followed by the raw storages.
 
-`data.pkl` is read by `_WeightsUnpickler`, whose `find_class` hands out only an allow-list of
-tensor-rebuilding globals, as torch's `weights_only=True` unpickler does, and refuses every other
-global with `pickle.UnpicklingError` before anything is called. What it hands out are bound
-methods and fresh marker objects, never module-level objects, so a BUILD opcode in a hostile file
-cannot change state that outlives the load. Tensors come back as `_PendingTensor`s; `resolve`
-then copies each out of its storage's bytes, after checking that offset, size and stride stay
-inside the storage.
+`data.pkl` is read by `_WeightsUnpickler`, an interpreter of the pickle opcodes torch.save writes
+(its own code, not Python's unpickler), restricted as torch's `weights_only=True` unpickler is:
+`find_class` hands out only an allow-list of tensor-rebuilding globals and refuses every other
+global with `pickle.UnpicklingError` before anything is called; REDUCE calls only those; BUILD
+acts only on a rebuilt tensor (torch's `set_`) or sets plain attributes on an OrderedDict/Counter,
+never on what `find_class` handed out, so a file cannot change state that outlives the load;
+SETITEM(S), APPEND(S) and ADDITEMS act only on dicts, lists and sets; any other opcode is refused.
+Every read is bounded by the stream's size, and tuples that would take too deep or too long a hash
+are refused. Tensors come back as `_PendingTensor`s; `_Resolver.tensor` then checks each one's
+offset, sizes and strides against its storage (`_geometry`, the one place, after unpickling)
+and copies its elements out.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import reprlib
 import struct
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Dict, List, Tuple
@@ -25,15 +30,12 @@ import numpy as _np
 
 from . import _dtype
 
-__all__ = ["LEGACY_MAGIC", "RefusedGlobal", "TorchFormatError", "load_zip", "load_legacy"]
+__all__ = ["LEGACY_MAGIC", "Refused", "RefusedGlobal", "TorchFormatError", "TorchTypeError",
+           "load_zip", "load_legacy"]
 
 # The first pickle of a legacy torch file: protocol 2, the magic number 0x1950a86a20f9469cfc6c.
 LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + b"."
 _LEGACY_PROTOCOL = 1001
-
-
-class TorchFormatError(Exception):
-    """What is wrong with a torch checkpoint (the caller names the file)."""
 
 
 # torch's typed storage classes and the element type each holds.
@@ -89,31 +91,86 @@ class _PendingTensor:
         self.requires_grad, self.dtype, self.parameter = requires_grad, dtype, False
 
 
-class RefusedGlobal(pickle.UnpicklingError):
+class TorchFormatError(Exception):
+    """What is wrong with a torch checkpoint (the caller names the file)."""
+
+
+class TorchTypeError(TorchFormatError):
+    """Arguments that torch's own call would refuse with a TypeError (the caller raises one)."""
+
+
+class Refused(pickle.UnpicklingError):
+    """Something the weights-only unpickler does not do: a global, an opcode or its target."""
+
+
+class RefusedGlobal(Refused):
     """A global outside the allow-list: the load stops before anything is called."""
+
+
+_NOT_ARBITRARY = ("rustgrad never unpickles arbitrary objects, whatever weights_only says: only "
+                  "tensors, parameters, numbers, strings and plain containers load from torch "
+                  "checkpoints")
 
 
 def _refusal(module: str, name: str) -> RefusedGlobal:
     return RefusedGlobal(
         f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} is not one of "
-        "the tensor-rebuilding globals rustgrad allows. rustgrad never unpickles arbitrary "
-        "objects, whatever weights_only says: only tensors, parameters, numbers, strings and "
-        "plain containers load from torch checkpoints (for a pickled nn.Module or other "
-        "Python object, save and load its state_dict instead)."
+        f"the tensor-rebuilding globals rustgrad allows. {_NOT_ARBITRARY} (for a pickled "
+        "nn.Module or other Python object, save and load its state_dict instead)."
     )
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 120
+
+
+def _short(x: Any) -> str:
+    """A bounded repr (of a str: the text itself, cut) for messages about hostile data."""
+    if isinstance(x, str):
+        return x if len(x) <= 300 else x[:300] + "..."
+    return _REPR.repr(x)
 
 
 def _ints(x: Any, what: str) -> Tuple[int, ...]:
     if not isinstance(x, (tuple, list)) or not all(type(v) is int for v in x):
-        raise TorchFormatError(f"{what} is not a tuple of ints: {x!r}")
+        raise TorchTypeError(f"{what} is not a tuple of ints: {_short(x)}")
     return tuple(x)
 
 
-class _WeightsUnpickler(pickle.Unpickler):
-    """An unpickler that builds tensors from an allow-list of globals and refuses the rest."""
+# The opcodes of pickle protocols 2 to 5 that carry data, build containers or name tensors;
+# all others (INST, OBJ, NEWOBJ_EX, EXT*, PERSID, the text STRING/UNICODE, DUP, the out-of-band
+# buffers) are refused, as torch's weights-only unpickler refuses them.
+_OPNAMES = {v[0]: k for k, v in vars(pickle).items()
+            if k.isupper() and isinstance(v, bytes) and len(v) == 1}
+_MAX_LINE = 4096          # a text argument (GLOBAL's names, INT, LONG, FLOAT, GET, PUT)
+_MAX_TUPLE_DEPTH = 1000   # hashing a tuple recurses in C, without a depth check
+_MAX_TUPLE_WORK = 1 << 26  # elements a hash visits, counting shared sub-tuples each time
+_MAX_DIMS = 64
+_STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<i", "<H", "<I", "<Q", ">d")}
+_INT64 = 1 << 63
 
-    def __init__(self, file: Any, storages: Dict[str, _Storage]) -> None:
-        super().__init__(file, encoding="utf-8")
+
+class _Stop(Exception):
+    pass
+
+
+class _WeightsUnpickler:
+    """Reads one pickle, opcode by opcode, allowing only what a torch checkpoint needs.
+
+    Globals come from an allow-list of tensor-rebuilding functions (find_class); REDUCE calls
+    only those; BUILD sets state only on a rebuilt tensor (torch's `set_`) or attributes on an
+    OrderedDict/Counter; SETITEM(S) only on dicts, APPEND(S) only on lists, ADDITEMS only on
+    sets. Every read is bounded by `end`, the stream's last byte.
+    """
+
+    def __init__(self, source: Any, storages: Dict[str, _Storage], end: int) -> None:
+        # `source`: the pickle's bytes (read by index), or a stream positioned at its start
+        self.buf = source if isinstance(source, bytes) else None
+        self.file = source
+        self.pos = 0 if self.buf is not None else source.tell()
+        self.end = end
+        self.op_code = -1
+        self.op_pos = self.pos
         self.storages = storages
         self.allowed: Dict[Tuple[str, str], Any] = {
             ("collections", "OrderedDict"): self._ordered_dict,
@@ -130,64 +187,534 @@ class _WeightsUnpickler(pickle.Unpickler):
             ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
             ("torch._utils", "_rebuild_parameter_with_state"): self._rebuild_parameter,
         }
+        self.callables = {id(fn) for fn in self.allowed.values()}
+        # NEWOBJ on an allowed class: `cls.__new__(cls, *args)`, which for these ignores the
+        # arguments of all but the immutable ones
+        self.new_objects: Dict[int, Callable[..., Any]] = {
+            id(self._ordered_dict): lambda *a: OrderedDict(),
+            id(self._counter): lambda *a: Counter(),
+            id(self._set): lambda *a: set(),
+            id(self._bytearray): lambda *a: bytearray(),
+            id(self._frozenset): self._frozenset,
+            id(self._complex): self._complex,
+            id(self._size): self._size,
+        }
+        # what each handed-out global is called, for messages (kept alive by `handed`)
+        self.names: Dict[int, str] = {}
+        self.handed: List[Any] = []
+        self.memo: Dict[int, Any] = {}
+        self.stack: List[Any] = []
+        self.metastack: List[List[Any]] = []
+        self.tuples: Dict[int, Tuple[Any, int, int]] = {}  # id -> (tuple, depth, hash work)
+
+    # ---- reading ---------------------------------------------------------------------------
+    def _read(self, n: int) -> bytes:
+        if n > self.end - self.pos:
+            raise TorchFormatError(
+                f"the pickle is truncated: {self._op()} at byte {self.op_pos} needs {n} bytes, "
+                f"{self.end - self.pos} remain")
+        if self.buf is not None:
+            self.pos += n
+            return self.buf[self.pos - n:self.pos]
+        data = self.file.read(n)
+        if len(data) != n:
+            raise TorchFormatError(f"the pickle is truncated at byte {self.pos + len(data)}")
+        self.pos += n
+        return data
+
+    def _line(self) -> bytes:
+        limit = max(0, min(_MAX_LINE, self.end - self.pos))
+        if self.buf is not None:
+            cut = self.buf.find(b"\n", self.pos, self.pos + limit)
+            data = self.buf[self.pos:self.pos + limit if cut < 0 else cut + 1]
+        else:
+            data = self.file.readline(limit)
+        self.pos += len(data)
+        if not data.endswith(b"\n"):
+            raise TorchFormatError(f"the pickle is malformed: the text argument of {self._op()} "
+                                   f"at byte {self.op_pos} has no end of line")
+        return data[:-1]
+
+    def _unpack(self, fmt: str) -> Any:
+        s = _STRUCTS[fmt]
+        return s.unpack(self._read(s.size))[0]
+
+    def _op(self) -> str:
+        if self.op_code < 0:
+            return "an opcode"
+        return _OPNAMES.get(self.op_code, str(self.op_code))
+
+    # ---- the stack -------------------------------------------------------------------------
+    def _pop(self) -> Any:
+        if not self.stack:
+            raise TorchFormatError(f"the pickle is malformed: {self._op()} at byte "
+                                   f"{self.op_pos} finds an empty stack")
+        return self.stack.pop()
+
+    def _top(self) -> Any:
+        if not self.stack:
+            raise TorchFormatError(f"the pickle is malformed: {self._op()} at byte "
+                                   f"{self.op_pos} finds an empty stack")
+        return self.stack[-1]
+
+    def _pop_mark(self) -> List[Any]:
+        if not self.metastack:
+            raise TorchFormatError(f"the pickle is malformed: {self._op()} at byte "
+                                   f"{self.op_pos} finds no MARK")
+        items = self.stack
+        self.stack = self.metastack.pop()
+        return items
+
+    def _refuse(self, what: str) -> Refused:
+        return Refused(f"Weights only load failed. {what} ({self._op()} at byte {self.op_pos} of "
+                       f"the pickle). {_NOT_ARBITRARY}.")
+
+    def _what(self, obj: Any) -> str:
+        if id(obj) in self.names:
+            return f"the global {self.names[id(obj)]}"
+        if isinstance(obj, _PendingTensor):
+            return "a Parameter" if obj.parameter else "a Tensor"
+        if isinstance(obj, _Storage):
+            return "a storage"
+        return str(type(obj))
+
+    def _tuple(self, items: Any) -> Tuple[Any, ...]:
+        """A tuple of `items`, refused if hashing it would recurse too deeply or visit too many
+        elements (a tuple of shared sub-tuples, n levels deep, hashes 2**n of them)."""
+        depth, work = 1, 1
+        for x in items:
+            if isinstance(x, tuple):
+                known = self.tuples.get(id(x))
+                d, w = (known[1], known[2]) if known else (1, len(x) + 1)
+                depth, work = max(depth, d + 1), work + w
+            else:
+                work += 1
+        if depth > _MAX_TUPLE_DEPTH:
+            raise TorchFormatError(f"the pickle nests tuples more than {_MAX_TUPLE_DEPTH} deep")
+        if work > _MAX_TUPLE_WORK:
+            raise TorchFormatError(f"the pickle builds a tuple of more than {_MAX_TUPLE_WORK} "
+                                   "elements, counting shared sub-tuples each time")
+        t = tuple(items)
+        if depth > 1 or work > len(t) + 1:
+            self.tuples[id(t)] = (t, depth, work)
+        return t
+
+    # ---- the interpreter ---------------------------------------------------------------------
+    def load(self) -> Any:
+        ops, buf, end = _DISPATCH, self.buf, self.end
+        while True:
+            self.op_pos = self.pos
+            if buf is not None and self.pos < end:
+                self.op_code = buf[self.pos]
+                self.pos += 1
+            else:
+                self.op_code = -1
+                self.op_code = self._read(1)[0]
+            op = ops.get(self.op_code)
+            if op is None:
+                name = _OPNAMES.get(self.op_code)
+                raise self._refuse(f"Unsupported operand {self.op_code}"
+                                   + (f" ({name}): rustgrad reads only the opcodes torch.save "
+                                      "writes" if name else ": not a pickle opcode"))
+            try:
+                op(self)
+            except _Stop:
+                return self.stack.pop()
+            except (TorchFormatError, Refused):
+                raise
+            except RecursionError:
+                raise TorchFormatError("the pickle nests too deeply") from None
+            except Exception as e:  # what an allowed call or a bad key runs into
+                raise TorchFormatError(
+                    f"the pickle is malformed ({self._op()} at byte {self.op_pos}: "
+                    f"{type(e).__name__}: {_short(str(e))})") from None
+
+    # protocol, framing, marks
+    def op_proto(self) -> None:
+        if self._read(1)[0] > pickle.HIGHEST_PROTOCOL:
+            raise TorchFormatError("the pickle's protocol is newer than this Python's")
+
+    def op_frame(self) -> None:
+        if self._unpack("<Q") > self.end - self.pos:
+            raise TorchFormatError(f"the pickle is truncated: a FRAME at byte {self.op_pos} is "
+                                   "longer than what remains")
+
+    def op_stop(self) -> None:
+        self._top()
+        raise _Stop
+
+    def op_mark(self) -> None:
+        self.metastack.append(self.stack)
+        self.stack = []
+
+    def op_pop(self) -> None:
+        if self.stack:
+            self.stack.pop()
+        else:
+            self._pop_mark()
+
+    def op_pop_mark(self) -> None:
+        self._pop_mark()
+
+    # numbers and text
+    def op_none(self) -> None:
+        self.stack.append(None)
+
+    def op_newtrue(self) -> None:
+        self.stack.append(True)
+
+    def op_newfalse(self) -> None:
+        self.stack.append(False)
+
+    def op_int(self) -> None:
+        line = self._line()
+        self.stack.append(False if line == b"00" else True if line == b"01" else int(line))
+
+    def op_binint(self) -> None:
+        self.stack.append(self._unpack("<i"))
+
+    def op_binint1(self) -> None:
+        self.stack.append(self._read(1)[0])
+
+    def op_binint2(self) -> None:
+        self.stack.append(self._unpack("<H"))
+
+    def op_long(self) -> None:
+        line = self._line()
+        self.stack.append(int(line[:-1] if line.endswith(b"L") else line))
+
+    def op_long1(self) -> None:
+        self.stack.append(int.from_bytes(self._read(self._read(1)[0]), "little", signed=True))
+
+    def op_long4(self) -> None:
+        n = self._unpack("<i")
+        if n < 0:
+            raise TorchFormatError(f"the pickle is malformed: LONG4 of negative length {n}")
+        self.stack.append(int.from_bytes(self._read(n), "little", signed=True))
+
+    def op_float(self) -> None:
+        self.stack.append(float(self._line()))
+
+    def op_binfloat(self) -> None:
+        self.stack.append(self._unpack(">d"))
+
+    def op_binstring(self) -> None:
+        n = self._unpack("<i")
+        if n < 0:
+            raise TorchFormatError(f"the pickle is malformed: BINSTRING of negative length {n}")
+        self.stack.append(self._read(n).decode("utf-8"))
+
+    def op_short_binstring(self) -> None:
+        self.stack.append(self._read(self._read(1)[0]).decode("utf-8"))
+
+    def op_binunicode(self) -> None:
+        self.stack.append(self._read(self._unpack("<I")).decode("utf-8", "surrogatepass"))
+
+    def op_short_binunicode(self) -> None:
+        self.stack.append(self._read(self._read(1)[0]).decode("utf-8", "surrogatepass"))
+
+    def op_binunicode8(self) -> None:
+        self.stack.append(self._read(self._unpack("<Q")).decode("utf-8", "surrogatepass"))
+
+    def op_binbytes(self) -> None:
+        self.stack.append(self._read(self._unpack("<I")))
+
+    def op_short_binbytes(self) -> None:
+        self.stack.append(self._read(self._read(1)[0]))
+
+    def op_binbytes8(self) -> None:
+        self.stack.append(self._read(self._unpack("<Q")))
+
+    def op_bytearray8(self) -> None:
+        self.stack.append(bytearray(self._read(self._unpack("<Q"))))
+
+    # containers
+    def op_empty_tuple(self) -> None:
+        self.stack.append(())
+
+    def op_tuple(self) -> None:
+        items = self._pop_mark()  # first: it replaces self.stack
+        self.stack.append(self._tuple(items))
+
+    def op_tuple1(self) -> None:
+        self.stack.append(self._tuple([self._pop()]))
+
+    def op_tuple2(self) -> None:
+        b, a = self._pop(), self._pop()
+        self.stack.append(self._tuple([a, b]))
+
+    def op_tuple3(self) -> None:
+        c, b, a = self._pop(), self._pop(), self._pop()
+        self.stack.append(self._tuple([a, b, c]))
+
+    def op_empty_list(self) -> None:
+        self.stack.append([])
+
+    def op_list(self) -> None:
+        items = self._pop_mark()
+        self.stack.append(items)
+
+    def op_append(self) -> None:
+        item = self._pop()
+        target = self._top()
+        if type(target) is not list:
+            raise self._refuse(f"Can only append to lists, but got {self._what(target)}")
+        target.append(item)
+
+    def op_appends(self) -> None:
+        items = self._pop_mark()
+        target = self._top()
+        if type(target) is not list:
+            raise self._refuse(f"Can only extend lists, but got {self._what(target)}")
+        target.extend(items)
+
+    def op_empty_dict(self) -> None:
+        self.stack.append({})
+
+    def op_dict(self) -> None:
+        items = self._pop_mark()
+        if len(items) % 2:
+            raise TorchFormatError(f"the pickle is malformed: DICT at byte {self.op_pos} has "
+                                   "an odd number of items")
+        self.stack.append({items[i]: items[i + 1] for i in range(0, len(items), 2)})
+
+    def _dict_target(self) -> Any:
+        target = self._top()
+        if type(target) not in (dict, OrderedDict, Counter):
+            raise self._refuse(f"Can only {self._op()} for dict, collections.OrderedDict, "
+                               f"collections.Counter, but got {self._what(target)}")
+        return target
+
+    def op_setitem(self) -> None:
+        value, key = self._pop(), self._pop()
+        self._dict_target()[key] = value
+
+    def op_setitems(self) -> None:
+        items = self._pop_mark()
+        target = self._dict_target()
+        if len(items) % 2:
+            raise TorchFormatError(f"the pickle is malformed: SETITEMS at byte {self.op_pos} "
+                                   "has an odd number of items")
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    def op_empty_set(self) -> None:
+        self.stack.append(set())
+
+    def op_additems(self) -> None:
+        items = self._pop_mark()
+        target = self._top()
+        if type(target) is not set:
+            raise self._refuse(f"Can only add items to sets, but got {self._what(target)}")
+        target.update(items)
+
+    def op_frozenset(self) -> None:
+        items = self._pop_mark()
+        self.stack.append(frozenset(items))
+
+    # the memo
+    def _get(self, key: int) -> None:
+        if key not in self.memo:
+            raise TorchFormatError(f"the pickle is malformed: {self._op()} at byte "
+                                   f"{self.op_pos} reads memo entry {key}, which was never set")
+        self.stack.append(self.memo[key])
+
+    def _put(self, key: int) -> None:
+        if key < 0:
+            raise TorchFormatError(f"the pickle is malformed: negative memo key {key}")
+        self.memo[key] = self._top()
+
+    def op_get(self) -> None:
+        self._get(int(self._line()))
+
+    def op_binget(self) -> None:
+        self._get(self._read(1)[0])
+
+    def op_long_binget(self) -> None:
+        self._get(self._unpack("<I"))
+
+    def op_put(self) -> None:
+        self._put(int(self._line()))
+
+    def op_binput(self) -> None:
+        self._put(self._read(1)[0])
+
+    def op_long_binput(self) -> None:
+        self._put(self._unpack("<I"))
+
+    def op_memoize(self) -> None:
+        self._put(len(self.memo))
+
+    # globals, calls, persistent ids, state
+    def op_global(self) -> None:
+        module = self._line().decode("utf-8")
+        name = self._line().decode("utf-8")
+        self.stack.append(self.find_class(module, name))
+
+    def op_stack_global(self) -> None:
+        name, module = self._pop(), self._pop()
+        if type(name) is not str or type(module) is not str:
+            raise TorchFormatError(f"the pickle is malformed: STACK_GLOBAL at byte "
+                                   f"{self.op_pos} needs two strings")
+        self.stack.append(self.find_class(module, name))
+
+    def op_reduce(self) -> None:
+        args = self._pop()
+        fn = self._top()
+        if id(fn) not in self.callables:
+            raise self._refuse(f"Trying to call reduce for unrecognized function "
+                               f"{self._what(fn)}")
+        if type(args) is not tuple:
+            raise TorchFormatError(f"the pickle is malformed: REDUCE at byte {self.op_pos} "
+                                   f"calls {self._what(fn)} with {type(args).__name__} "
+                                   "arguments, not a tuple")
+        out = fn(*args)
+        self.stack[-1] = self._tuple(out) if type(out) is tuple else out
+
+    def op_newobj(self) -> None:
+        args = self._pop()
+        cls = self._pop()
+        make = self.new_objects.get(id(cls))
+        if make is None:
+            raise self._refuse("Can only create new object for nn.Parameter or classes "
+                               f"allowlisted, but got {self._what(cls)}")
+        if type(args) is not tuple:
+            raise TorchFormatError(f"the pickle is malformed: NEWOBJ at byte {self.op_pos} "
+                                   f"with {type(args).__name__} arguments, not a tuple")
+        self.stack.append(make(*args))
+
+    def op_binpersid(self) -> None:
+        self.stack.append(self.persistent_load(self._pop()))
+
+    def op_build(self) -> None:
+        state = self._pop()
+        target = self._top()
+        if isinstance(target, _PendingTensor):
+            self._set_(target, state)
+        elif type(target) in (OrderedDict, Counter):
+            self._set_attributes(target, state)
+        else:
+            raise self._refuse("Can only build Tensor, Parameter, OrderedDict or Counter "
+                               f"objects, but got {self._what(target)}")
+
+    def _set_(self, p: _PendingTensor, state: Any) -> None:
+        """BUILD on a tensor is torch's `tensor.set_(*state)`: a new storage and geometry,
+        checked with every other tensor's once the storages are read."""
+        args = tuple(state) if isinstance(state, (tuple, list)) else (state,)
+        usage = TorchTypeError(
+            "set_() received an invalid combination of arguments - got ("
+            + ", ".join(type(a).__name__ for a in args) + "), but expected one of: (), "
+            "(Storage source), (Storage source, int storage_offset, tuple of ints size, tuple "
+            "of ints stride = None), (Tensor source), (Tensor source, int storage_offset, "
+            "tuple of ints size, tuple of ints stride = None)")
+        if p.parameter and len(args) != 4:  # a Parameter's __setstate__ takes only this form
+            raise usage
+        if p.requires_grad:  # torch's set_ refuses it (an in-place change of a leaf)
+            raise TorchFormatError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation (BUILD, which is set_, on a tensor that "
+                                   "requires grad)")
+        if not args:
+            p.offset, p.size, p.stride = 0, (0,), (1,)
+            return
+        src = args[0]
+        if not isinstance(src, (_Storage, _PendingTensor)) or len(args) not in (1, 3, 4):
+            raise usage
+        if isinstance(src, _PendingTensor) and src.dtype != p.dtype:
+            raise TorchFormatError(f"set_: a tensor of type {p.dtype} cannot take the storage "
+                                   f"of a tensor of type {src.dtype}")
+        storage = src if isinstance(src, _Storage) else src.storage
+        if len(args) == 1:
+            if isinstance(src, _PendingTensor):
+                p.storage, p.offset, p.size, p.stride = (
+                    src.storage, src.offset, src.size, src.stride)
+            else:
+                n = storage.numel * _itemsize(storage.dtype) // _itemsize(p.dtype)
+                p.storage, p.offset, p.size, p.stride = storage, 0, (n,), (1,)
+            return
+        offset, size = args[1], args[2]
+        stride = args[3] if len(args) == 4 else None
+        if type(offset) is not int or not isinstance(size, (tuple, list)) or not (
+                stride is None or isinstance(stride, (tuple, list))):
+            raise usage
+        size = _ints(size, "set_'s size")
+        if stride is None:
+            stride = _contiguous(size)
+        p.storage, p.offset, p.size, p.stride = (storage, offset, size,
+                                                 _ints(stride, "set_'s stride"))
+
+    def _set_attributes(self, target: Any, state: Any) -> None:
+        kind = type(target).__name__
+        if not isinstance(state, dict):
+            raise TorchTypeError(f"the BUILD state of an {kind} must be a dict of its "
+                                 f"attributes, not {type(state).__name__}")
+        for key in state:
+            if type(key) is not str or key.startswith("__") or hasattr(type(target), key):
+                raise self._refuse(f"An {kind} may carry plain attributes (such as a "
+                                   f"state_dict's _metadata), but not {_short(key)}, which "
+                                   f"would shadow or replace {kind}'s own")
+        target.__dict__.update(state)
 
     # ---- the allow-list --------------------------------------------------------------------
     def find_class(self, module: str, name: str) -> Any:
         if module == "__builtin__":  # protocol 2 names builtins by their Python 2 module
             module = "builtins"
-        fn = self.allowed.get((module, name))
-        if fn is not None:
-            return fn
-        if module in ("torch", "torch.storage") and name == "UntypedStorage":
-            return _StorageType("uint8")
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _StorageType(_STORAGE_DTYPES[name])
-        if module == "torch" and name in _TORCH_DTYPE_NAMES:
-            return _DtypeRef(_ALIASES.get(name, name))
-        raise _refusal(module, name)
+        out = self.allowed.get((module, name))
+        if out is None:
+            if module in ("torch", "torch.storage") and name == "UntypedStorage":
+                out = _StorageType("uint8")
+            elif module == "torch" and name in _STORAGE_DTYPES:
+                out = _StorageType(_STORAGE_DTYPES[name])
+            elif module == "torch" and name in _TORCH_DTYPE_NAMES:
+                out = _DtypeRef(_ALIASES.get(name, name))
+            else:
+                raise _refusal(module, name)
+            self.handed.append(out)
+        self.names[id(out)] = f"{module}.{name}"
+        return out
 
     def persistent_load(self, pid: Any) -> Any:
-        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):
-            raise TorchFormatError(f"unknown persistent id {pid!r}")
+        if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage"):
+            raise TorchFormatError(f"unknown persistent id {_short(pid)}")
         kind, key, location, numel = pid[1:5]
         if len(pid) == 6 and pid[5] is not None:
             raise TorchFormatError("legacy storage views are not supported")
-        if not isinstance(kind, _StorageType) or not isinstance(kind.dtype, str):
-            raise TorchFormatError(f"persistent id {pid!r} names no storage type")
-        if not isinstance(key, str) or type(numel) is not int or numel < 0:
-            raise TorchFormatError(f"malformed persistent id {pid!r}")
+        if not isinstance(kind, _StorageType):
+            raise TorchFormatError(f"persistent id {_short(pid)} names no storage type")
+        if type(key) is not str or type(numel) is not int or not 0 <= numel < _INT64:
+            raise TorchFormatError(f"malformed persistent id {_short(pid)}")
+        if type(location) is not str:
+            raise TorchFormatError(f"persistent id {_short(pid)} names no device")
         if key not in self.storages:
-            self.storages[key] = _Storage(key, kind.dtype, numel, str(location))
+            self.storages[key] = _Storage(key, kind.dtype, numel, location)
         return self.storages[key]
 
     def _rebuild_tensor_v2(self, storage: Any, storage_offset: Any, size: Any, stride: Any,
                            requires_grad: Any = False, backward_hooks: Any = None,
                            metadata: Any = None) -> _PendingTensor:
         if not isinstance(storage, _Storage):
-            raise TorchFormatError("_rebuild_tensor_v2 got no storage")
+            raise TorchTypeError("_rebuild_tensor_v2 got no storage")
         return self._pending(storage, storage_offset, size, stride, requires_grad, storage.dtype)
 
     def _rebuild_tensor_v3(self, storage: Any, storage_offset: Any, size: Any, stride: Any,
                            requires_grad: Any, backward_hooks: Any, dtype: Any,
                            metadata: Any = None) -> _PendingTensor:
         if not isinstance(storage, _Storage) or not isinstance(dtype, _DtypeRef):
-            raise TorchFormatError("_rebuild_tensor_v3 got no storage or no dtype")
+            raise TorchTypeError("_rebuild_tensor_v3 got no storage or no dtype")
         return self._pending(storage, storage_offset, size, stride, requires_grad, dtype.name)
 
     def _pending(self, storage: _Storage, offset: Any, size: Any, stride: Any,
                  requires_grad: Any, dtype: str) -> _PendingTensor:
-        if type(offset) is not int or offset < 0:
-            raise TorchFormatError(f"storage offset {offset!r} is not a non-negative int")
+        # types only: the values are checked against the storage once it is read (_geometry)
+        if type(offset) is not int:
+            raise TorchTypeError(f"storage offset {_short(offset)} is not an int")
         size, stride = _ints(size, "size"), _ints(stride, "stride")
-        if len(size) != len(stride):
-            raise TorchFormatError(f"size {size} and stride {stride} differ in length")
         return _PendingTensor(storage, offset, size, stride, bool(requires_grad), dtype)
 
     def _rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any = None,
                            state: Any = None) -> _PendingTensor:
         # Python attributes a parameter carried (state) are dropped: they are not weights.
         if not isinstance(data, _PendingTensor):
-            raise TorchFormatError("_rebuild_parameter got no tensor")
+            raise TorchTypeError("_rebuild_parameter got no tensor")
         p = _PendingTensor(data.storage, data.offset, data.size, data.stride,
                            bool(requires_grad), data.dtype)
         p.parameter = True
@@ -211,6 +738,12 @@ class _WeightsUnpickler(pickle.Unpickler):
 
     @staticmethod
     def _bytearray(*args: Any) -> Any:
+        # how pickle writes one: bytearray(bytes) or, in protocol 2, bytearray(str, "latin-1");
+        # never bytearray(n), which would allocate n bytes the file does not hold
+        if not (args == () or (len(args) == 1 and type(args[0]) is bytes)
+                or (len(args) == 2 and type(args[0]) is str and type(args[1]) is str)):
+            raise TorchTypeError("bytearray is allowed only on bytes, or on text and its "
+                                 "encoding")
         return bytearray(*args)
 
     @staticmethod
@@ -221,7 +754,7 @@ class _WeightsUnpickler(pickle.Unpickler):
     def _encode(text: Any, encoding: Any = "utf-8") -> bytes:
         # how protocol 2 pickles bytes: _codecs.encode(str, "latin1")
         if not isinstance(text, str) or encoding not in ("latin1", "latin-1", "utf-8"):
-            raise TorchFormatError("_codecs.encode is allowed only on text to latin1/utf-8")
+            raise TorchTypeError("_codecs.encode is allowed only on text to latin1/utf-8")
         return text.encode(encoding)
 
     @staticmethod
@@ -237,27 +770,91 @@ class _WeightsUnpickler(pickle.Unpickler):
         return device(*args)
 
 
+_DISPATCH: Dict[int, Callable[[_WeightsUnpickler], None]] = {
+    getattr(pickle, name[3:].upper())[0]: fn
+    for name, fn in vars(_WeightsUnpickler).items() if name.startswith("op_")
+}
+
+
+def _itemsize(dtype: str) -> int:
+    return _np.dtype(_NP_ITEM[dtype]).itemsize
+
+
+def _contiguous(size: Tuple[int, ...]) -> Tuple[int, ...]:
+    stride, acc = [], 1
+    for n in reversed(size):
+        stride.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(stride))
+
+
+def _geometry(p: _PendingTensor, numel: int, itemsize: int) -> int:
+    """Checks a tensor's offset, sizes and strides against its storage of `numel` elements
+    (the one place this is done, after unpickling, whatever BUILD did before); returns the
+    tensor's element count. Errors carry torch's phrases."""
+    offset, size, stride = p.offset, p.size, p.stride
+    if type(offset) is not int or not isinstance(size, tuple) or not isinstance(stride, tuple) \
+            or not all(type(v) is int for v in size + stride):
+        raise TorchTypeError(f"a tensor's geometry is not ints: storage offset "
+                             f"{_short(offset)}, size {_short(size)}, stride {_short(stride)}")
+    if len(size) != len(stride):
+        raise TorchFormatError(f"unequal size length ({len(size)}) and stride length "
+                               f"({len(stride)}): size {list(size)}, stride {list(stride)}")
+    if len(size) > _MAX_DIMS:
+        raise TorchFormatError(f"a tensor of {len(size)} dimensions (at most {_MAX_DIMS})")
+    if not 0 <= offset < _INT64:
+        raise TorchFormatError(f"Tensor: invalid storage offset {offset} (storage "
+                               f"{p.storage.key!r} holds {numel} elements)")
+    for n in size:
+        if n < 0:
+            raise TorchFormatError(f"Trying to create tensor with negative dimension {n}: "
+                                   f"{list(size)}")
+    if any(st < 0 for st in stride):
+        raise TorchFormatError(f"negative strides are not supported: Storage size calculation "
+                               f"overflowed with sizes={list(size)} and strides={list(stride)}")
+    count = 1
+    for n in size:
+        count *= n
+        if count >= _INT64 or n >= _INT64:
+            raise TorchFormatError(f"numel: integer multiplication overflow (size "
+                                   f"{_short(list(size))})")
+    if count == 0:  # reads nothing, wherever it starts (as torch: no storage needed)
+        return 0
+    if any(st >= _INT64 for st in stride):
+        raise TorchFormatError(f"stride {_short(list(stride))} overflows int64")
+    need = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
+    if need > numel:
+        raise TorchFormatError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
+            f"and itemsize {itemsize} requiring a storage size of {need * itemsize} are out of "
+            f"bounds for storage of size {numel * itemsize} (storage {p.storage.key!r}, "
+            f"{numel} elements: the tensor reaches past its storage)")
+    return count
+
+
 def _unpickle(data: bytes, storages: Dict[str, _Storage]) -> Any:
-    try:
-        return _WeightsUnpickler(io.BytesIO(data), storages).load()
-    except (RefusedGlobal, TorchFormatError):
-        raise
-    except RecursionError:
-        raise TorchFormatError("the pickle nests too deeply") from None
-    except Exception as e:  # a malformed pickle raises whatever its opcodes run into
-        raise TorchFormatError(f"the pickle is malformed ({type(e).__name__}: {e})") from None
+    return _WeightsUnpickler(bytes(data), storages, len(data)).load()
 
 
 # ---- turning pending tensors into rustgrad tensors -----------------------------------------
 Place = Callable[[Any, str], Any]
 
 
+# A tensor is copied out of its storage; a view with stride 0 (torch's `expand`) may name far
+# more elements than its storage holds. All tensors of a file together may copy at most this
+# many times the bytes of its pickle and storages, as a zip member may inflate at most
+# serialization.MAX_INFLATION_RATIO times.
+MAX_COPY_RATIO = 1000
+
+
 class _Resolver:
     def __init__(self, storage_bytes: Callable[[_Storage], bytes], big_endian: bool,
-                 place: Place) -> None:
+                 place: Place, source_bytes: int) -> None:
         self.storage_bytes = storage_bytes
         self.big_endian = big_endian
         self.place = place
+        self.source_bytes = source_bytes  # what the file holds, grown by each storage read
+        self.copied = 0
         self.arrays: Dict[str, Any] = {}
         self.tensors: Dict[int, Any] = {}
         self.widened: List[str] = []
@@ -267,6 +864,7 @@ class _Resolver:
     def storage_array(self, s: _Storage, dtype: str) -> Any:
         if s.key not in self.arrays:
             raw = self.storage_bytes(s)
+            self.source_bytes += len(raw)
             self.arrays[s.key] = raw
         raw = self.arrays[s.key]
         item = _np.dtype(_NP_ITEM[dtype])
@@ -293,28 +891,31 @@ class _Resolver:
             raise TorchFormatError(f"a tensor of type torch.{stored}, which rustgrad does not "
                                    "store")
         flat = self.storage_array(p.storage, stored)
-        n = 1
-        for s in p.size:
-            n *= s
-        if n and any(st < 0 for st in p.stride):
-            raise TorchFormatError(f"negative stride {p.stride}")
-        last = p.offset + sum((sz - 1) * st for sz, st in zip(p.size, p.stride)) if n else 0
-        if n and last >= flat.size or p.offset > flat.size:
+        n = _geometry(p, flat.size, flat.itemsize)
+        self.copied += n * _itemsize(target)
+        if self.copied > MAX_COPY_RATIO * self.source_bytes:
             raise TorchFormatError(
-                f"a tensor of size {list(p.size)}, stride {list(p.stride)} and offset "
-                f"{p.offset} reaches past its storage {p.storage.key!r} of {flat.size} elements")
+                f"a tensor of size {list(p.size)} and stride {list(p.stride)} over a storage of "
+                f"{flat.size} elements: copying the file's tensors would take {self.copied} "
+                f"bytes, more than {MAX_COPY_RATIO}x the {self.source_bytes} bytes the file "
+                "holds: refused")
         if n:
             view = _np.lib.stride_tricks.as_strided(
                 flat[p.offset:], p.size, tuple(st * flat.itemsize for st in p.stride),
                 writeable=False)
         else:
             view = _np.empty(p.size, dtype=flat.dtype)
-        if stored == "bfloat16":  # bfloat16 is float32's top half: widening is exact
-            arr = (view.astype("<u4") << 16).view("<f4").astype(_np.float32)
-        elif stored == "bool":  # any nonzero byte is True, as torch reads it
-            arr = view.view(_np.uint8) != 0
-        else:
-            arr = _np.array(view, dtype=view.dtype.newbyteorder("="), order="C", copy=True)
+        try:
+            # (asarray: on a 0-d view, these operators return NumPy scalars, not arrays)
+            if stored == "bfloat16":  # bfloat16 is float32's top half: widening is exact
+                arr = _np.asarray((view.astype("<u4") << 16).view("<f4"), dtype=_np.float32)
+            elif stored == "bool":  # any nonzero byte is True, as torch reads it
+                arr = _np.asarray(view.view(_np.uint8) != 0)
+            else:
+                arr = _np.array(view, dtype=view.dtype.newbyteorder("="), order="C", copy=True)
+        except MemoryError:
+            raise TorchFormatError(f"not enough memory to load a tensor of size {list(p.size)} "
+                                   f"({n * _itemsize(target)} bytes)") from None
         if stored != target:
             self.widened.append(stored)
         t = from_numpy(arr)
@@ -349,7 +950,8 @@ class _Resolver:
             self.memo[key] = obj
             pairs = [(self.resolve(k), self.resolve(v)) for k, v in obj.items()]
             obj.clear()
-            obj.update(pairs)
+            for k, v in pairs:  # not update(): a Counter's would count the pairs
+                obj[k] = v
             extra: Dict[str, Any] = getattr(obj, "__dict__", None) or {}  # e.g. _metadata
             for k, v in list(extra.items()):
                 extra[k] = self.resolve(v)
@@ -369,10 +971,10 @@ class _Resolver:
 
 
 def _finish(root: Any, storage_bytes: Callable[[_Storage], bytes], big_endian: bool,
-            place: Place) -> Any:
+            place: Place, source_bytes: int) -> Any:
     import warnings
 
-    r = _Resolver(storage_bytes, big_endian, place)
+    r = _Resolver(storage_bytes, big_endian, place, source_bytes)
     try:
         out = r.resolve(root)
     except RecursionError:
@@ -397,7 +999,8 @@ def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> An
         if order not in (b"little", b"big"):
             raise TorchFormatError(f"unknown byteorder {order!r}")
     storages: Dict[str, _Storage] = {}
-    root = _unpickle(read(pkl), storages)
+    pkl_bytes = read(pkl)
+    root = _unpickle(pkl_bytes, storages)
 
     def storage_bytes(s: _Storage) -> bytes:
         name = f"{prefix}data/{s.key}"
@@ -410,20 +1013,18 @@ def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> An
                                    f"{want}")
         return raw[:want]
 
-    return _finish(root, storage_bytes, order == b"big", place)
+    return _finish(root, storage_bytes, order == b"big", place, len(pkl_bytes))
 
 
 def load_legacy(fh: Any, place: Place) -> Any:
     """Loads a checkpoint of torch's legacy (pre-1.6, non-zip) format from an open stream."""
     storages: Dict[str, _Storage] = {}
+    here = fh.tell()
+    end = fh.seek(0, io.SEEK_END)  # no read goes past the stream's last byte
+    fh.seek(here)
 
     def next_pickle() -> Any:
-        try:
-            return _WeightsUnpickler(fh, storages).load()
-        except (RefusedGlobal, TorchFormatError):
-            raise
-        except Exception as e:
-            raise TorchFormatError(f"the pickle is malformed ({type(e).__name__}: {e})") from None
+        return _WeightsUnpickler(fh, storages, end).load()
 
     next_pickle()  # the magic number, checked by the caller
     if next_pickle() != _LEGACY_PROTOCOL:
@@ -446,10 +1047,8 @@ def load_legacy(fh: Any, place: Place) -> Any:
         if numel < 0 or numel != s.numel:
             raise TorchFormatError(f"storage {key!r} declares {numel} elements, expected "
                                    f"{s.numel}")
-        here = fh.tell()
-        if want > fh.seek(0, io.SEEK_END) - here:  # never allocate what the file cannot hold
+        if want > end - fh.tell():  # never allocate what the file cannot hold
             raise TorchFormatError(f"storage {key!r} is truncated")
-        fh.seek(here)
         raw = fh.read(want)
         if len(raw) != want:
             raise TorchFormatError(f"storage {key!r} is truncated")
@@ -460,5 +1059,5 @@ def load_legacy(fh: Any, place: Place) -> Any:
             raise TorchFormatError(f"storage {s.key!r} is missing")
         return data[s.key]
 
-    return _finish(root, storage_bytes, False, place)
+    return _finish(root, storage_bytes, False, place, fh.tell())
 

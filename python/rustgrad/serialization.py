@@ -17,14 +17,16 @@ as one tensor; views are saved as copies.
 
 from __future__ import annotations
 
+import errno
 import io
 import math
 import os
 import pickle
+import stat
 import tokenize
 import zlib
 from collections import Counter, OrderedDict
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as _np
 
@@ -83,6 +85,10 @@ class _Writer:
         if isinstance(obj, (set, frozenset)):
             return {"$": "set", "items": [self.encode(v) for v in obj]}
         if isinstance(obj, _np.ndarray):
+            if obj.dtype.hasobject:  # refused here, before any byte is written
+                raise TypeError(
+                    f"rustgrad.save: cannot save a NumPy array of dtype {obj.dtype} (it holds "
+                    "Python objects, which would need pickling; the format never pickles)")
             return {"$": "ndarray", "ref": self._array(obj)}
         if isinstance(obj, _np.generic):
             return self.encode(obj.item())
@@ -191,6 +197,11 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     A path ending in ``.safetensors`` is written as a safetensors file instead (a flat dict of
     tensors only).
 
+    Saving to a path never destroys what was there: the object is checked (and refused) before
+    any byte is written, the file is written to a temporary file in the same directory, fsynced
+    and renamed over the path; an exception, a full disk or a killed process leaves either the
+    old file or the complete new one (torch writes the path in place).
+
     Args:
         obj: what to save.
         f (str, os.PathLike or binary file): where to write it; a file object is written from
@@ -216,22 +227,112 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         safetensors.save_file(obj, f)
         return
     import json
-    import zipfile
 
+    # Everything that can refuse the object is done before any byte is written: the structure
+    # is encoded (refusing unsupported objects) and its JSON text made.
     writer = _Writer()
-    structure = {"format": _FORMAT, "root": writer.encode(obj)}
-    own = isinstance(f, (str, os.PathLike))
-    fh: Any = open(f, "wb") if own else f
-    try:
+    text = json.dumps({"format": _FORMAT, "root": writer.encode(obj)})
+
+    def write(fh: IO[bytes]) -> None:
+        import zipfile
+
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
-            z.writestr(_STRUCTURE, json.dumps(structure))
+            z.writestr(_STRUCTURE, text)
             for i, arr in enumerate(writer.arrays):
                 buf = io.BytesIO()
                 _np.lib.format.write_array(buf, _np.asarray(arr), allow_pickle=False)
                 z.writestr(f"data/{i}.npy", buf.getvalue())
+
+    if isinstance(f, (str, os.PathLike)):
+        _write_atomically(f, write)
+    else:
+        write(f)
+
+
+# ---- saving: all or nothing -----------------------------------------------------------------
+def _open_temp(directory: str, base: str) -> Tuple[IO[bytes], str]:
+    """Creates a new file next to the target, with the mode a new file gets (umask applied)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) \
+        | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base[:200]}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        return os.fdopen(fd, "wb"), tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Makes a rename in `directory` durable (POSIX; a no-op where directories cannot be
+    opened or synced)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems refuse fsync on a directory
+        pass
     finally:
-        if own:
-            fh.close()
+        os.close(fd)
+
+
+def _write_atomically(path: Union[str, os.PathLike[str]],
+                      write: Callable[[IO[bytes]], None]) -> None:
+    """Writes a file so that `path` holds either its old content or the complete new one, never
+    a part: `write(fh)` fills a temporary file in the same directory, which is flushed, fsynced
+    and renamed over `path` (then the directory is fsynced); on any exception, KeyboardInterrupt
+    included, the temporary file is removed and `path` is untouched.
+
+    A path that names a device or a FIFO (e.g. /dev/null) has no file to replace: what `write`
+    makes in memory is written into it. A symlink is followed: the file it points to is
+    replaced.
+    """
+    target = os.path.realpath(os.fspath(path))
+    try:
+        old: Optional[os.stat_result] = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        buf = io.BytesIO()  # a device's position means nothing (zipfile needs one)
+        write(buf)
+        with open(target, "wb") as out:
+            out.write(buf.getbuffer())
+        return
+    directory, base = os.path.split(target)
+    try:
+        fh, tmp = _open_temp(directory, base)
+    except PermissionError:
+        if old is None or not os.access(target, os.W_OK):
+            raise
+        # a writable file in a directory that is not: it can only be overwritten in place
+        with open(target, "wb") as out:
+            write(out)
+        return
+    try:
+        with fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if old is not None:  # the replaced file's permissions (and owner, where allowed)
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+            if hasattr(os, "chown") and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.chown(tmp, old.st_uid, old.st_gid)
+                except OSError:
+                    pass
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
 
 
 # A member may be stored or deflated; a deflated one may not claim to inflate by more than this
@@ -333,8 +434,11 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     whatever ``weights_only`` says: torch checkpoints are read by an unpickler that allows only
     the globals that rebuild tensors and raises ``pickle.UnpicklingError`` naming any other.
     A file that is not a well-formed checkpoint (truncated, corrupt, a member whose size does
-    not match its header, a zip bomb) raises one RuntimeError naming the file and what is wrong
-    with it.
+    not match its header, a zip bomb, a tensor reaching past its storage) raises one
+    RuntimeError naming the file and what is wrong with it; a path that is not a regular file
+    (a device, a FIFO, a symlink to one) is refused the same way without being read (a
+    directory raises IsADirectoryError), and no read goes past the file's size. Where torch
+    raises a TypeError (a tensor's geometry given as other types), so does rustgrad.
 
     Args:
         f (str, os.PathLike or binary file): what to read; a file object is read from its
@@ -358,19 +462,114 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
         [tensor([0, 1, 2]), 'tag']
     """
     own = isinstance(f, (str, os.PathLike))
-    fh: Any = open(f, "rb") if own else f
+    try:
+        fh: Any = _open_regular(f) if isinstance(f, (str, os.PathLike)) else _not_a_device(f)
+    except _NotRegular as e:
+        if e.kind == "a directory":
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), e.name) from None
+        raise RuntimeError(f"rustgrad.load: {e}") from None
     try:
         return _load(fh, map_location)
     except _Malformed as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: {e}") from None
+    except _torch_pickle.TorchTypeError as e:
+        raise TypeError(f"rustgrad.load: {_file_name(f)}: malformed torch checkpoint: "
+                        f"{e}") from None
     except _torch_pickle.TorchFormatError as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: malformed torch checkpoint: "
                            f"{e}") from None
-    except _torch_pickle.RefusedGlobal as e:
+    except _torch_pickle.Refused as e:
         raise pickle.UnpicklingError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     finally:
         if own:
             fh.close()
+
+
+# ---- loading only regular files, never past their end -----------------------------------------
+class _NotRegular(Exception):
+    def __init__(self, name: str, kind: str) -> None:
+        super().__init__(f"{name}: not a regular file ({kind}): only regular files are read "
+                         "(a device or a FIFO could block or never end)")
+        self.name, self.kind = name, kind
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _open_regular(path: Union[str, os.PathLike[str]]) -> IO[bytes]:
+    """Opens `path` for reading if, symlinks followed, it is a regular file; anything else
+    raises _NotRegular. The check is made on the opened descriptor (no race with a rename), and
+    opening never blocks (O_NONBLOCK: a FIFO without a writer would)."""
+    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
+        | getattr(os, "O_BINARY", 0)
+    fd = os.open(name, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            shown = name
+            if os.path.islink(name):
+                shown = f"{name} (a symlink to {os.path.realpath(name)})"
+            raise _NotRegular(shown, _kind(mode))
+        if flags & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _not_a_device(fh: Any) -> Any:
+    """A file object open on a device (/dev/zero, a terminal) is refused: it has no end. Pipes
+    and sockets are read to their end, as the stream they are."""
+    try:
+        mode = os.fstat(fh.fileno()).st_mode
+    except (AttributeError, OSError, ValueError, TypeError, io.UnsupportedOperation):
+        return fh
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise _NotRegular(_file_name(fh), _kind(mode))
+    return fh
+
+
+class _Window:
+    """The bytes of a seekable stream from `start` to `end` (measured when loading starts), as
+    a file of their own: no read goes past `end`, whatever the stream does meanwhile."""
+
+    def __init__(self, raw: Any, start: int, end: int) -> None:
+        self.raw, self.start, self.end = raw, start, end
+        self.name = getattr(raw, "name", "<stream>")
+
+    def _left(self, n: Optional[int]) -> int:
+        left = max(0, self.end - self.raw.tell())
+        return left if n is None or n < 0 else min(n, left)
+
+    def read(self, n: Optional[int] = -1) -> bytes:
+        return self.raw.read(self._left(n))
+
+    def readline(self, n: Optional[int] = -1) -> bytes:
+        return self.raw.readline(self._left(n))
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: self.start, io.SEEK_CUR: self.raw.tell(), io.SEEK_END: self.end}
+        where = base[whence] + offset
+        if where < self.start:  # as a file says it (BytesIO would raise ValueError)
+            raise OSError(errno.EINVAL, f"negative seek position {where - self.start}")
+        return self.raw.seek(where) - self.start
+
+    def tell(self) -> int:
+        return self.raw.tell() - self.start
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
 
 
 def _placer(map_location: Any) -> Callable[[Tensor, Any], Tensor]:
@@ -405,16 +604,19 @@ def _load(fh: Any, map_location: Any) -> Any:
     if not (hasattr(fh, "seekable") and fh.seekable()):
         fh = io.BytesIO(fh.read())
     start = fh.tell()
-    head = fh.read(len(_torch_pickle.LEGACY_MAGIC))
-    size = fh.seek(0, io.SEEK_END) - start
+    end = fh.seek(0, io.SEEK_END)
     fh.seek(start)
+    fh = _Window(fh, start, end)
+    size = end - start
+    head = fh.read(len(_torch_pickle.LEGACY_MAGIC))
+    fh.seek(0)
     if head == _torch_pickle.LEGACY_MAGIC:
         return _torch_pickle.load_legacy(fh, _placer(map_location))
     if _is_safetensors(head, size):
         from .utils import safetensors
 
         try:
-            tensors = safetensors._from_bytes(fh.read())
+            tensors = safetensors._from_bytes(fh.read(size))
         except TypeError as e:
             raise _Malformed(str(e)) from None
         except Exception as e:  # safetensors' own SafetensorError for a malformed header

@@ -225,8 +225,13 @@ def test_build_opcode_cannot_change_rustgrad_dtypes(tmp_path):
            b"X\x06\x00\x00\x00hackeds\x86b.")
     path = _torch_zip(tmp_path / "build.pt", pkl)
 
-    with pytest.raises(RuntimeError, match="unknown dtype torch.hacked"):
+    # BUILD acts only on tensors and OrderedDict/Counter state, never on a global (as torch)
+    with pytest.raises(pickle.UnpicklingError, match="Can only build Tensor, Parameter, "
+                       "OrderedDict.* but got the global torch.float32 .BUILD at byte 41"):
         rustgrad.load(path)
+    with pytest.raises(pickle.UnpicklingError, match="Can only build Tensor, Parameter, "
+                       "OrderedDict.* but got <class 'torch.dtype'>"):
+        torch.load(path, weights_only=True)
 
     assert rustgrad.float32.name == "float32" and repr(rustgrad.float32) == "torch.float32"
 
@@ -286,18 +291,27 @@ def test_hand_made_record_loads_like_torch(tmp_path):
     _assert_tensor_same(rustgrad.load(path)["w"], torch.load(path)["w"], "w")
 
 
-@pytest.mark.parametrize("rec,phrase", [
-    (_Rec(6, 3, (2, 2), (2, 1)), "reaches past its storage"),
-    (_Rec(6, 0, (7,), (1,)), "reaches past its storage"),
-    (_Rec(6, 0, (2,), (-1,)), "negative stride"),
-    (_Rec(6, 0, (2, 2), (1,)), "differ in length"),
-    (_Rec(6, -1, (2,), (1,)), "not a non-negative int"),
-], ids=["offset", "size", "negative", "rank", "negative-offset"])
-def test_geometry_outside_the_storage_is_refused(tmp_path, rec, phrase):
+@pytest.mark.parametrize("rec,phrase,torch_phrase", [
+    (_Rec(6, 3, (2, 2), (2, 1)), r"setStorage: sizes \[2, 2\], strides \[2, 1\], storage offset 3, "
+     r"and itemsize 4 requiring a storage size of 28 are out of bounds for storage of size 24 "
+     r"\(storage '0', 6 elements: the tensor reaches past its storage\)", "not resizable"),
+    (_Rec(6, 0, (7,), (1,)), "requiring a storage size of 28 are out of bounds for storage of "
+     "size 24", "not resizable"),
+    (_Rec(6, 0, (2,), (-1,)), r"negative strides .*sizes=\[2\] and strides=\[-1\]",
+     r"Storage size calculation overflowed with sizes=\[2\] and strides=\[-1\]"),
+    (_Rec(6, 0, (2, 2), (1,)), r"unequal size length \(2\) and stride length \(1\)",
+     r"unequal size length \(2\) and stride length \(1\)"),
+    (_Rec(6, -1, (2,), (1,)), r"Tensor: invalid storage offset -1 \(storage '0' holds 6",
+     "invalid storage offset -1"),
+    (_Rec(6, 0, (-2,), (1,)), r"negative dimension -2: \[-2\]", "overflow"),
+], ids=["offset", "size", "negative", "rank", "negative-offset", "negative-size"])
+def test_geometry_outside_the_storage_is_refused(tmp_path, rec, phrase, torch_phrase):
     path = _rec_zip(tmp_path / "bad.pt", rec, np.arange(6, dtype="<f4").tobytes())
 
     with pytest.raises(RuntimeError, match=f"bad.pt: malformed torch checkpoint: .*{phrase}"):
         rustgrad.load(path)
+    with pytest.raises(RuntimeError, match=torch_phrase):
+        torch.load(path, weights_only=True)
 
 
 def test_storage_shorter_than_declared_is_refused(tmp_path):

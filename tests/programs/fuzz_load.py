@@ -2,15 +2,27 @@
 
 A few valid checkpoints written by rustgrad.save (state dicts of tensors of several dtypes,
 nested containers, a Size, a dtype, a device, non-finite floats) seed the corpus; libFuzzer
-mutates their bytes and every mutant is loaded. An input is either a whole file (it starts
-with the zip signature) or its members' contents joined by MEMBER_SEP, which are zipped anew
-before loading: zip's CRC check would refuse nearly every mutant of a member's bytes, so this
-form is what reaches the JSON structure, the .npy headers and the tensors behind them.
+mutates their bytes and every mutant is loaded. An input is one of four forms:
 
-rustgrad.load documents one error for a file that is not a well-formed checkpoint: a
-RuntimeError that starts with "rustgrad.load: " and names the file. Any other exception, or
-that error without the file's name, is a finding and stops the run with the input that caused
-it (libFuzzer writes it as crash-<hash>; a memory blow-up past -rss_limit_mb stops it too).
+- a whole file (it starts with the zip signature, "PK");
+- a rustgrad checkpoint's members joined by MEMBER_SEP, zipped anew before loading: zip's CRC
+  check would refuse nearly every mutant of a member's bytes, so this form is what reaches the
+  JSON structure, the .npy headers and the tensors behind them;
+- a torch checkpoint's `data.pkl` (it starts with the PROTO opcode, 0x80), zipped with the
+  storages of tests/programs/torch_pickles.py: libFuzzer mutates the pickle's opcodes and their
+  arguments, which reach rustgrad's weights-only unpickler (seeded with pickles that generator
+  wrote, hostile and clean);
+- "OPS" and bytes that drive that generator (atheris' FuzzedDataProvider picks each of its
+  choices), for opcode sequences built around valid tensor records.
+
+rustgrad.load documents its errors for a file that is not a well-formed checkpoint: a
+RuntimeError (a pickle.UnpicklingError for a refused global or opcode, a TypeError where
+torch's own call would raise one) that starts with "rustgrad.load: " and names the file. What
+loads must hold tensors whose every element is one of its storage's values (never memory from
+outside it). Any other exception, that error without the file's name, or a tensor failing that
+check is a finding and stops the run with the input that caused it (libFuzzer writes it as
+crash-<hash>; a memory blow-up past -rss_limit_mb, or an input running past -timeout, stops it
+too).
 
     python tests/programs/fuzz_load.py -atheris_runs=20000
 
@@ -23,6 +35,8 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
+import random
 import shutil
 import sys
 import tempfile
@@ -32,15 +46,24 @@ from typing import Any, List, Set, Tuple
 
 import atheris
 
-with atheris.instrument_imports(include=["rustgrad.serialization", "zipfile", "json",
-                                         "numpy.lib.format", "numpy.lib._format_impl"]):
+with atheris.instrument_imports(include=["rustgrad.serialization", "rustgrad._torch_pickle",
+                                         "zipfile", "json", "numpy.lib.format",
+                                         "numpy.lib._format_impl"]):
     import json  # noqa: F401 - imported here so that atheris instruments it
     import zipfile
 
     import rustgrad
+    import rustgrad._torch_pickle  # noqa: F401 - imported lazily by load: here, instrumented
+    import rustgrad.serialization  # noqa: F401
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_pickles  # noqa: E402 - the generator beside this file, shared with the tests
 
 NAME = "fuzzed.rg"
 MEMBER_SEP = b"\n@@member@@\n"
+OPS = b"OPS"  # the rest of the input drives torch_pickles.random_pickle
+# what rustgrad.load may raise for a malformed file (with the file's name)
+DOCUMENTED = (RuntimeError, pickle.UnpicklingError, TypeError)
 KEEP_GOING = os.environ.get("RUSTGRAD_FUZZ_LOAD_KEEP_GOING") == "1"
 _seen: Set[Tuple[str, str]] = set()
 
@@ -114,15 +137,47 @@ def _finding(e: BaseException, data: bytes) -> None:
         print(f"FINDING {key[0]}: {str(e)[:200]!r} at {where} on {len(data)} bytes", flush=True)
 
 
+def _file(data: bytes) -> bytes:
+    if data.startswith(b"PK"):
+        return data
+    if data.startswith(b"\x80"):
+        return torch_pickles.torch_zip(data)
+    if data.startswith(OPS):
+        fdp = atheris.FuzzedDataProvider(data[len(OPS):])
+        pkl, _ = torch_pickles.random_pickle(lambda n: fdp.ConsumeIntInRange(0, n - 1))
+        return torch_pickles.torch_zip(pkl)
+    return _zipped(data)
+
+
 def test_one_input(data: bytes) -> None:
-    file = data if data.startswith(b"PK") else _zipped(data)
+    file = _file(data)
     try:
-        rustgrad.load(_NamedBytes(file))
-    except RuntimeError as e:
+        loaded = rustgrad.load(_NamedBytes(file))
+    except DOCUMENTED as e:
         if not str(e).startswith(f"rustgrad.load: {NAME}: "):
             _finding(e, data)
+        return
     except Exception as e:  # noqa: BLE001 - every other exception type is a finding
         _finding(e, data)
+        return
+    if not (data.startswith(b"\x80") or data.startswith(OPS)):
+        return  # a rustgrad checkpoint: its own arrays, nothing to compare with
+    try:
+        torch_pickles.check_loaded(loaded)
+    except AssertionError as e:  # a tensor read from outside its storage
+        _finding(e, data)
+
+
+def _torch_seeds(count: int) -> List[bytes]:
+    """Pickles from the shared generator (raw, for libFuzzer to mutate opcode by opcode) and
+    generator inputs (OPS form), from a fixed seed."""
+    rng = random.Random(0)
+    out = []
+    for _ in range(count):
+        pkl, _ = torch_pickles.random_pickle(lambda n: rng.randrange(n))
+        out.append(pkl)
+        out.append(OPS + bytes(rng.randrange(256) for _ in range(256)))
+    return out
 
 
 def main() -> None:
@@ -137,11 +192,18 @@ def main() -> None:
         for form, content in (("file", data), ("members", _members(data))):
             with open(os.path.join(corpus, f"seed{i}-{form}"), "wb") as f:
                 f.write(content)
+    torch_seeds = _torch_seeds(16)
+    for i, data in enumerate(torch_seeds):
+        test_one_input(data)  # the seeds themselves hold the property
+        with open(os.path.join(corpus, f"torch{i}"), "wb") as f:
+            f.write(data)
     args = list(sys.argv)
     if not any(a.startswith("-max_len") for a in args):
-        args.append(f"-max_len={2 * max(len(s) for s in seeds)}")
+        args.append(f"-max_len={2 * max(len(s) for s in seeds + torch_seeds)}")
     if not any(a.startswith("-rss_limit_mb") for a in args):
         args.append("-rss_limit_mb=2048")  # a header that asks for a huge array is a finding
+    if not any(a.startswith("-timeout") for a in args):
+        args.append("-timeout=30")  # an input that hangs the loader is a finding
     args.append(corpus)
     atheris.Setup(args, test_one_input)
     atheris.Fuzz()

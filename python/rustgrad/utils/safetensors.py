@@ -6,15 +6,21 @@ are written and parsed by the `safetensors` package, so files interchange with
 memory (tied weights: save one of them) and non-contiguous tensors. rustgrad has no bfloat16, so
 bfloat16 tensors load as float32 (exactly) with a warning; other types rustgrad does not store
 (uint16/32/64, complex, float8) are refused.
+
+Unlike `safetensors.torch`, `save_file` never leaves a broken file: it writes a temporary file in
+the same directory and renames it over the target (see `rustgrad.save`); `load_file` reads only
+regular files (a device or a FIFO raises OSError instead of blocking or reading for ever), and no
+more bytes than the file's size.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import warnings
 from collections import defaultdict
-from typing import Any, Dict, List, Optional, Set, Tuple, Union
+from typing import IO, Any, Dict, List, Optional, Set, Tuple, Union
 
 import numpy as _np
 
@@ -89,10 +95,21 @@ def save(tensors: Dict[str, Any], metadata: Optional[Dict[str, str]] = None) -> 
 
 def save_file(tensors: Dict[str, Any], filename: Union[str, os.PathLike[str]],
               metadata: Optional[Dict[str, str]] = None) -> None:
-    """Writes a dict of tensors (and optional text metadata) to a safetensors file."""
+    """Writes a dict of tensors (and optional text metadata) to a safetensors file.
+
+    The tensors are checked before any byte is written, and the file is replaced at once: an
+    exception, a full disk or a killed process leaves the old file or the complete new one.
+    """
     import safetensors.numpy
 
-    safetensors.numpy.save_file(_check_and_flatten(tensors), filename, metadata=metadata)
+    from ..serialization import _write_atomically
+
+    data = safetensors.numpy.save(_check_and_flatten(tensors), metadata=metadata)
+
+    def write(fh: IO[bytes]) -> None:
+        fh.write(data)
+
+    _write_atomically(filename, write)
 
 
 def _from_bytes(data: bytes, device: Any = "cpu") -> Dict[str, Any]:
@@ -136,9 +153,20 @@ def load(data: bytes) -> Dict[str, Any]:
 
 def load_file(filename: Union[str, os.PathLike[str]], device: Union[str, int, Any] = "cpu", *,
               backend: str = "mmap") -> Dict[str, Any]:
-    """Reads the tensors of a safetensors file onto `device` (`backend` is accepted, unused)."""
+    """Reads the tensors of a safetensors file onto `device` (`backend` is accepted, unused).
+
+    Only a regular file is read (symlinks followed): anything else raises OSError (ENODEV)
+    without blocking, and no more than the file's size is read.
+    """
+    from ..serialization import _NotRegular, _open_regular
+
     if isinstance(device, int):
         device = f"cuda:{device}"
-    with open(filename, "rb") as f:
-        data = f.read()
+    try:
+        f = _open_regular(filename)
+    except _NotRegular as e:
+        raise OSError(errno.ENODEV, f"not a regular file ({e.kind}): safetensors files are "
+                      "read only from regular files", e.name) from None
+    with f:
+        data = f.read(os.fstat(f.fileno()).st_size)
     return _from_bytes(data, device)
