@@ -1,5 +1,5 @@
 """Parity of add, sub, mul, truediv, neg and pow with torch: broadcasting, reflected operators,
-Python scalars, 0-d, size-1 and empty dims."""
+Python scalars, 0-d, size-1 and empty dims; addcmul_ / addcdiv_."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import operator
 import numpy as np
 import pytest
 
-from ..parity import check, check_error
+from ..parity import check, check_error, grad_ok, same_error
 
 BINARY_SHAPES = [
     ((3, 4), (3, 4)),
@@ -116,3 +116,21 @@ def test_pow_scalar_base_zero_matches_torch(device):
 def test_pow_scalar_exponent_at_zero_base_matches_torch(device):
     check(lambda lib, a: (a**0, a**1, a**2, a**3, a**0.5, a**-1), np.array([0.0, 1.0, 4.0]),
           device=device)
+
+
+# ---- addcmul_, addcdiv_ ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["addcmul_", "addcdiv_"])
+def test_addc_inplace_matches_torch(name):
+    check(lambda L, x, a, b: getattr(x * 1, name)(a, b, value=0.5), (3, 4), (3, 4), (4,),
+          low=0.5, high=2.0)
+    check(lambda L, x, a, b: getattr(x * 1, name)(a, b), (3, 4), (1, 4), (3, 1), low=0.5, high=2.0)
+    assert grad_ok(lambda L, x, a, b: getattr(x * 1, name)(a, b, value=-2), (2, 3), (2, 3), (3,),
+                   low=0.5, high=2.0)
+    same_error(lambda L: getattr(L.zeros(3), name)(L.ones(2, 3), L.ones(3)),
+               "doesn't match the broadcast shape")
+
+
+def test_addcmul_inplace_without_grad(lib):
+    x = lib.zeros(3)
+    x.addcmul_(lib.tensor([1.0, 2.0, 3.0]), lib.tensor([2.0, 2.0, 2.0]), value=0.5)
+    assert x.tolist() == [1.0, 2.0, 3.0] and x._version == 1

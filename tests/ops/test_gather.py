@@ -1,5 +1,6 @@
 """Index-driven ops against torch: index_select, gather, scatter /
-scatter_add (and in place), masked_fill (and in place), masked_select, take_along_dim, nonzero.
+scatter_add (and in place), masked_fill (and in place), masked_select, take_along_dim, nonzero,
+index_fill (and in place).
 Repeated indices accumulate gradients; out-of-range indices raise torch's error and write
 nothing."""
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import rustgrad
 
-from ..parity import check, check_double_backward, check_error, grad_ok, ints, on_real_gpu
+from ..parity import check, check_double_backward, check_error, grad_ok, ints, on_real_gpu, parity
 
 # ---- index_select ------------------------------------------------------------------------
 INDEX_SELECT = {
@@ -328,3 +329,39 @@ def test_index_ops_invalid_arguments_raise_torch_error_and_write_nothing(case, d
     with pytest.raises(etype):
         fn(rustgrad, rustgrad.zeros(3, 4, dtype=rustgrad.float64),
            rustgrad.tensor([[1, 0], [0, 1]]))
+
+
+# ---- index_fill ---------------------------------------------------------------------------------
+INDEX_FILL = {
+    "dim0": ((3, 4), 0, ints([0, 2])),
+    "dim1": ((3, 4), 1, ints([3, 1])),
+    "dim_neg": ((2, 3, 4), -1, ints([3])),
+    "scalar_index": ((3, 4), 1, ints(2)),
+    "repeats": ((3, 4), 0, ints([1, 1])),
+    "empty_index": ((3, 4), 0, ints([])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_FILL))
+def test_index_fill_matches_torch(case):
+    shape, dim, idx = INDEX_FILL[case]
+    check(lambda L, x, i: x.index_fill(dim, i, -1.5), shape, idx)
+    check(lambda L, x, i, v: L.index_fill(x, dim, i, v), shape, idx, np.array(2.5))
+    check(lambda L, x, i: (x * 1).index_fill_(dim, i, 3.0), shape, idx)
+    assert grad_ok(lambda L, x, i, v: x.index_fill(dim, i, v), shape, idx, np.array(2.5))
+
+
+def test_index_fill_negative_index_matches_torch():
+    # (torch's own backward of IndexFillBackward1 rejects a negative index, so a scalar value here)
+    check(lambda L, x, i: x.index_fill(1, i, -1.5), (3, 4), ints([-1, 1]))
+
+
+def test_index_fill_errors_and_ints():
+    parity(lambda L: L.tensor([1, 2, 3]).index_fill(0, L.tensor([0]), 2.5))
+    parity(lambda L: L.tensor(5.0).index_fill(0, L.tensor([0]), 2.5))
+    for bad, phrase in [(lambda L, x: x.index_fill(1, L.tensor([5]), 1.0), "out of bounds"),
+                        (lambda L, x: x.index_fill(1, L.tensor([1.0]), 1.0), "Expected dtype int64"),
+                        (lambda L, x: x.index_fill(1, L.tensor([[1]]), 1.0), "vector/scalar"),
+                        (lambda L, x: x.index_fill(1, L.tensor([1]), L.ones(2)), "0-dimensional"),
+                        (lambda L, x: x.index_fill(3, L.tensor([1]), 1.0), "Dimension out of range")]:
+        check_error(bad, (3, 4), phrase=phrase)

@@ -1,17 +1,20 @@
 """Pointwise ops against torch: unary math (exp, log, sqrt, abs, relu, sigmoid, tanh, clamp,
 trigonometry, erf, rounding), activations (softplus, gelu, silu, leaky_relu, elu, hardtanh),
-atan2 / lerp / fmod / addcmul / addcdiv, nan_to_num, float tests and logical ops: values, grad_fn
-names, gradients, subgradients at kinks, dtypes of integral inputs, errors, and gradcheck."""
+atan2 / lerp / fmod / addcmul / addcdiv, nan_to_num, float tests and logical ops, frac,
+clamp_min / clamp_max, the in-place forms (log_ ... square_, lerp_, clamp_min_ / clamp_max_):
+values, grad_fn names, gradients, subgradients at kinks, dtypes of integral inputs, errors, and
+gradcheck."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 import rustgrad
 
-from ..parity import F, check, check_double_backward, check_error, grad_ok, ints
+from ..parity import F, check, check_double_backward, check_error, grad_ok, ints, parity, same_error
 
 SHAPES = [(3, 4), (), (1,), (0, 3), (2, 1, 3)]
 
@@ -383,3 +386,129 @@ def test_nan_to_num_matches_torch(device):
     check(lambda lib, a: lib.nan_to_num(a), arr, device=device)
     check(lambda lib, a: a.nan_to_num(nan=1.5, posinf=9.0, neginf=-9.0), arr, device=device)
     check(lambda lib, a: lib.nan_to_num(a), ints([1, 2]), device=device)
+
+
+# ---- more unary in-place forms (on a non-leaf, a view, as functions), frac -------------------
+UNARY_INPLACE = [
+    ("log_", 0.5, 2.0), ("log2_", 0.5, 2.0), ("log10_", 0.5, 2.0), ("log1p_", -0.5, 2.0),
+    ("exp2_", -2.0, 2.0), ("expm1_", -2.0, 2.0), ("sin_", -2.0, 2.0), ("cos_", -2.0, 2.0),
+    ("tan_", -1.0, 1.0), ("asin_", -0.9, 0.9), ("arcsin_", -0.9, 0.9), ("acos_", -0.9, 0.9),
+    ("atan_", -2.0, 2.0), ("sinh_", -2.0, 2.0), ("cosh_", -2.0, 2.0), ("rsqrt_", 0.5, 2.0),
+    ("reciprocal_", 0.5, 2.0), ("floor_", -2.0, 2.0), ("ceil_", -2.0, 2.0),
+    ("round_", -2.0, 2.0), ("trunc_", -2.0, 2.0), ("fix_", -2.0, 2.0), ("frac_", -2.0, 2.0),
+    ("sign_", -2.0, 2.0), ("erf_", -2.0, 2.0), ("exp_", -2.0, 2.0), ("sigmoid_", -2.0, 2.0),
+    ("tanh_", -2.0, 2.0), ("sqrt_", 0.5, 2.0), ("abs_", -2.0, 2.0), ("neg_", -2.0, 2.0),
+    ("square_", -2.0, 2.0),
+]
+
+
+def _inplace(method: str) -> Any:
+    def fn(lib: Any, x: Any) -> Any:
+        y = x * 1
+        out = getattr(y, method)()
+        assert out is y
+        return y
+    return fn
+
+
+@pytest.mark.parametrize("method,low,high", UNARY_INPLACE, ids=[m for m, _, _ in UNARY_INPLACE])
+def test_unary_inplace_matches_torch(method, low, high):
+    check(_inplace(method), (3, 4), low=low, high=high)
+
+
+@pytest.mark.parametrize("method,low,high", UNARY_INPLACE[:18], ids=[m for m, _, _ in UNARY_INPLACE[:18]])
+def test_unary_inplace_on_a_view_matches_torch(method, low, high):
+    def fn(lib: Any, x: Any) -> Any:
+        y = x * 1
+        getattr(y[1], method)()
+        return y
+    check(fn, (3, 4), low=low, high=high)
+
+
+@pytest.mark.parametrize("method,low,high", UNARY_INPLACE[:18], ids=[m for m, _, _ in UNARY_INPLACE[:18]])
+def test_unary_inplace_gradcheck(method, low, high):
+    assert grad_ok(_inplace(method), (2, 3), low=low, high=high)
+
+
+@pytest.mark.parametrize("name", ["log_", "sin_", "cos_", "rsqrt_", "reciprocal_", "floor_",
+                                  "log1p_", "expm1_", "round_", "trunc_", "frac_"])
+def test_unary_inplace_function_form(lib, name):
+    x = lib.tensor([0.5, 1.25, 2.0], dtype=lib.float64)
+    out = getattr(lib, name)(x)
+    assert out is x
+    assert x._version == 1
+    parity(lambda L: getattr(L, name)(L.tensor([0.5, 1.25, 2.0], dtype=L.float64)))
+
+
+def test_unary_inplace_refusals():
+    same_error(lambda L: L.ones(3, requires_grad=True).log_(), "a leaf Variable that requires grad")
+    same_error(lambda L: L.tensor([1, 2]).log_(), "can't be cast to the desired output type")
+    same_error(lambda L: L.tensor([1, 2]).frac(), "not implemented for 'Long'")
+    parity(lambda L: L.tensor([-3, 2]).sign_())
+    parity(lambda L: L.tensor([-3, 2]).floor_())
+    parity(lambda L: L.tensor([1.26, -2.5]).round_(decimals=1))
+
+
+def test_inplace_under_no_grad_keeps_leaf(lib):
+    x = lib.tensor([0.5, 2.0], requires_grad=True)
+    with lib.no_grad():
+        x.log_()
+    assert x.is_leaf and x.grad_fn is None and x._version == 1
+
+
+def test_frac_matches_torch():
+    check(lambda L, x: L.frac(x * 3), (3, 4))
+    assert grad_ok(lambda L, x: x.frac(), (3,), low=0.1, high=0.9)
+
+
+# ---- lerp_ -----------------------------------------------------------------------------------
+def test_lerp_inplace_matches_torch():
+    check(lambda L, x, e: (x * 1).lerp_(e, 0.3), (3, 4), (3, 4))
+    check(lambda L, x, e: (x * 1).lerp_(e, 0.8), (3, 4), (4,))
+    check(lambda L, x, e, w: (x * 1).lerp_(e, w), (3, 4), (3, 4), (4,))
+    assert grad_ok(lambda L, x, e, w: (x * 1).lerp_(e, w), (2, 3), (2, 3), (2, 3))
+    same_error(lambda L: L.zeros(3).lerp_(L.ones(2, 3), 0.5), "doesn't match the broadcast shape")
+    same_error(lambda L: L.zeros(3).lerp_(L.ones(3, dtype=L.float64), 0.5), "expected dtype")
+
+
+# ---- clamp_min, clamp_max ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_clamp_side_matches_torch(name):
+    check(lambda L, x: getattr(L, name)(x, 0.25), (3, 4))
+    check(lambda L, x: getattr(x, name)(0), (3, 4))
+    check(lambda L, x, b: getattr(x, name)(b), (3, 4), (4,))
+    check(lambda L, x: getattr(x * 1, name + "_")(0.1), (3, 4))
+    check(lambda L, x, b: getattr(x * 1, name + "_")(b), (3, 4), (4,))
+    # a value sitting on the bound keeps its gradient
+    check(lambda L, x: getattr(x, name)(0.5), np.array([0.5, 1.0, 0.0]))
+    assert grad_ok(lambda L, x, b: getattr(x, name)(b), (3, 4), (4,))
+    parity(lambda L: getattr(L.tensor([1, 5, 9]), name)(4))
+
+
+# ---- declared on rustgrad; the ops above and others on every device --------------------------
+def test_declared_on_rustgrad():
+    for name in ("lerp_", "addcmul_", "addcdiv_", "clamp_min", "index_fill_", "bincount", "diff"):
+        assert hasattr(rustgrad.Tensor, name), name
+
+
+def test_new_ops_on_every_device(device):
+    check(lambda L, x, e, w: (x * 1).lerp_(e, w), (3, 4), (3, 4), (4,), device=device)
+    check(lambda L, x: (x * 1).log_(), (3, 4), low=0.5, device=device)
+    check(lambda L, x, b: x.clamp_min(b), (3, 4), (4,), device=device)
+    check(lambda L, x, i: x.index_fill(1, i, -1.5), (3, 4), ints([0, 2]), device=device)
+    check(lambda L, x, a, b: (x * 1).addcdiv_(a, b, value=2), (3, 4), (3, 4), (4,), low=0.5,
+          device=device)
+    check(lambda L, x, p: L.diff(x, n=2, prepend=p), (3, 4), (3, 1), device=device)
+    check(lambda L, x, w: L.nn.functional.prelu(x, w), (2, 3, 4), (3,), device=device)
+    check(lambda L, x: L.pixel_shuffle(x, 2), (1, 8, 2, 3), device=device)
+    check(lambda L, x: L.nn.functional.pad(x, (1, 2, 2, 1), mode="reflect"), (1, 2, 4, 5),
+          device=device)
+    check(lambda L, x: L.nn.functional.pad(x, (1, 2), mode="replicate"), (2, 4, 5),
+          device=device)
+    L = rustgrad
+    s = L.tensor([1, 3, 5, 7], device=device)
+    assert L.searchsorted(s, L.tensor([3, 6], device=device)).tolist() == [1, 3]
+    assert L.bincount(L.tensor([1, 1, 3], device=device)).tolist() == [0, 2, 0, 1]
+    w = L.tensor([0.5, 1.0, 2.0], device=device)
+    assert L.bincount(L.tensor([1, 1, 3], device=device), w).device.type == device
+    assert L.count_nonzero(L.tensor([[0, 1], [2, 0]], device=device), dim=0).tolist() == [1, 1]

@@ -1,8 +1,8 @@
 """Reductions and scans against torch: sum, mean, max, min (dims, keepdim, ties), softmax /
 log_softmax / logsumexp, prod, cumsum, cumprod, var, std, norm, dist, amax / amin, all / any,
-argmax / argmin, topk, sort, median, unique: values, grad_fn names, gradients (zeros in
-prod/cumprod, ties in max and amax and the inf-norm, norm at zero), dtypes, errors, gradcheck and
-double backward."""
+argmax / argmin, topk, sort, median, unique, bincount, count_nonzero, diff: values, grad_fn
+names, gradients (zeros in prod/cumprod, ties in max and amax and the inf-norm, norm at zero),
+dtypes, errors, gradcheck and double backward."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import rustgrad
 import torch
 
-from ..parity import F, check, check_double_backward, check_error, grad_ok, ints, rustgrad_on
+from ..parity import F, check, check_double_backward, check_error, grad_ok, ints, parity, rustgrad_on, same_error
 
 DIM_CASES = [((3, 4), 0), ((3, 4), 1), ((3, 4), -1), ((), 0), ((1,), 0), ((0, 3), 1),
              ((2, 3, 4), 1)]
@@ -508,3 +508,50 @@ def test_median_nan_matches_torch(device):
     arr = np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 2.0, 0.5, 1.0]])
     check(lambda lib, a: lib.median(a), arr, device=device)
     check(lambda lib, a: tuple(lib.median(a, 1)), arr, device=device)
+
+
+# ---- bincount, count_nonzero -----------------------------------------------------------------------
+def test_bincount_matches_torch():
+    parity(lambda L: L.bincount(L.tensor([1, 1, 3])))
+    parity(lambda L: L.tensor([1, 1, 3]).bincount(minlength=6))
+    parity(lambda L: L.bincount(L.tensor([], dtype=L.int64)))
+    parity(lambda L: L.bincount(L.tensor([0, 2, 2], dtype=L.uint8)))
+    parity(lambda L: L.bincount(L.tensor([1, 1, 3]), weights=L.tensor([0.5, 1.0, 2.0])))
+    parity(lambda L: L.bincount(L.tensor([1, 1, 3]), L.tensor([0.5, 1.0, 2.0], dtype=L.float64)))
+    parity(lambda L: L.bincount(L.tensor([1, 1, 3]), weights=L.tensor([1, 2, 3]), minlength=5))
+    same_error(lambda L: L.bincount(L.tensor([-1])), "1-d non-negative integral inputs")
+    same_error(lambda L: L.bincount(L.tensor([[1]])), "1-d non-negative integral inputs")
+    same_error(lambda L: L.bincount(L.tensor([1.0])), "not implemented for 'Float'")
+    same_error(lambda L: L.bincount(L.tensor([1]), minlength=-1), "minlength should be >= 0")
+    same_error(lambda L: L.bincount(L.tensor([1]), weights=L.ones(2)), "same length as input")
+    same_error(lambda L: L.bincount(L.tensor([1]), weights=L.ones(1, requires_grad=True))
+               .sum().backward(), "derivative for aten::bincount is not implemented")
+
+
+def test_count_nonzero_matches_torch():
+    x = np.array([[0.0, 1.5, 2.0], [3.0, 0.0, 0.0]])
+    parity(lambda L: L.count_nonzero(L.tensor(x)))
+    parity(lambda L: L.tensor(x).count_nonzero(dim=1))
+    parity(lambda L: L.count_nonzero(L.tensor(x), dim=(0, 1)))
+    parity(lambda L: L.count_nonzero(L.tensor(x), 0))
+    parity(lambda L: L.count_nonzero(L.tensor(3.0), dim=0))
+    parity(lambda L: L.count_nonzero(L.zeros(0, 3), 0))
+    parity(lambda L: L.count_nonzero(L.tensor([True, False, True])))
+    same_error(lambda L: L.count_nonzero(L.ones(2, 2), dim=(0, 0)), "appears multiple times")
+
+
+# ---- diff -------------------------------------------------------------------------------------
+def test_diff_matches_torch():
+    check(lambda L, x: L.diff(x), (4, 5))
+    check(lambda L, x: x.diff(n=2, dim=0), (4, 5))
+    check(lambda L, x: L.diff(x, n=3), (6,))
+    check(lambda L, x, p, a: L.diff(x, dim=1, prepend=p, append=a), (4, 3), (4, 1), (4, 2))
+    check(lambda L, x, p: L.diff(x, n=2, dim=0, prepend=p), (3, 2), (2, 2))
+    check(lambda L, x: L.diff(x, n=5), (3,))
+    assert grad_ok(lambda L, x, p: L.diff(x, n=2, prepend=p), (3, 4), (3, 2))
+    parity(lambda L: L.diff(L.tensor([True, False, False, True])))
+    parity(lambda L: L.diff(L.tensor([1, 3, 7, 20]), n=2))
+    parity(lambda L: L.diff(L.tensor([1, 3, 7]), n=0))
+    same_error(lambda L: L.diff(L.ones(3), n=-1), "order must be non-negative")
+    same_error(lambda L: L.diff(L.tensor(1.0)), "at least one-dimensional")
+    same_error(lambda L: L.diff(L.ones(4, 3), prepend=L.zeros(3)), "the same dimension as input")

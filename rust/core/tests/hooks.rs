@@ -2,10 +2,11 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use common::*;
-use rustgrad_core::{Edge, Engine, ExecuteOptions, HookList, TensorHook};
+use rustgrad_core::{Edge, Engine, ExecuteOptions, HookList, Result, TensorHook};
 
 #[test]
 fn tensor_pre_hooks_run_in_registration_order_each_seeing_previous_replacement() {
@@ -329,4 +330,74 @@ fn hook_ids_are_unique_across_lists() {
     assert!(!a.remove(ib), "an id from another list removes nothing");
     assert_eq!(a.len(), 1);
     assert!(b.remove(ib));
+}
+
+// ---- a hook list never drops or hands back a hook while it holds its lock ----------------------
+// (a dropped Python hook's `__del__` may use the same list)
+
+type Hooks = HookList<dyn TensorHook<f64>>;
+
+/// A hook that, when dropped, uses the list it was in (as a Python hook's `__del__` may).
+struct TouchOnDrop {
+    list: Arc<OnceLock<Arc<Hooks>>>,
+    seen: Arc<Mutex<Option<usize>>>,
+}
+
+impl TensorHook<f64> for TouchOnDrop {
+    fn call(&self, _grad: &f64) -> Result<Option<f64>> {
+        Ok(None)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for TouchOnDrop {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.get() {
+            // Deadlocked before: `remove` dropped the hook with the list's lock held.
+            *self.seen.lock().unwrap() = Some(list.len());
+        }
+    }
+}
+
+struct Noop;
+
+impl TensorHook<f64> for Noop {
+    fn call(&self, _grad: &f64) -> Result<Option<f64>> {
+        Ok(None)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[test]
+fn removed_hook_is_dropped_after_the_list_lock_is_released() {
+    let cell = Arc::new(OnceLock::new());
+    let seen = Arc::new(Mutex::new(None));
+    let list: Arc<Hooks> = Arc::new(HookList::default());
+    cell.set(list.clone()).ok().unwrap();
+    let id = list.push(Arc::new(TouchOnDrop {
+        list: cell.clone(),
+        seen: seen.clone(),
+    }));
+    list.push(Arc::new(Noop));
+
+    assert!(list.remove(id));
+
+    assert_eq!(*seen.lock().unwrap(), Some(1));
+    assert!(!list.remove(id));
+}
+
+#[test]
+fn set_retains_grad_hands_back_the_hook_it_replaced() {
+    let hooks = rustgrad_core::NodeHooks::<f64>::default();
+    let first: Arc<dyn TensorHook<f64>> = Arc::new(Noop);
+
+    assert!(hooks.set_retains_grad(0, first.clone()).is_none());
+    let replaced = hooks.set_retains_grad(0, Arc::new(Noop)).unwrap();
+
+    assert!(Arc::ptr_eq(&replaced, &first));
+    assert!(hooks.has_retains_grad(0));
 }

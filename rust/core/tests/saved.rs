@@ -290,3 +290,58 @@ fn version_counter_logs_the_last_bumps_with_their_sites() {
     assert_eq!((log[0].0, first.as_str()), (4, "write 2"));
     assert_eq!(log.last().unwrap().0, LOG_LEN as u32 + 3);
 }
+
+// ---- unpack_all describes a modified value outside the lock ------------------------------------
+// (the description is built by foreign code, a formatter that may run the garbage collector)
+
+#[test]
+fn unpack_all_describes_a_modified_value_outside_the_lock() {
+    let version = VersionCounter::new();
+    let saved = Arc::new(SavedVariables::new(vec![
+        SavedTensor::new(1.0, VersionCounter::new(), 0),
+        SavedTensor::new(2.0, version.clone(), 1),
+    ]));
+    version.bump();
+
+    let inner = saved.clone();
+    let err = saved
+        .unpack_all("MulBackward0", |v| {
+            // Deadlocked before: `describe` ran with the saved values locked.
+            let mut n = 0;
+            inner.for_each(|_| n += 1);
+            assert_eq!(n, 2);
+            assert!(!inner.is_released());
+            format!("value {v}")
+        })
+        .unwrap_err();
+
+    match err {
+        Error::ModifiedInplace {
+            tensor,
+            output_nr,
+            node,
+            version,
+            expected,
+            ..
+        } => {
+            assert_eq!(
+                (tensor.as_str(), output_nr, node.as_str(), version, expected),
+                ("value 2", 1, "MulBackward0", 1, 0)
+            );
+        }
+        other => panic!("expected ModifiedInplace, got {other}"),
+    }
+}
+
+#[test]
+fn unpack_all_of_unchanged_values_returns_them_in_order() {
+    let saved = SavedVariables::new(vec![
+        SavedTensor::new(1.0, VersionCounter::new(), 0),
+        SavedTensor::new(2.0, VersionCounter::new(), 0),
+    ]);
+
+    assert_eq!(
+        saved.unpack_all("X", |_| unreachable!()).unwrap(),
+        [1.0, 2.0]
+    );
+}

@@ -1,6 +1,6 @@
-"""Rprop, ASGD and lr_scheduler.CyclicLR against torch: every parameter after each of 25 steps
-(float32 and float64, same initial weights and data), state_dict layout, state_dict resumes,
-argument errors, and CyclicLR's lr/momentum sequences in every mode."""
+"""Rprop and ASGD against torch: every parameter after each of 25 steps (float32 and float64, same
+initial weights and data), state_dict layout, state_dict resumes, argument errors (CyclicLR's
+sequences are in test_lr_scheduler.py)."""
 
 from __future__ import annotations
 
@@ -139,72 +139,6 @@ def test_rprop_with_a_sign_change_and_zero_grad() -> None:
             traj.append(w.detach().clone())
         return traj, opt.state[w]["step_size"], opt.state[w]["prev"], opt.state[w]["step"]
     parity(prog)
-
-
-# ---- CyclicLR -----------------------------------------------------------------------------------
-CYCLIC = [
-    dict(base_lr=0.01, max_lr=0.1, step_size_up=4),
-    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, step_size_down=5, mode="triangular2"),
-    dict(base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range", gamma=0.9),
-    dict(base_lr=[0.01, 0.02], max_lr=[0.1, 0.05], step_size_up=3, base_momentum=0.7,
-         max_momentum=[0.95, 0.9]),
-    dict(base_lr=0.001, max_lr=0.01, step_size_up=2, scale_fn=lambda x: 0.5 ** x,
-         scale_mode="iterations"),
-    dict(base_lr=0.001, max_lr=0.01, step_size_up=2, cycle_momentum=False),
-]
-
-
-@pytest.mark.parametrize("kw", CYCLIC, ids=[str(i) for i in range(len(CYCLIC))])
-@pytest.mark.parametrize("opt", ["SGD", "Adam"])
-def test_cyclic_lr_matches_torch(kw: dict, opt: str) -> None:
-    def prog(L: Any) -> Any:
-        a, b = L.nn.Parameter(L.ones(2)), L.nn.Parameter(L.ones(3))
-        extra = dict(momentum=0.9) if opt == "SGD" else {}
-        o = getattr(L.optim, opt)([{"params": [a]}, {"params": [b]}], lr=0.5, **extra)
-        s = L.optim.lr_scheduler.CyclicLR(o, **kw)
-        seq = []
-        for _ in range(15):
-            o.step()
-            s.step()
-            groups = [{k: g[k] for k in ("lr", "momentum", "betas") if k in g}
-                      for g in o.param_groups]
-            seq.append((s.get_last_lr(), groups))
-        state = s.state_dict()
-        keys = sorted(k for k in state if k not in ("_scale_fn_ref",))
-        return seq, keys, s.last_epoch
-    parity(prog, rtol=1e-12, atol=1e-15)
-
-
-def test_cyclic_lr_errors_match_torch() -> None:
-    def sgd(L: Any, **kw: Any) -> Any:
-        return L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, **kw)
-    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(sgd(L, momentum=0.9), 0.01, 0.1,
-                                                       mode="bad"),
-               "mode is invalid and scale_fn is None")
-    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(
-        L.optim.Adagrad([L.nn.Parameter(L.ones(2))]), 0.01, 0.1),
-        "optimizer must support momentum or beta1")
-    same_error(lambda L: L.optim.lr_scheduler.CyclicLR(sgd(L, momentum=0.9), [0.01, 0.02], 0.1),
-               "base_lr must have the same length as optimizer.param_groups")
-
-
-def test_cyclic_lr_state_dict_round_trip() -> None:
-    def prog(L: Any) -> Any:
-        o = L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, momentum=0.9)
-        s = L.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="triangular2")
-        for _ in range(4):
-            o.step()
-            s.step()
-        o2 = L.optim.SGD([L.nn.Parameter(L.ones(2))], lr=0.1, momentum=0.9)
-        s2 = L.optim.lr_scheduler.CyclicLR(o2, 0.01, 0.1, step_size_up=3, mode="triangular2")
-        s2.load_state_dict(s.state_dict())
-        lrs = []
-        for _ in range(5):
-            o2.step()
-            s2.step()
-            lrs.append((s2.get_last_lr(), o2.param_groups[0]["momentum"]))
-        return lrs, s.state_dict()["_scale_fn_custom"]
-    parity(prog, rtol=1e-12)
 
 
 def test_exports() -> None:
