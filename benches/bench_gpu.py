@@ -59,13 +59,21 @@ def op_chain(lib: Any, device: str, shape: Tuple[int, ...]) -> Callable[[], Any]
 
 def mlp(lib: Any, device: str, width: int, batch: int) -> Callable[[], Any]:
     """One SGD step of Linear(width, width)-ReLU-Linear(width, width)-ReLU-Linear(width, 10)."""
+    return mlp_of(lib, device, [width, width, width, 10], batch, "SGD")
+
+
+def mlp_of(lib: Any, device: str, sizes: List[int], batch: int, optimizer: str) -> Callable[[], Any]:
+    """One step of `optimizer` (lr 1e-3) on an MLP of these layer sizes (ReLU between),
+    cross-entropy loss."""
     nn = lib.nn
     lib.manual_seed(0)
-    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                          nn.Linear(width, 10)).to(device)
-    opt = lib.optim.SGD(model.parameters(), lr=1e-3)
-    x = lib.randn(batch, width, device=device)
-    y = lib.randint(0, 10, (batch,), device=device)
+    layers: List[Any] = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(sizes) - 2 else [])
+    model = nn.Sequential(*layers).to(device)
+    opt = getattr(lib.optim, optimizer)(model.parameters(), lr=1e-3)
+    x = lib.randn(batch, sizes[0], device=device)
+    y = lib.randint(0, sizes[-1], (batch,), device=device)
 
     def it() -> Any:
         opt.zero_grad()

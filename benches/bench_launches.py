@@ -13,35 +13,13 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benches")]
 
 # torch's kernels per step, measured with CUPTI on an H200 (issue 25's table)
 TORCH = {"mlp": 40, "gpt": 235}
-
-
-def mlp_step(lib: Any, device: str, sizes: List[int], batch: int) -> Callable[[], Any]:
-    """One Adam step of an MLP of these layer sizes (ReLU between), cross-entropy loss."""
-    nn = lib.nn
-    lib.manual_seed(0)
-    layers: List[Any] = []
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-        layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(sizes) - 2 else [])
-    model = nn.Sequential(*layers).to(device)
-    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
-    x = lib.randn(batch, sizes[0], device=device)
-    y = lib.randint(0, sizes[-1], (batch,), device=device)
-
-    def it() -> Any:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return it
 
 
 def count(step: Callable[[], Any]) -> Dict[str, int]:
@@ -60,7 +38,7 @@ def main(argv: Any = None) -> int:
     args = p.parse_args(argv)
     import pytest
     import rustgrad
-    from bench_gpu import gpt
+    from bench_gpu import gpt, mlp_of
 
     from tests.devices import strict_cupy
 
@@ -69,13 +47,13 @@ def main(argv: Any = None) -> int:
         strict_cupy.install(mp)
         if args.quick:
             rows = {"mlp": ("MLP 64-32-32-10 batch 8, Adam",
-                            lambda: mlp_step(rustgrad, "cuda", [64, 32, 32, 10], 8)),
+                            lambda: mlp_of(rustgrad, "cuda", [64, 32, 32, 10], 8, "Adam")),
                     "gpt": ("GPT 4x32, 2 heads, ctx 16, batch 2, AdamW",
                             lambda: gpt(rustgrad, "cuda", {"vocab": 64, "block": 16, "n_embd": 32,
                                                             "n_head": 2, "n_layer": 4, "batch": 2}))}
         else:
             rows = {"mlp": ("MLP 784-512-512-10 batch 128, Adam",
-                            lambda: mlp_step(rustgrad, "cuda", [784, 512, 512, 10], 128)),
+                            lambda: mlp_of(rustgrad, "cuda", [784, 512, 512, 10], 128, "Adam")),
                     "gpt": ("GPT 4x512, 8 heads, ctx 256, batch 16, vocab 2048, AdamW",
                             lambda: gpt(rustgrad, "cuda", {"vocab": 2048, "block": 256,
                                                             "n_embd": 512, "n_head": 8,
