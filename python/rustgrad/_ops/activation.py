@@ -99,7 +99,7 @@ def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return select_grad(g, out, ~(out._data <= 0), "ThresholdBackwardBackward0")
 
 
-@op(method="relu", function="relu", grad_fn="ReluBackward0",
+@op(method="relu", function="relu", grad_fn=("ReluBackward0", "ThresholdBackwardBackward0"),
     saved={"ReluBackward0": _SAVED_RESULT})
 def relu(input: Tensor) -> Tensor:
     """max(input, 0), elementwise.
@@ -320,7 +320,7 @@ def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return select_grad(g, x, x._data > 0, "LeakyReluBackwardBackward0", ctx)
 
 
-@op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1"))
+@op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1", "LeakyReluBackwardBackward0"))
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """input where positive, else negative_slope * input.
 
@@ -410,7 +410,7 @@ def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return select_grad(g, x, (xd > lo) & (xd < hi), "HardtanhBackwardBackward0")
 
 
-@op(functional="hardtanh", grad_fn="HardtanhBackward0")
+@op(functional="hardtanh", grad_fn=("HardtanhBackward0", "HardtanhBackwardBackward0"))
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     """input clamped to [min_val, max_val].
@@ -437,7 +437,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
                                  (min_val, max_val)), inplace)
 
 
-@op(functional="relu6", grad_fn="HardtanhBackward0")
+@op(functional="relu6", grad_fn=("HardtanhBackward0", "HardtanhBackwardBackward0"))
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(input, 0), 6), elementwise (torch's hardtanh(input, 0, 6)).
 

@@ -899,7 +899,7 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
                    (input._data.dtype, tensor1._data.dtype, tensor2._data.dtype)))
 
 
-@op(method="addcmul", function="addcmul")
+@op(method="addcmul", function="addcmul", grad_fn="AddcmulBackward0")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, elementwise.
 
@@ -917,7 +917,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return _addc("mul", input, tensor1, tensor2, value)
 
 
-@op(method="addcdiv", function="addcdiv")
+@op(method="addcdiv", function="addcdiv", grad_fn="AddcdivBackward0")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2, elementwise.
 
@@ -956,13 +956,13 @@ def _addc_(kind: str, self: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
     return write_inplace(self, out, grad)
 
 
-@op(method="addcmul_")
+@op(method="addcmul_", grad_fn="AddcmulBackward0")
 def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """self += value * tensor1 * tensor2."""
     return _addc_("mul", self, tensor1, tensor2, value)
 
 
-@op(method="addcdiv_")
+@op(method="addcdiv_", grad_fn="AddcdivBackward0")
 def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """self += value * tensor1 / tensor2."""
     return _addc_("div", self, tensor1, tensor2, value)

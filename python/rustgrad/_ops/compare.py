@@ -132,7 +132,7 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
     return record(out, (a, b), name, _maxmin_bw, (a, b), (is_max, shapes))
 
 
-@op(method="maximum", function="maximum")
+@op(method="maximum", function="maximum", grad_fn="MaximumBackward0")
 def maximum(input: Tensor, other: Any) -> Tensor:
     """The elementwise maximum of input and other.
 
@@ -152,7 +152,7 @@ def maximum(input: Tensor, other: Any) -> Tensor:
     return _binary_max(input, other, True)
 
 
-@op(method="minimum", function="minimum")
+@op(method="minimum", function="minimum", grad_fn="MinimumBackward0")
 def minimum(input: Tensor, other: Any) -> Tensor:
     """The elementwise minimum of input and other.
 

@@ -431,10 +431,10 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op(functional="pad", grad_fn=("ConstantPadNdBackward0", "ReflectionPad1DBackward0",
-                               "ReflectionPad2DBackward0", "ReflectionPad3DBackward0",
-                               "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
-                               "ReplicationPad3DBackward0"))
+@op(functional="pad",
+    grad_fn=("ConstantPadNdBackward0", "ReflectionPad1DBackward0", "ReflectionPad2DBackward0",
+             "ReflectionPad3DBackward0", "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
+             "ReplicationPad3DBackward0", "torch::autograd::CopySlices"))
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: Optional[float] = None) -> Tensor:
     """input padded at both ends of its last dims (negative amounts crop).

@@ -110,19 +110,19 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return out
 
 
-@op(method="float")
+@op(method="float", grad_fn="ToCopyBackward0")
 def float(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
     """self.to(torch.float32)."""
     return to_dtype(self, _dtype.float32)
 
 
-@op(method="double")
+@op(method="double", grad_fn="ToCopyBackward0")
 def double(self: Tensor) -> Tensor:
     """self.to(torch.float64)."""
     return to_dtype(self, _dtype.float64)
 
 
-@op(method="half")
+@op(method="half", grad_fn="ToCopyBackward0")
 def half(self: Tensor) -> Tensor:
     """self.to(torch.float16)."""
     return to_dtype(self, _dtype.float16)
@@ -146,7 +146,7 @@ def bool(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
     return to_dtype(self, _dtype.bool_)
 
 
-@op(method="bfloat16")
+@op(method="bfloat16", grad_fn="ToCopyBackward0")
 def bfloat16(self: Tensor) -> Tensor:
     """self.to(torch.bfloat16) (stored as ml_dtypes' bfloat16, on the CPU)."""
     return to_dtype(self, _dtype.bfloat16)

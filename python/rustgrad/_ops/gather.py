@@ -133,7 +133,7 @@ def _index_select_raw(x: Tensor, dim: int, idx: Any) -> Tensor:
 
 
 # ---- index_select ----------------------------------------------------------------------
-@op(method="index_select", function="index_select")
+@op(method="index_select", function="index_select", grad_fn="IndexSelectBackward0")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of input at index along dim.
 
@@ -205,7 +205,7 @@ def _check_gather_index(name: str, d: Any, idx: Any, dim: int, src: Any = None) 
         )
 
 
-@op(method="gather", function="gather")
+@op(method="gather", function="gather", grad_fn="GatherBackward0")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """Values of input picked along dim by index (`out[i][j] = input[index[i][j]][j]` for dim 0).
 
@@ -543,7 +543,7 @@ def _masked_select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return cast_grad(sum_to(_masked_scatter_zeros(g, mask), shape), dtype)
 
 
-@op(method="masked_select", function="masked_select", grad_fn="MaskedSelectBackward0")
+@op(method="masked_select", function="masked_select", grad_fn=("MaskedSelectBackward0", "MaskedScatterBackward0"))
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The entries of input where mask is True, as a 1-D tensor.
 

@@ -219,7 +219,8 @@ def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return index_into_zeros(g, shape, idx, not basic)
 
 
-@op(dunder="__getitem__", grad_fn=("IndexBackward0", "SliceBackward0"))
+@op(dunder="__getitem__",
+    grad_fn=("IndexBackward0", "SliceBackward0", "AliasBackward0", "SelectBackward0", "UnsqueezeBackward0"))
 def getitem(a: Tensor, idx: Any) -> Tensor:
     """self[indices]: basic indexing gives views, advanced indexing copies."""
     d = a._data
@@ -365,7 +366,9 @@ def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
     return "torch::autograd::CopyBackwards" if value_is_tensor else "FillBackward2"
 
 
-@op(dunder="__setitem__", grad_fn="torch::autograd::CopySlices")
+@op(dunder="__setitem__",
+    grad_fn=("torch::autograd::CopySlices", "torch::autograd::CopyBackwards", "FillBackward2", "IndexFillBackward0",
+             "IndexPutBackward0", "MaskedFillBackward0"))
 def setitem(a: Tensor, idx: Any, value: Any) -> None:
     """self[indices] = value, in place (CopySlices when self needs grad)."""
     if is_grad_enabled() and a.requires_grad and a.is_leaf and a._base is None:

@@ -353,7 +353,7 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
                   (input._data.shape, input._data.dtype, beta, alpha, batched, layout))
 
 
-@op(method="addmm", function="addmm")
+@op(method="addmm", function="addmm", grad_fn="AddmmBackward0")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2).
 
@@ -373,7 +373,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     return _addmm(input, mat1, mat2, beta, alpha, False)
 
 
-@op(method="baddbmm", function="baddbmm")
+@op(method="baddbmm", function="baddbmm", grad_fn="BaddbmmBackward0")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched.
@@ -503,7 +503,7 @@ def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
                   (tuple(tuple(s) for s in subs), tuple(out_sub)))
 
 
-@op(function="einsum", grad_fn="MulBackward0")
+@op(function="einsum", grad_fn=("MulBackward0", "EinsumBackward0"))
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation: the operands' entries multiplied and summed as the equation says.
 
@@ -700,7 +700,7 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g.expand(k), (n, m), 0, 0, 1)
 
 
-@op(method="trace", function="trace", grad_fn="TraceBackward0")
+@op(method="trace", function="trace", grad_fn=("TraceBackward0", "DiagonalBackwardBackward0"))
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-D tensor.
 
@@ -758,7 +758,7 @@ def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g, shape, offset, 0, 1)
 
 
-@op(method="diag", function="diag")
+@op(method="diag", function="diag", grad_fn=("DiagonalBackward0_copy", "DiagonalBackwardBackward0"))
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """The diagonal of a matrix, or the matrix with a vector on its diagonal.
 
@@ -813,7 +813,8 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     method="matmul",
     dunder="__matmul__",
     function="matmul",
-    grad_fn=("DotBackward0", "MmBackward0", "MvBackward0"),
+    grad_fn=("DotBackward0", "MmBackward0", "MvBackward0", "UnsafeViewBackward0", "SqueezeBackward4",
+             "TransposeBackward0", "CloneBackward0"),
 )
 def matmul(input: Tensor, other: Any) -> Any:
     """The matrix product with torch's rules for 1-D, 2-D and batched operands.

@@ -16,7 +16,7 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.reshape(ctx)
 
 
-@op(functional="linear", grad_fn=("AddmmBackward0", "MmBackward0"))
+@op(functional="linear", grad_fn=("AddmmBackward0", "MmBackward0", "UnsafeViewBackward0"))
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
     xd = input._data

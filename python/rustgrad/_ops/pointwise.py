@@ -1216,7 +1216,8 @@ abs_ = op(method=("abs_", "absolute_"), function=("abs_", "absolute_"), grad_fn=
 neg_ = op(method=("neg_", "negative_"), function=("neg_", "negative_"), grad_fn="NegBackward0")(
     _unary_inplace("neg"))
 square_ = op(method="square_", function="square_", grad_fn="PowBackward0")(_unary_inplace("square", True))
-relu_ = op(method="relu_", function="relu_", grad_fn="ReluBackward0")(_unary_inplace("relu"))
+relu_ = op(method="relu_", function="relu_", grad_fn=("ReluBackward0", "ThresholdBackwardBackward0"))(
+    _unary_inplace("relu"))
 
 
 # ---- nan_to_num ------------------------------------------------------------------------------
@@ -1418,13 +1419,13 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002  (torch's name)
     return _clamp_side(input, max, False)
 
 
-@op(method="clamp_min_", function="clamp_min_")
+@op(method="clamp_min_", function="clamp_min_", grad_fn=("ClampMinBackward0", "ClampMinBackward1"))
 def clamp_min_(self: Tensor, min: Any) -> Tensor:  # noqa: A002
     """clamp_min written into self."""
     return _write_result(self, lambda src: _clamp_side(src, min, True), True, min)
 
 
-@op(method="clamp_max_", function="clamp_max_")
+@op(method="clamp_max_", function="clamp_max_", grad_fn=("ClampMaxBackward0", "ClampMaxBackward1"))
 def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
     """clamp_max written into self."""
     return _write_result(self, lambda src: _clamp_side(src, max, False), True, max)

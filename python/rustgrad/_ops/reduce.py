@@ -231,7 +231,7 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     return (max_result if is_max else min_result)(v, i)
 
 
-@op(method="max", function="max")
+@op(method="max", function="max", grad_fn=("MaxBackward0", "MaxBackward1"))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest entry; over dim, (values, indices); with a tensor, the elementwise maximum.
 
@@ -261,7 +261,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _reduce_minmax(input, dim, keepdim, True)
 
 
-@op(method="min", function="min")
+@op(method="min", function="min", grad_fn=("MinBackward0", "MinBackward1"))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest entry; over dim, (values, indices); with a tensor, the elementwise minimum.
 
@@ -765,7 +765,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
                   (p, axes, kshape), True)
 
 
-@op(method="norm", function="norm")
+@op(method="norm", function="norm", grad_fn="LinalgVectorNormBackward0")
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries.
@@ -882,7 +882,7 @@ def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
                   (input,), (axes, kshape), True)
 
 
-@op(method="amax", function="amax")
+@op(method="amax", function="amax", grad_fn="AmaxBackward0")
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     """The largest entries over dim (the gradient is shared evenly among ties).
 
@@ -905,7 +905,7 @@ def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     return _amax(input, dim, keepdim, True)
 
 
-@op(method="amin", function="amin")
+@op(method="amin", function="amin", grad_fn="AminBackward0")
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     """The smallest entries over dim (the gradient is shared evenly among ties).
 

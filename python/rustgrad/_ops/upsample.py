@@ -314,7 +314,8 @@ def _area(x: Tensor, out: List[int]) -> Tensor:
     raise NotImplementedError("interpolate: mode 'area' of 5-D input (adaptive_avg_pool3d)")
 
 
-@op(functional="interpolate", grad_fn=tuple(_NODES.values()))
+@op(functional="interpolate", grad_fn=tuple(_NODES.values())
+    + tuple(n.replace("Backward0", "BackwardBackward0") for n in _NODES.values()))
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: Optional[bool] = None,
                 recompute_scale_factor: Optional[bool] = None,

@@ -49,7 +49,7 @@ def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
 
 
 # ---- narrow, select, unbind ------------------------------------------------------------
-@op(method="narrow", function="narrow", grad_fn="SliceBackward0")
+@op(method="narrow", function="narrow", grad_fn=("SliceBackward0", "SliceBackwardBackward0"))
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """A view of length entries of input along dim, from start.
 
@@ -86,7 +86,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     return _view(input, (slice(None),) * dim + (slice(start, start + length),), "SliceBackward0")
 
 
-@op(method="select", function="select", grad_fn="SelectBackward0")
+@op(method="select", function="select", grad_fn=("SelectBackward0", "SliceBackwardBackward0"))
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     """A view of input at index along dim, without that dim.
 
@@ -116,7 +116,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _view(input, (slice(None),) * dim + (index, Ellipsis), "SelectBackward0")
 
 
-@op(method="unbind", function="unbind", grad_fn="UnbindBackward0")
+@op(method="unbind", function="unbind", grad_fn=("UnbindBackward0", "SliceBackwardBackward0"))
 def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
     """The slices of input along dim, as a tuple of views.
 
@@ -157,7 +157,7 @@ def _multi_output(views: List[Tensor]) -> Tuple[Tensor, ...]:
     return tuple(views)
 
 
-@op(method="split", function="split", grad_fn="SplitBackward0")
+@op(method="split", function="split", grad_fn=("SplitBackward0", "SliceBackwardBackward0"))
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
     """input cut along dim into pieces of a given size (or given sizes), as views.
 
@@ -193,7 +193,8 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Te
     return split_with_sizes(tensor, s, dim)
 
 
-@op(method="split_with_sizes", function="split_with_sizes", grad_fn="SplitWithSizesBackward0")
+@op(method="split_with_sizes", function="split_with_sizes",
+    grad_fn=("SplitWithSizesBackward0", "SliceBackwardBackward0"))
 def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -> Tuple[Tensor,
                                                                                          ...]:
     """input cut along dim into pieces of the given sizes, as views."""
@@ -261,7 +262,7 @@ def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g, shape, offset, d1, d2)
 
 
-@op(method="diagonal", function="diagonal", grad_fn="DiagonalBackward0")
+@op(method="diagonal", function="diagonal", grad_fn=("DiagonalBackward0", "DiagonalBackwardBackward0"))
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """A view of the diagonal of input over dims dim1 and dim2.
 
@@ -362,7 +363,7 @@ def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _unfold_grad(g, shape, dim, size, step)
 
 
-@op(method="unfold", grad_fn="UnfoldBackward0")
+@op(method="unfold", grad_fn=("UnfoldBackward0", "UnfoldBackwardBackward0"))
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """A view of all windows of size entries, step apart, along dimension."""
     d = input._data
@@ -406,7 +407,7 @@ def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
                   (upper, k))
 
 
-@op(method="tril", function="tril")
+@op(method="tril", function="tril", grad_fn="TrilBackward0")
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """A copy of input with the entries above the diagonal set to zero.
 
@@ -425,7 +426,7 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(input, diagonal, False)
 
 
-@op(method="triu", function="triu")
+@op(method="triu", function="triu", grad_fn="TriuBackward0")
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """A copy of input with the entries below the diagonal set to zero.
 
