@@ -8,7 +8,7 @@ import operator
 import numpy as np
 import pytest
 
-from ..parity import check, check_error, grad_ok, same_error
+from ..parity import check, check_error, grad_ok, ints, same_error
 
 BINARY_SHAPES = [
     ((3, 4), (3, 4)),
@@ -134,3 +134,12 @@ def test_addcmul_inplace_without_grad(lib):
     x = lib.zeros(3)
     x.addcmul_(lib.tensor([1.0, 2.0, 3.0]), lib.tensor([2.0, 2.0, 2.0]), value=0.5)
     assert x.tolist() == [1.0, 2.0, 3.0] and x._version == 1
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_div_with_rounding_records_torchs_node_with_zero_gradients(mode, device):
+    # torch: DivBackward2, whose gradients are zeros (the rounding's derivative)
+    check(lambda lib, a, b: lib.div(a, b, rounding_mode=mode), (3, 4), (4,), device=device)
+    check(lambda lib, a: lib.div(a, 2.5, rounding_mode=mode), (3,), device=device)
+    check(lambda lib, a, b: lib.div(a, b, rounding_mode=mode), ints([3, -5, 7]), (3,),
+          dtypes=(np.float32,), device=device)

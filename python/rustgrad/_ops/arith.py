@@ -335,7 +335,7 @@ def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / ctx, None
 
 
-@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn="DivBackward0",
+@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn=("DivBackward0", "DivBackward2"),
     saved={"DivBackward0": _SAVED_BINARY})
 def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
@@ -385,8 +385,11 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
     xp = a._backend
-    ad = a._data
-    bd = b._data if isinstance(b, Tensor) else _int_operand(ad, b)
+    if isinstance(b, Tensor):
+        ad, bd = promote(a, b)
+    else:
+        ad = scalar_operand(a._data, b)
+        bd = _int_operand(ad, b)
     if mode == "trunc":
         out = xp.trunc(ad / bd) if _dtype.is_floating_np(ad.dtype) else xp.fix(ad / bd).astype(ad.dtype)
     elif mode == "floor":
@@ -395,7 +398,17 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
         raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
         )
-    return record(out, (), "DivBackward1", None)
+    # torch records DivBackward2 whose gradients are zeros (the rounding's derivative)
+    inputs = (a, b if isinstance(b, Tensor) else None)
+    ctx = tuple(None if t is None else (t._data.shape, _dtype.from_np(t._data.dtype))
+                for t in inputs)
+    return record(out, inputs, "DivBackward2", _div_rounding_bw, None, ctx)
+
+
+def _div_rounding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    from .._creation import zeros
+
+    return tuple(None if c is None else zeros(c[0], dtype=c[1], device=g.device) for c in ctx)
 
 
 @op(dunder="__rtruediv__")
@@ -809,7 +822,7 @@ def mul_function(input: Any, other: Any) -> Tensor:
     return mul(input, other)
 
 
-@op(function=("div", "divide", "true_divide"), grad_fn="DivBackward0")
+@op(function=("div", "divide", "true_divide"), grad_fn=("DivBackward0", "DivBackward2"))
 def div_function(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
 
