@@ -155,3 +155,30 @@ def test_the_fused_gpu_step_is_one_launch_per_parameter(k, monkeypatch):
     sum((w * w).sum() for w in ws).backward()
     opt.step()
     assert calls == [1, 1, 1]
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm_forward_and_backward_kernels(k, cp, dtype, tol, affine):
+    rng = np.random.default_rng(0)
+    n, d, eps = 37, 300, 1e-5  # d above the block's 256 threads: each thread takes two
+    x = (rng.standard_normal((n, d)) * 3 + 1).astype(dtype)
+    g = rng.standard_normal((n, d)).astype(dtype)
+    w = rng.standard_normal(d).astype(dtype) if affine else None
+    b = rng.standard_normal(d).astype(dtype) if affine else None
+    xd = x.astype(np.float64)
+    mean = xd.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(((xd - mean) ** 2).mean(1, keepdims=True) + eps)
+    xhat = (xd - mean) * rstd
+    want_y = xhat * w + b if affine else xhat
+    gw = g * w if affine else g.astype(np.float64)
+    want_dx = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
+    def dev(a):
+        return None if a is None else cp.asarray(a)
+
+    y = k.layer_norm(dev(x), dev(w), dev(b), eps)
+    dx, got_xhat = k.layer_norm_backward(dev(g), dev(x), dev(w), eps, True)
+    np.testing.assert_allclose(cp.asnumpy(y), want_y, rtol=tol, atol=tol)
+    np.testing.assert_allclose(cp.asnumpy(dx), want_dx, rtol=10 * tol, atol=10 * tol)
+    np.testing.assert_allclose(cp.asnumpy(got_xhat), xhat, rtol=tol, atol=tol)
+    assert k.layer_norm(dev(x).astype(cp.float16), None, None, eps) is None  # not taken

@@ -134,3 +134,19 @@ def test_the_fused_optimizer_kernels_are_asked_for_on_the_gpu(sim_cuda):
         assert [name for name, _ in strict_cupy.KERNEL_CALLS] in (["adam_step"], ["sgd_step"])
         assert strict_cupy.KERNEL_CALLS[0][1][0] == (3, 2)
         w.grad = None
+
+
+def test_layer_norm_runs_one_kernel_each_way_on_the_gpu(sim_cuda):
+    import rustgrad
+
+    x = rustgrad.randn(4, 3, 8, device="cuda", requires_grad=True)
+    ln = rustgrad.nn.LayerNorm(8).to("cuda")
+    strict_cupy.KERNEL_CALLS.clear()
+    ln(x).sum().backward()
+    assert [n for n, _ in strict_cupy.KERNEL_CALLS] == ["layer_norm", "layer_norm_backward"]
+    assert strict_cupy.KERNEL_CALLS[0][1][0] == (12, 8)  # rows of the normalized dim
+    with rustgrad.enable_grad():  # double backward: the formulas in rustgrad ops, no kernel
+        strict_cupy.KERNEL_CALLS.clear()
+        (g,) = rustgrad.autograd.grad(ln(x).pow(2).sum(), x, create_graph=True)
+        assert [n for n, _ in strict_cupy.KERNEL_CALLS] == ["layer_norm"]
+        g.sum().backward()

@@ -30,5 +30,7 @@ class Kernels:
     max_pool2d: Kernel = None  # (x, kernel, stride, padding, dilation, out) -> (max, index)
     max_pool2d_backward: Kernel = None  # (grad, indices, shape) -> zeros(shape) + grad at indices
     im2col: Kernel = None  # see cuda_kernels.im2col
+    layer_norm: Kernel = None  # (x (N, D), weight, bias, eps) -> y; weight/bias (D,) or None
+    layer_norm_backward: Kernel = None  # (g, x, weight, eps, want_xhat) -> (dx, xhat or None)
     sgd_step: Kernel = None  # (param, grad, buf, args) -> bool: stepped in place
     adam_step: Kernel = None  # (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args) -> bool

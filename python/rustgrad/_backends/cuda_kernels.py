@@ -274,6 +274,139 @@ def softmax_cross_entropy_backward(logits: Any, target: Any, lse: Any, grad_rows
         ignore_index, c)
 
 
+# layer_norm over the last dim of an (N, D) array, one block of 256 threads per row; the row's
+# sums in double (a tree in shared memory). The backward's input gradient is the formula of
+# _ops/norm.py's _norm_bw_x_raw (rstd * gw + b * x + c), so an infinite weight gives torch's
+# inf and nan; it also writes xhat for the weight's gradient when asked.
+_LAYER_NORM = r"""
+__device__ double rg_block_sum(double v, double* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h /= 2) {
+        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+        __syncthreads();
+    }
+    double r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+__device__ void rg_row_stats(const T* row, long long d, double eps, double* sh, double* mean,
+                             double* rstd) {
+    double a = 0.0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) a += (double)row[j];
+    double m = rg_block_sum(a, sh) / (double)d;
+    double v = 0.0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double c = (double)row[j] - m;
+        v += c * c;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt(rg_block_sum(v, sh) / (double)d + eps);
+}
+
+extern "C" __global__ void rustgrad_layer_norm(const T* x, const T* w, const T* b, T* y,
+                                               long long d, double eps, int has_w, int has_b) {
+    __shared__ double sh[256];
+    const T* row = x + (long long)blockIdx.x * d;
+    T* out = y + (long long)blockIdx.x * d;
+    double mean, rstd;
+    rg_row_stats(row, d, eps, sh, &mean, &rstd);
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double o = ((double)row[j] - mean) * rstd;
+        if (has_w) o *= (double)w[j];
+        if (has_b) o += (double)b[j];
+        out[j] = (T)o;
+    }
+}
+
+extern "C" __global__ void rustgrad_layer_norm_backward(const T* g, const T* x, const T* w,
+                                                        T* dx, T* xhat, long long d, double eps,
+                                                        int has_w, int want_xhat) {
+    __shared__ double sh[256];
+    long long off = (long long)blockIdx.x * d;
+    const T* row = x + off;
+    const T* grow = g + off;
+    double mean, rstd;
+    rg_row_stats(row, d, eps, sh, &mean, &rstd);
+    double ds = 0.0, db = 0.0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double gw = (double)grow[j] * (has_w ? (double)w[j] : 1.0);
+        ds += gw * (double)row[j];
+        db += gw;
+    }
+    ds = rg_block_sum(ds, sh);
+    db = rg_block_sum(db, sh);
+    double bb = (db * mean - ds) * (rstd * rstd * rstd) / (double)d;
+    double cc = -bb * mean - db * rstd / (double)d;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double gw = (double)grow[j] * (has_w ? (double)w[j] : 1.0);
+        dx[off + j] = (T)(rstd * gw + bb * (double)row[j] + cc);
+        if (want_xhat) xhat[off + j] = (T)(((double)row[j] - mean) * rstd);
+    }
+}
+"""
+
+
+@functools.cache
+def _layer_norm_kernels(ctype: str) -> Tuple[Any, Any]:
+    import cupy as cp
+
+    module = cp.RawModule(code="#define T " + ctype + "\n" + _LAYER_NORM)
+    return (module.get_function("rustgrad_layer_norm"),
+            module.get_function("rustgrad_layer_norm_backward"))
+
+
+def _ln_ctype(*arrays: Any) -> Any:
+    """The C type of float32/float64 C-contiguous arrays of one dtype, else None."""
+    dt = arrays[0].dtype
+    if dt.kind != "f" or dt.itemsize < 4:
+        return None
+    for a in arrays:
+        if a is not None and (a.dtype != dt or not a.flags.c_contiguous):
+            return None
+    return "double" if dt.itemsize == 8 else "float"
+
+
+def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    """layer_norm of (N, D) x over its last dim, times weight (D,) plus bias (D,) (either may
+    be None), in one kernel; None for arrays it does not take (float16, strided)."""
+    import cupy as cp
+
+    ctype = _ln_ctype(x, weight, bias)
+    if ctype is None:
+        return None
+    n, d = x.shape
+    y = cp.empty_like(x)
+    if n and d:
+        dummy = x[:0]
+        _layer_norm_kernels(ctype)[0](
+            (n,), (256,), (x, dummy if weight is None else weight, dummy if bias is None else bias,
+                           y, cp.int64(d), cp.float64(eps), cp.int32(weight is not None),
+                           cp.int32(bias is not None)))
+    return y
+
+
+def layer_norm_backward(g: Any, x: Any, weight: Any, eps: float, want_xhat: bool) -> Any:
+    """(dx, xhat or None) of layer_norm over the last dim of (N, D) x, for the upstream
+    gradient g, in one kernel; None for arrays it does not take."""
+    import cupy as cp
+
+    ctype = _ln_ctype(g, x, weight)
+    if ctype is None:
+        return None
+    n, d = x.shape
+    dx = cp.empty_like(x)
+    xhat = cp.empty_like(x) if want_xhat else None
+    if n and d:
+        dummy = x[:0]
+        _layer_norm_kernels(ctype)[1](
+            (n,), (256,), (g, x, dummy if weight is None else weight, dx,
+                           dummy if xhat is None else xhat, cp.int64(d), cp.float64(eps),
+                           cp.int32(weight is not None), cp.int32(want_xhat)))
+    return dx, xhat
+
+
 def im2col(x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Tuple[int, int, int, int],
            s: Tuple[int, int], fill: float = 0.0, channels_first: bool = False) -> Any:
     """(N, C, H, W) -> (N, C, kh, kw, OH, OW) (or (C, kh, kw, N, OH, OW) with channels_first),

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const, needs_grad, record, same_devices
+from ._util import const, is_grad_enabled, needs_grad, record, same_devices
 
 
 def _same_devices(*tensors: Optional[Tensor]) -> None:
@@ -52,8 +52,11 @@ def _stats(x: Tensor, dims: Tuple[int, ...], eps: float) -> Tuple[Tensor, Tensor
 def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, w = saved
     dims, eps, needs, has_w, has_b = ctx
-    xhat, rstd, mean = _stats(x, dims, eps)
     lead = tuple(range(x._data.ndim - len(dims)))
+    fused = _fused_layer_norm_bw(g, x, w, dims, eps, needs, has_w, has_b, lead)
+    if fused is not None:
+        return fused
+    xhat, rstd, mean = _stats(x, dims, eps)
     gxhat = g * w if has_w else g
     out = [_norm_bw_x_raw(gxhat, x, rstd, mean, dims) if needs[0] else None]
     if has_w:
@@ -61,6 +64,37 @@ def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
                    else None)
     if has_b:
         out.append((g.sum(lead) if lead else g) if needs[2] else None)
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def _rows(a: Any, dims: Tuple[int, ...]) -> Any:
+    """a as (N, D): its normalized dims (the last ones) flattened into one."""
+    d = math.prod(a.shape[a.ndim - len(dims):])
+    return a.reshape(-1, d) if d else None
+
+
+def _fused_layer_norm_bw(g: Tensor, x: Tensor, w: Optional[Tensor], dims: Tuple[int, ...],
+                         eps: float, needs: Any, has_w: bool, has_b: bool,
+                         lead: Tuple[int, ...]) -> Any:
+    """The gradients in one pass of the backend's kernel where no graph of them is recorded,
+    else None (the formulas in rustgrad ops run)."""
+    kernel = g._backend.kernels.layer_norm_backward
+    if kernel is None or is_grad_enabled():
+        return None
+    xd, gd = x._data, g._data
+    x2, g2 = _rows(xd, dims), _rows(gd, dims)
+    if x2 is None or g2 is None:
+        return None
+    res = kernel(g2, x2, w._data.reshape(-1) if has_w else None, eps, has_w and needs[1])
+    if res is None:
+        return None
+    dx, xhat = res
+    out = [const(dx.reshape(xd.shape)) if needs[0] else None]
+    if has_w:
+        gx = gd * xhat.reshape(xd.shape) if needs[1] else None
+        out.append(None if gx is None else const(gx.sum(axis=lead) if lead else gx))
+    if has_b:
+        out.append(const(gd.sum(axis=lead) if lead else gd.copy()) if needs[2] else None)
     return tuple(out) if len(out) > 1 else out[0]
 
 
@@ -98,14 +132,22 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     _same_devices(x, w, b)
     xp = x._backend
     dims = tuple(range(xd.ndim - len(shape), xd.ndim))
-    mean = xd.mean(axis=dims, keepdims=True)
-    xc = xd - mean
-    var = (xc * xc).mean(axis=dims, keepdims=True)
-    out = xc * (1 / xp.sqrt(var + eps))
-    if w is not None:
-        out = out * w._data
-    if b is not None:
-        out = out + b._data
+    kernel = xp.kernels.layer_norm
+    x2 = None if kernel is None else _rows(xd, dims)
+    out = None if x2 is None else kernel(
+        x2, None if w is None else w._data.reshape(-1), None if b is None else b._data.reshape(-1),
+        eps)
+    if out is not None:
+        out = out.reshape(xd.shape)
+    else:
+        mean = xd.mean(axis=dims, keepdims=True)
+        xc = xd - mean
+        var = (xc * xc).mean(axis=dims, keepdims=True)
+        out = xc * (1 / xp.sqrt(var + eps))
+        if w is not None:
+            out = out * w._data
+        if b is not None:
+            out = out + b._data
     inputs = tuple(t for t in (x, w, b) if t is not None)
     ctx = (dims, eps, needs_grad(x, w, b), w is not None, b is not None)
     return record(out.astype(xd.dtype, copy=False), inputs, "NativeLayerNormBackward0",
