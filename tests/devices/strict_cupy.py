@@ -843,6 +843,19 @@ def _adam_reference(p: ndarray, g: ndarray, m: ndarray, v: ndarray, vmax: Any, a
     return True
 
 
+def _adam_multi_reference(params: Any, grads: Any, ms: Any, vs: Any, vmaxs: Any,
+                          a: Any) -> bool:
+    """cuda_kernels.adam_step_multi: _adam_reference over each parameter (one launch)."""
+    dt = params[0]._a.dtype
+    cols = [params, grads, ms, vs] + ([vmaxs] if vmaxs is not None else [])
+    if dt.kind != "f" or dt.itemsize < 4 or any(
+            x._a.dtype != dt or not x._a.flags.c_contiguous for col in cols for x in col):
+        return False
+    for i, p in enumerate(params):
+        _adam_reference(p, grads[i], ms[i], vs[i], None if vmaxs is None else vmaxs[i], a)
+    return True
+
+
 def _sgd_reference(p: ndarray, g: ndarray, buf: Any, a: Any) -> bool:
     """optim/sgd.py's formulation on the arrays, in place (what the CUDA kernel computes)."""
     gg = -g._a if a.maximize else g._a
@@ -898,7 +911,8 @@ def _layer_norm_backward_reference(g: ndarray, x: ndarray, w: Any, eps: float,
 # without one here answer None and the op computes with its array formulation
 _REFERENCES: Dict[str, Callable[..., Any]] = {
     "gelu": _gelu_reference, "gelu_backward": _gelu_backward_reference,
-    "adam_step": _adam_reference, "sgd_step": _sgd_reference,
+    "adam_step": _adam_reference, "adam_step_multi": _adam_multi_reference,
+    "sgd_step": _sgd_reference,
     "layer_norm": _layer_norm_reference, "layer_norm_backward": _layer_norm_backward_reference,
 }
 
@@ -910,8 +924,9 @@ def record_cuda_c_kernels(monkeypatch: Any, backend: Any) -> None:
     table = backend.kernels
     for name in backend.CUDA_C_KERNELS:
         def recorder(*args: Any, _name: str = name, **kwargs: Any) -> Any:
-            KERNEL_CALLS.append((_name, tuple(tuple(a.shape) for a in args
-                                              if isinstance(a, ndarray))))
+            shapes = [a.shape for a in args if isinstance(a, ndarray)] or [
+                a.shape for a in (args[0] if args and isinstance(args[0], list) else ())]
+            KERNEL_CALLS.append((_name, tuple(tuple(s) for s in shapes)))
             ref = _REFERENCES.get(_name)
             if ref is None:
                 return None

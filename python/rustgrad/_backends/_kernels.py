@@ -34,3 +34,4 @@ class Kernels:
     layer_norm_backward: Kernel = None  # (g, x, weight, eps, want_xhat) -> (dx, xhat or None)
     sgd_step: Kernel = None  # (param, grad, buf, args) -> bool: stepped in place
     adam_step: Kernel = None  # (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args) -> bool
+    adam_step_multi: Kernel = None  # the same over lists of arrays (one step count), one launch

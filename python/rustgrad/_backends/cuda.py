@@ -194,9 +194,10 @@ def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
 kernels = Kernels(
     erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
     max_pool2d=_max_pool2d, max_pool2d_backward=_max_pool2d_backward,
-    adam_step=_ck.adam_step, sgd_step=_ck.sgd_step, layer_norm=_ck.layer_norm,
+    adam_step=_ck.adam_step, adam_step_multi=_ck.adam_step_multi, sgd_step=_ck.sgd_step,
+    layer_norm=_ck.layer_norm,
     layer_norm_backward=_ck.layer_norm_backward,
 )
 # the entries that compile CUDA C (a test double without a GPU replaces them)
-CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step", "sgd_step",
-                  "layer_norm", "layer_norm_backward")
+CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step",
+                  "adam_step_multi", "sgd_step", "layer_norm", "layer_norm_backward")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Tuple
 
+import numpy as np
+
 # arithmetic in float for float16/float32 and in double for float64 (CuPy's float16 converts)
 _ACC = """
 template <typename T> struct acc { typedef float type; };
@@ -172,6 +174,83 @@ def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_
     else:
         _elementwise("adam_step_amsgrad")(grad, *scalars, param, exp_avg, exp_avg_sq,
                                           max_exp_avg_sq)
+    return True
+
+
+# Adam over many parameters in one launch: blockIdx.y picks the tensor (its pointers from
+# arrays of addresses), the x blocks stride over its elements; the body is _ADAM_BODY's
+_ADAM_MULTI = r"""
+extern "C" __global__ void rustgrad_adam_multi(const long long* ptrs, long long count,
+        double lr, double beta1, double beta2, double eps, double wd, int decoupled,
+        int maximize, double step_size, double bc2_sqrt, int amsgrad) {
+    long long t = blockIdx.y;
+    long long n = ptrs[5 * count + t];
+    T* p = (T*)ptrs[t];
+    const T* g = (const T*)ptrs[count + t];
+    T* m = (T*)ptrs[2 * count + t];
+    T* v = (T*)ptrs[3 * count + t];
+    T* vmax = (T*)ptrs[4 * count + t];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        double gg = maximize ? -(double)g[i] : (double)g[i];
+        double pi = (double)p[i];
+        if (wd != 0) {
+            if (decoupled) pi = (double)(T)(pi * (1 - lr * wd));
+            else gg = wd * pi + gg;
+        }
+        double mm = (double)m[i], w1 = 1 - beta1;
+        mm = (w1 < 0.5) ? w1 * (gg - mm) + mm : -beta1 * (gg - mm) + gg;
+        m[i] = (T)mm;
+        double vv = (double)v[i] * beta2;
+        vv = (1 - beta2) * gg * gg + vv;
+        v[i] = (T)vv;
+        if (amsgrad) {
+            if (vv > (double)vmax[i]) vmax[i] = (T)vv;
+            vv = (double)vmax[i];
+        }
+        double denom = sqrt(vv) / bc2_sqrt + eps;
+        p[i] = (T)(pi + (-step_size * mm) / denom);
+    }
+}
+"""
+
+
+@functools.cache
+def _adam_multi_kernel(ctype: str) -> Any:
+    import cupy as cp
+
+    return cp.RawKernel("#define T " + ctype + "\n" + _ADAM_MULTI, "rustgrad_adam_multi")
+
+
+def adam_step_multi(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any,
+                    max_exp_avg_sqs: Any, args: Any) -> bool:
+    """One Adam/AdamW step of many parameters (one dtype, one device, one step count) in one
+    launch; False where they do not qualify (float16, strided, mixed)."""
+    import cupy as cp
+
+    count = len(params)
+    vmaxs = max_exp_avg_sqs if max_exp_avg_sqs is not None else params
+    columns = (params, grads, exp_avgs, exp_avg_sqs, vmaxs)
+    dt = params[0].dtype
+    if dt.kind != "f" or dt.itemsize < 4 or any(
+            a.dtype != dt or not a.flags.c_contiguous or a.size != p.size
+            for col in columns for a, p in zip(col, params)):
+        return False
+    table = np.empty(6 * count, dtype=np.int64)  # the pointer table: built here, copied once
+    for c, col in enumerate(columns):
+        table[c * count:(c + 1) * count] = [a.data.ptr for a in col]
+    sizes = [p.size for p in params]
+    table[5 * count:] = sizes
+    biggest = max(sizes)
+    if biggest == 0:
+        return True
+    blocks = min((biggest + 255) // 256, 1024)
+    _adam_multi_kernel("double" if dt.itemsize == 8 else "float")(
+        (blocks, count), (256,),
+        (cp.asarray(table), cp.int64(count), cp.float64(args.lr), cp.float64(args.beta1),
+         cp.float64(args.beta2), cp.float64(args.eps), cp.float64(args.weight_decay),
+         cp.int32(args.decoupled), cp.int32(args.maximize), cp.float64(args.step_size),
+         cp.float64(args.bias_correction2_sqrt), cp.int32(max_exp_avg_sqs is not None)))
     return True
 
 

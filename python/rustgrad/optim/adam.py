@@ -4,7 +4,7 @@ single-tensor update."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like, check_args
@@ -73,6 +73,7 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            pending: List[Any] = []
             for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
@@ -82,7 +83,6 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = _zeros_like(p)
                 xp = p._backend
-                pd = p._data
                 g = p.grad._data
                 step_t = state["step"]
                 step_t._data[...] += 1
@@ -92,35 +92,74 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2**step
                 step_size = lr / bias_correction1
                 bias_correction2_sqrt = bias_correction2**0.5
-                if self._fused_step(p, g, state, amsgrad, _AdamArgs(
-                        lr, beta1, beta2, eps, wd, decoupled, maximize, step_size,
-                        bias_correction2_sqrt)):
+                args = _AdamArgs(lr, beta1, beta2, eps, wd, decoupled, maximize, step_size,
+                                 bias_correction2_sqrt)
+                if xp.kernels.adam_step_multi is not None:  # one launch for the whole group
+                    pending.append((p, g, state, args))
                     continue
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    if decoupled:
-                        pd *= 1 - lr * wd
-                    else:
-                        g = _fma(xp, wd, pd, g)
-                m = state["exp_avg"]._data
-                v = state["exp_avg_sq"]._data
-                _lerp_(xp, m, g, 1 - beta1)
-                v *= beta2
-                v[...] = _fma(xp, (1 - beta2) * g, g, v)
-                if amsgrad:
-                    vmax = state["max_exp_avg_sq"]._data
-                    xp.maximum(vmax, v, out=vmax)
-                    state["max_exp_avg_sq"]._bump_version()
-                    denom = xp.sqrt(vmax) / bias_correction2_sqrt
-                else:
-                    denom = xp.sqrt(v) / bias_correction2_sqrt
-                denom += eps
-                pd += ((-step_size) * m) / denom
-                state["exp_avg"]._bump_version()
-                state["exp_avg_sq"]._bump_version()
-                p._bump_version()
+                if self._fused_step(p, g, state, amsgrad, args):
+                    continue
+                self._array_step(p, g, state, amsgrad, args)
+            if pending:
+                self._multi_step(pending, amsgrad)
         return loss
+
+    def _multi_step(self, pending: List[Any], amsgrad: bool) -> None:
+        """The group's parameters of one step count updated by one launch of the backend's
+        multi-tensor kernel; each parameter it does not take by its own kernel or formulation."""
+        batches: Dict[Any, List[Any]] = {}
+        for item in pending:  # one launch per device, dtype and step count (a later param's)
+            p = item[0]
+            key = (str(p.device), p._data.dtype, item[3].step_size)
+            batches.setdefault(key, []).append(item)
+        for items in batches.values():
+            p0 = items[0][0]
+            kernel = p0._backend.kernels.adam_step_multi
+            vmax = [s["max_exp_avg_sq"]._data for _, _, s, _ in items] if amsgrad else None
+            if kernel([p._data for p, _, _, _ in items], [g for _, g, _, _ in items],
+                      [s["exp_avg"]._data for _, _, s, _ in items],
+                      [s["exp_avg_sq"]._data for _, _, s, _ in items], vmax, items[0][3]):
+                for p, _, state, _ in items:
+                    for t in (p, state["exp_avg"], state["exp_avg_sq"]):
+                        t._bump_version()
+                    if amsgrad:
+                        state["max_exp_avg_sq"]._bump_version()
+                continue
+            for p, g, state, args in items:
+                if not self._fused_step(p, g, state, amsgrad, args):
+                    self._array_step(p, g, state, amsgrad, args)
+
+    def _array_step(self, p: Tensor, g: Any, state: Dict[str, Any], amsgrad: bool,
+                    args: _AdamArgs) -> None:
+        """One parameter's update in backend array operations (torch's single-tensor Adam)."""
+        xp, pd = p._backend, p._data
+        lr, beta1, beta2, eps, wd = args.lr, args.beta1, args.beta2, args.eps, args.weight_decay
+        decoupled, maximize = args.decoupled, args.maximize
+        step_size, bias_correction2_sqrt = args.step_size, args.bias_correction2_sqrt
+        if maximize:
+            g = -g
+        if wd != 0:
+            if decoupled:
+                pd *= 1 - lr * wd
+            else:
+                g = _fma(xp, wd, pd, g)
+        m = state["exp_avg"]._data
+        v = state["exp_avg_sq"]._data
+        _lerp_(xp, m, g, 1 - beta1)
+        v *= beta2
+        v[...] = _fma(xp, (1 - beta2) * g, g, v)
+        if amsgrad:
+            vmax = state["max_exp_avg_sq"]._data
+            xp.maximum(vmax, v, out=vmax)
+            state["max_exp_avg_sq"]._bump_version()
+            denom = xp.sqrt(vmax) / bias_correction2_sqrt
+        else:
+            denom = xp.sqrt(v) / bias_correction2_sqrt
+        denom += eps
+        pd += ((-step_size) * m) / denom
+        state["exp_avg"]._bump_version()
+        state["exp_avg_sq"]._bump_version()
+        p._bump_version()
 
     def _fused_step(self, p: Tensor, g: Any, state: Dict[str, Any], amsgrad: bool,
                     args: _AdamArgs) -> bool:
