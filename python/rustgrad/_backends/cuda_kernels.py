@@ -24,7 +24,7 @@ template <> struct acc<double> { typedef double type; };
 
 @functools.cache
 def _elementwise(name: str) -> Any:
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     src = {
         "gelu": ("T x", "T y", """
@@ -215,9 +215,27 @@ extern "C" __global__ void rustgrad_adam_multi(const long long* ptrs, long long 
 """
 
 
+_TABLES: "dict[tuple[int, bytes], Any]" = {}  # recent pointer tables already on the device
+
+
+def _device_table(table: np.ndarray) -> Any:
+    """The pointer table on the device. A host-to-device copy from pageable memory waits for
+    the GPU; in a steady training loop the same arrays (and pool blocks) come back each step,
+    so recent tables are kept on the device and reused."""
+    import cupy as cp
+
+    key = (cp.cuda.runtime.getDevice(), table.tobytes())
+    found = _TABLES.get(key)
+    if found is None:
+        if len(_TABLES) >= 16:
+            _TABLES.pop(next(iter(_TABLES)))
+        found = _TABLES[key] = cp.asarray(table)
+    return found
+
+
 @functools.cache
 def _adam_multi_kernel(ctype: str) -> Any:
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     return cp.RawKernel("#define T " + ctype + "\n" + _ADAM_MULTI, "rustgrad_adam_multi")
 
@@ -226,7 +244,7 @@ def adam_step_multi(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any,
                     max_exp_avg_sqs: Any, args: Any) -> bool:
     """One Adam/AdamW step of many parameters (one dtype, one device, one step count) in one
     launch; False where they do not qualify (float16, strided, mixed)."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     count = len(params)
     vmaxs = max_exp_avg_sqs if max_exp_avg_sqs is not None else params
@@ -247,7 +265,7 @@ def adam_step_multi(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any,
     blocks = min((biggest + 255) // 256, 1024)
     _adam_multi_kernel("double" if dt.itemsize == 8 else "float")(
         (blocks, count), (256,),
-        (cp.asarray(table), cp.int64(count), cp.float64(args.lr), cp.float64(args.beta1),
+        (_device_table(table), cp.int64(count), cp.float64(args.lr), cp.float64(args.beta1),
          cp.float64(args.beta2), cp.float64(args.eps), cp.float64(args.weight_decay),
          cp.int32(args.decoupled), cp.int32(args.maximize), cp.float64(args.step_size),
          cp.float64(args.bias_correction2_sqrt), cp.int32(max_exp_avg_sqs is not None)))
@@ -320,7 +338,7 @@ extern "C" __global__ void rustgrad_softmax_ce(const T* x, const long long* targ
 
 @functools.cache
 def _softmax_ce_kernel(ctype: str) -> Any:
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     return cp.RawKernel("#define T " + ctype + "\n" + _SOFTMAX_CE, "rustgrad_softmax_ce")
 
@@ -329,7 +347,7 @@ def softmax_cross_entropy(logits: Any, target: Any, ignore_index: int = -100) ->
     """Per-row cross-entropy of (N, C) logits against int64 class indices (N,), and each row's
     log-sum-exp (what `softmax_cross_entropy_backward` needs): (loss (N,), lse (N,)). Rows
     whose target is ignore_index have loss 0. float16 is computed in float32."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     dtype = logits.dtype
     x = logits.astype(cp.float32) if dtype == cp.float16 else cp.ascontiguousarray(logits)
@@ -429,7 +447,7 @@ extern "C" __global__ void rustgrad_layer_norm_backward(const T* g, const T* x, 
 
 @functools.cache
 def _layer_norm_kernels(ctype: str) -> Tuple[Any, Any]:
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     module = cp.RawModule(code="#define T " + ctype + "\n" + _LAYER_NORM)
     return (module.get_function("rustgrad_layer_norm"),
@@ -450,7 +468,7 @@ def _ln_ctype(*arrays: Any) -> Any:
 def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     """layer_norm of (N, D) x over its last dim, times weight (D,) plus bias (D,) (either may
     be None), in one kernel; None for arrays it does not take (float16, strided)."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     ctype = _ln_ctype(x, weight, bias)
     if ctype is None:
@@ -469,7 +487,7 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
 def layer_norm_backward(g: Any, x: Any, weight: Any, eps: float, want_xhat: bool) -> Any:
     """(dx, xhat or None) of layer_norm over the last dim of (N, D) x, for the upstream
     gradient g, in one kernel; None for arrays it does not take."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     ctype = _ln_ctype(g, x, weight)
     if ctype is None:
@@ -490,7 +508,7 @@ def im2col(x: Any, k: Tuple[int, int], d: Tuple[int, int], pads: Tuple[int, int,
            s: Tuple[int, int], fill: float = 0.0, channels_first: bool = False) -> Any:
     """(N, C, H, W) -> (N, C, kh, kw, OH, OW) (or (C, kh, kw, N, OH, OW) with channels_first),
     as `_ops/conv.py`'s im2col, in one kernel; pads are (top, bottom, left, right)."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     x = cp.ascontiguousarray(x)
     n, c, h, w = x.shape
@@ -510,7 +528,7 @@ def max_pool2d_with_indices(x: Any, k: Tuple[int, int], s: Tuple[int, int],
     """The (N, C, OH, OW) window maxima of (N, C, H, W) x and their int64 flat indices
     (y * W + x, torch's), with padding never chosen; the output size is the caller's (it
     knows ceil_mode)."""
-    import cupy as cp
+    import cupy as cp  # optional dependency: the module imports without CuPy
 
     x = cp.ascontiguousarray(x)
     n, c, h, w = x.shape
