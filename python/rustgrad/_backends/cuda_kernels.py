@@ -215,7 +215,7 @@ extern "C" __global__ void rustgrad_adam_multi(const long long* ptrs, long long 
 """
 
 
-_TABLES: "dict[tuple[int, bytes], Any]" = {}  # recent pointer tables already on the device
+_TABLES: dict[tuple[int, bytes], Any] = {}  # recent pointer tables already on the device
 
 
 def _device_table(table: np.ndarray) -> Any:
