@@ -14,16 +14,30 @@
 //!   torch: a `.grad` that itself records a graph (left by a `create_graph` backward) is also
 //!   replaced out of place, so a plain backward after it leaves a `.grad` in no graph and breaks
 //!   the param -> `.grad` -> graph -> param cycle (torch adds in place and keeps the cycle).
-//! - `.grad` is unset, grad mode off, the engine holds the only handle on the gradient and its
-//!   buffer (`GradValue::is_exclusive`) and the buffer fits the leaf as it is (`GradSink::fits`:
-//!   same dtype and shape, dense, writable, not a view): the gradient itself becomes `.grad`
-//!   (taken, no copy).
+//! - `.grad` is unset, grad mode off, the gradient is fresh (`GradValue::is_fresh`, below) and
+//!   its buffer fits the leaf as it is (`GradSink::fits`: same dtype and shape, dense, writable,
+//!   not borrowed from another array): the gradient itself becomes `.grad` (taken, no copy).
 //! - otherwise a copy of it does (recorded under grad mode).
 //!
-//! The engine moves gradients by value, so "only handle" is exact: no caller's frame or binding
-//! detail is counted. A gradient the user can still see (the `gradient=` of `backward`, a
-//! tensor a hook kept or returned, a formula's output stored elsewhere) is never exclusive, so
-//! `.grad` never aliases it and a later in-place accumulation never writes into it.
+//! torch takes the gradient when no one else holds it (a use count); rustgrad never counts
+//! references (a Python refcount says nothing certain: frames, tracers and the interpreter hold
+//! references of their own). It carries one bit per gradient instead, the fresh mark, which says
+//! "made for this backward, and nothing outside the engine can see it":
+//! - set on what the engine makes itself: the sum an `InputBuffer` makes of two gradients
+//!   arriving at one slot (a root gradient only when the caller made it for the engine and
+//!   marked it so);
+//! - set by a node on an output that is a buffer it made during the call and keeps no reference
+//!   to, or a fresh gradient it received and hands on as it is, once (the binding: a formula of
+//!   rustgrad's own op layer; a custom Function's or a module hook's backward marks nothing);
+//! - cleared by the engine whenever anything else can see the value: a tensor hook or the
+//!   retains-grad hook runs on it (and what a hook returns is never fresh), `autograd.grad`
+//!   captures it, a node pre-hook or post-hook sees it, or one node hands the same buffer to
+//!   two edges (`GradValue::shares_buffer`: neither copy is then the engine's alone);
+//! - a clone is never fresh (it is a second handle on the buffer).
+//!
+//! So a gradient the user can still see (the `gradient=` of `backward`, a tensor a hook kept or
+//! returned, a formula's output stored elsewhere) is never fresh, `.grad` never aliases it and
+//! a later in-place accumulation never writes into it.
 //!
 //! Note [Accumulation across threads]
 //! Several threads may run backward into the same leaf at once (torch guarantees every gradient
@@ -50,7 +64,8 @@ use crate::value::GradValue;
 /// How a leaf's sink folds an incoming gradient into `.grad`. See Note [Stealing a gradient].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accumulation {
-    /// `.grad` is unset and the gradient is the engine's alone: it becomes `.grad` as it is.
+    /// `.grad` is unset and the gradient is fresh (the engine's alone): it becomes `.grad` as it
+    /// is.
     Take,
     /// `.grad` is unset: a copy of the gradient becomes `.grad` (recorded under grad mode).
     Copy,
@@ -81,7 +96,7 @@ impl Accumulation {
             LeafGrad::Plain if !grad_mode => Ok(Accumulation::AddInPlace),
             LeafGrad::Plain | LeafGrad::InGraph => Ok(Accumulation::AddOutOfPlace),
             // Cheapest test first: `fits` may look at the arrays.
-            LeafGrad::Unset if !grad_mode && grad.is_exclusive() && sink.fits(grad)? => {
+            LeafGrad::Unset if !grad_mode && grad.is_fresh() && sink.fits(grad)? => {
                 Ok(Accumulation::Take)
             }
             LeafGrad::Unset => Ok(Accumulation::Copy),

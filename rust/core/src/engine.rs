@@ -8,6 +8,10 @@
 //! 3. A ready queue ordered by sequence number (later nodes first, AccumulateGrad first of all)
 //!    runs each node once all its dependencies have delivered; the gradients arriving at one
 //!    input slot are summed in its InputBuffer first.
+//! 4. Along the way the engine keeps each gradient's fresh mark, which decides whether a leaf may
+//!    keep the gradient itself as its `.grad` (Note [Stealing a gradient] in accumulate.rs): a
+//!    sum it makes is fresh; what a hook or `autograd.grad` sees, and what one node hands to two
+//!    edges, is not.
 //!
 //! Nothing here recurses over the graph, so a chain of a million nodes runs in constant stack.
 
@@ -258,8 +262,10 @@ impl<V: GradValue> GraphTask<V> {
                 }
             }
             for (slot, index) in captures {
-                if let Some(g) = grads.get(slot) {
-                    captured[index] = g.clone();
+                if let Some(Some(g)) = grads.get_mut(slot) {
+                    // The caller of autograd.grad gets it: no longer the engine's alone.
+                    g.set_fresh(false);
+                    captured[index] = Some(g.clone());
                 }
             }
             if !needed {
@@ -335,8 +341,13 @@ fn call_function<V: GradValue>(
     let mut outputs = if hooks.is_empty() {
         node.apply(grads)?
     } else {
-        let grads = hooks.run_pre(grads)?;
+        let mut grads = hooks.run_pre(grads)?;
         if hooks.has_post_hooks() {
+            // The post-hooks see what the node received: a node that hands one on as it is
+            // must not hand it on fresh.
+            for g in grads.iter_mut().flatten() {
+                g.set_fresh(false);
+            }
             let received = grads.clone();
             let outputs = node.apply(grads)?;
             hooks.run_post(outputs, &received)?
@@ -344,6 +355,7 @@ fn call_function<V: GradValue>(
             node.apply(grads)?
         }
     };
+    unshare_fresh(&mut outputs);
     if grad_mode::is_anomaly_enabled() && grad_mode::is_anomaly_check_nan_enabled() {
         for (i, out) in outputs.iter_mut().enumerate() {
             if let Some(g) = out {
@@ -372,6 +384,31 @@ fn call_function<V: GradValue>(
         }
     }
     Ok(outputs)
+}
+
+/// A fresh output that shares its buffer with another output of the same node (a gradient
+/// handed to two edges, or two views of one buffer) is the engine's alone no more: the first
+/// leaf to keep it would see the other's writes. Both lose the mark (Note [Stealing a
+/// gradient]). Only fresh outputs are compared, so a node with one output, or none fresh, costs
+/// nothing.
+fn unshare_fresh<V: GradValue>(outputs: &mut [Option<V>]) {
+    if outputs.len() < 2 {
+        return;
+    }
+    for i in 0..outputs.len() {
+        let shared = match &outputs[i] {
+            Some(g) if g.is_fresh() => outputs
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.as_ref().is_some_and(|o| g.shares_buffer(o))),
+            _ => false,
+        };
+        if shared {
+            if let Some(g) = &mut outputs[i] {
+                g.set_fresh(false);
+            }
+        }
+    }
 }
 
 /// The nodes a node's present edges point at.

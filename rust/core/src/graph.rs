@@ -112,6 +112,10 @@ pub trait Node<V: GradValue>: Send + Sync + 'static {
     fn name(&self) -> String;
 
     /// Gradients of the forward outputs in, gradients of the forward inputs out (one per edge).
+    ///
+    /// A node may mark an output fresh (`GradValue::set_fresh`) only when it made that buffer
+    /// in this call and keeps no reference to it, or when it is a fresh gradient the node
+    /// received and hands on as it is, to one edge. See Note [Stealing a gradient].
     fn apply(&self, grads: Vec<Option<V>>) -> Result<Vec<Option<V>>>;
 
     /// Frees saved values after a backward without `retain_graph`.

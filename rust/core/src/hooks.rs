@@ -137,13 +137,16 @@ impl<H: ?Sized> HookList<H> {
     }
 }
 
-impl<V> HookList<dyn TensorHook<V>> {
-    /// Runs every hook in order, each seeing the previous one's replacement.
+impl<V: GradValue> HookList<dyn TensorHook<V>> {
+    /// Runs every hook in order, each seeing the previous one's replacement. A gradient a hook
+    /// saw, or returned, is no longer fresh (Note [Stealing a gradient]).
     pub fn run(&self, grad: V) -> Result<V> {
         let mut grad = grad;
         for hook in self.snapshot() {
+            grad.set_fresh(false);
             if let Some(new) = hook.call(&grad)? {
                 grad = new;
+                grad.set_fresh(false);
             }
         }
         Ok(grad)
@@ -327,8 +330,10 @@ impl<V: GradValue> NodeHooks<V> {
         };
         let mut grads = grads;
         for hook in list.snapshot() {
+            seen(&mut grads);
             if let Some(new) = hook.call(&grads)? {
                 grads = new;
+                seen(&mut grads);
             }
         }
         Ok(grads)
@@ -345,8 +350,10 @@ impl<V: GradValue> NodeHooks<V> {
         };
         let mut grad_inputs = grad_inputs;
         for hook in list.snapshot() {
+            seen(&mut grad_inputs);
             if let Some(new) = hook.call(&grad_inputs, grad_outputs)? {
                 grad_inputs = new;
+                seen(&mut grad_inputs);
             }
         }
         Ok(grad_inputs)
@@ -397,8 +404,10 @@ impl<V: GradValue> NodeHooks<V> {
                 .collect()
         };
         for hook in retain {
+            grad.set_fresh(false);
             if let Some(new) = hook.call(&grad)? {
                 grad = new;
+                grad.set_fresh(false);
             }
         }
         Ok(grad)
@@ -460,6 +469,13 @@ impl<V: GradValue> NodeHooks<V> {
         {
             f(h.as_any());
         }
+    }
+}
+
+/// Clears the fresh mark of gradients a hook sees or returns (Note [Stealing a gradient]).
+fn seen<V: GradValue>(grads: &mut [Option<V>]) {
+    for g in grads.iter_mut().flatten() {
+        g.set_fresh(false);
     }
 }
 

@@ -14,7 +14,10 @@
 //! Notes, cited from elsewhere:
 //! - Note [Hook order] (hooks.rs): what runs around a node, in which order.
 //! - Note [Iterative drop] (graph.rs): why long chains are dropped from a loop.
-//! - Note [Stealing a gradient] (accumulate.rs): when a leaf keeps the incoming gradient itself.
+//! - Note [Stealing a gradient] (accumulate.rs): when a leaf keeps the incoming gradient itself:
+//!   the fresh mark the engine carries on each gradient, never a reference count.
+//! - Note [Inference tensors] (meta.rs): what an inference tensor may not do; views and
+//!   CreationMeta.
 //! - Note [Accumulation across threads] (accumulate.rs): the per-leaf lock.
 
 pub mod accumulate;
@@ -24,6 +27,7 @@ pub mod grad_mode;
 pub mod graph;
 pub mod hooks;
 pub mod input_buffer;
+pub mod meta;
 pub mod saved;
 pub mod storage;
 pub mod value;
@@ -38,6 +42,7 @@ pub use hooks::{
     PostAccumulateHook, TensorHook,
 };
 pub use input_buffer::InputBuffer;
+pub use meta::{CreationMeta, Inference, StaleView};
 pub use saved::{SavedTensor, SavedVariables};
 pub use storage::Storage;
 pub use value::GradValue;

@@ -22,12 +22,24 @@ pub trait GradValue: Clone + Send + Sync + 'static {
         Ok(if self.has_nan()? { Some("nan") } else { None })
     }
 
-    /// Whether this handle is the only one on the value and its buffer, so a leaf may keep the
-    /// buffer as its `.grad` and later add into it in place without anyone else seeing the
-    /// writes. See Note [Stealing a gradient] (accumulate.rs). Values that cannot tell say no,
-    /// and are copied.
-    fn is_exclusive(&self) -> bool {
+    /// Whether the engine marked this gradient fresh: a buffer made for this backward that no
+    /// one outside the engine can see, which a leaf may therefore keep as its `.grad` and later
+    /// add into in place. See Note [Stealing a gradient] (accumulate.rs). Values that cannot
+    /// carry the mark are never fresh, and are copied.
+    fn is_fresh(&self) -> bool {
         false
+    }
+
+    /// Sets or clears the fresh mark. A value that cannot carry it ignores this.
+    fn set_fresh(&mut self, fresh: bool) {
+        let _ = fresh;
+    }
+
+    /// Whether `self` and `other` share memory (one buffer, or views of one), so that a leaf
+    /// keeping one would see writes through the other. Values that cannot tell say yes.
+    fn shares_buffer(&self, other: &Self) -> bool {
+        let _ = other;
+        true
     }
 }
 
@@ -41,8 +53,12 @@ impl GradValue for f64 {
     fn non_finite(&self) -> Result<Option<&'static str>> {
         Ok(non_finite_of(*self))
     }
-    fn is_exclusive(&self) -> bool {
-        true // a plain value: whoever holds it holds its own copy
+    /// A plain value: whoever holds it holds its own copy, so it is always fresh.
+    fn is_fresh(&self) -> bool {
+        true
+    }
+    fn shares_buffer(&self, _other: &Self) -> bool {
+        false
     }
 }
 
@@ -63,8 +79,11 @@ impl GradValue for Vec<f64> {
     fn non_finite(&self) -> Result<Option<&'static str>> {
         Ok(self.iter().find_map(|v| non_finite_of(*v)))
     }
-    fn is_exclusive(&self) -> bool {
+    fn is_fresh(&self) -> bool {
         true
+    }
+    fn shares_buffer(&self, _other: &Self) -> bool {
+        false
     }
 }
 

@@ -59,7 +59,9 @@ pub fn run_backward<'py>(
             },
         }
     }
-    let root_grads: Vec<PyGrad> = grads.iter().map(|g| PyGrad(g.unbind())).collect();
+    // The caller holds the root gradients (the `gradient=` of backward, or the implicit ones
+    // made in Python): never fresh (Note [Stealing a gradient]).
+    let root_grads: Vec<PyGrad> = grads.iter().map(|g| PyGrad::new(g.unbind())).collect();
     let options = ExecuteOptions {
         keep_graph,
         create_graph,
@@ -252,7 +254,7 @@ impl GradSink<PyGrad> for TensorSink {
                     let base = match grad.0.bind(py).downcast::<PyTensor>() {
                         Ok(t) => {
                             let mut b = t.try_borrow_mut().map_err(|e| from_py(e.into()))?;
-                            b.creation_meta = crate::tensor::CREATION_DEFAULT;
+                            b.creation_meta = rustgrad_core::CreationMeta::Default;
                             b.base.take()
                         }
                         Err(_) => None,

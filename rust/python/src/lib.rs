@@ -38,12 +38,19 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PyNodeHandle>()?;
     m.add_class::<handle::PyHookHandle>()?;
     m.add("SECOND_BACKWARD", rustgrad_core::error::SECOND_BACKWARD)?;
+    // torch's CreationMeta integers, as `TensorBase._creation_meta` gives them (the enum is
+    // rustgrad_core::CreationMeta)
+    use rustgrad_core::CreationMeta;
+    m.add("CREATION_DEFAULT", CreationMeta::Default.code())?;
     m.add(
         "CREATION_MULTI_OUTPUT_NODE",
-        tensor::CREATION_MULTI_OUTPUT_NODE,
+        CreationMeta::MultiOutputNode.code(),
     )?;
-    m.add("CREATION_NO_GRAD_MODE", tensor::CREATION_NO_GRAD_MODE)?;
-    m.add("CREATION_INFERENCE_MODE", tensor::CREATION_INFERENCE_MODE)?;
+    m.add("CREATION_NO_GRAD_MODE", CreationMeta::NoGradMode.code())?;
+    m.add(
+        "CREATION_INFERENCE_MODE",
+        CreationMeta::InferenceMode.code(),
+    )?;
     m.add_function(wrap_pyfunction!(callbacks::_register, m)?)?;
     m.add_function(wrap_pyfunction!(record::record, m)?)?;
     m.add_function(wrap_pyfunction!(record::record_multi, m)?)?;

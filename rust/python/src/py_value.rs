@@ -12,20 +12,38 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use rustgrad_core::{
-    AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook, NodePreHook, NodeRef,
-    PostAccumulateHook, Result, SavedVariables, Storage, TensorHook, VersionCounter,
+    grad_mode, AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook, NodePreHook,
+    NodeRef, PostAccumulateHook, Result, SavedVariables, Storage, TensorHook, VersionCounter,
 };
 
 use crate::errors::from_py;
 use crate::provenance::{trace_hook, NodeCuts, Site};
 use crate::tensor::{new_tensor, PyTensor, TensorMeta};
 
+/// A gradient as the engine carries it: the Python tensor, and the engine's fresh mark (Note
+/// [Stealing a gradient] in rust/core/src/accumulate.rs). The binding only carries the mark:
+/// it is set by the engine (a sum it made) or by `PyNode::apply` for what a formula of
+/// rustgrad's own made (`mark_fresh_outputs`), and a clone never has it.
 #[derive(Debug)]
-pub struct PyGrad(pub Py<PyAny>);
+pub struct PyGrad(pub Py<PyAny>, bool);
+
+impl PyGrad {
+    /// A gradient someone else may hold (a root gradient, a hook's replacement): not fresh.
+    pub fn new(obj: Py<PyAny>) -> Self {
+        PyGrad(obj, false)
+    }
+
+    /// The tensor's storage, if the gradient is a tensor that has one.
+    fn storage(&self, py: Python<'_>) -> Option<Arc<Storage>> {
+        let t = self.0.bind(py).downcast::<PyTensor>().ok()?;
+        let b = t.try_borrow().ok()?;
+        b.storage.clone()
+    }
+}
 
 impl Clone for PyGrad {
     fn clone(&self) -> Self {
-        Python::with_gil(|py| PyGrad(self.0.clone_ref(py)))
+        Python::with_gil(|py| PyGrad::new(self.0.clone_ref(py)))
     }
 }
 
@@ -43,7 +61,7 @@ impl GradValue for PyGrad {
             self.0
                 .bind(py)
                 .add(other.0.bind(py))
-                .map(|r| PyGrad(r.unbind()))
+                .map(|r| PyGrad::new(r.unbind()))
                 .map_err(from_py)
         })
     }
@@ -77,67 +95,25 @@ impl GradValue for PyGrad {
         })
     }
 
-    /// See Note [Stealing a gradient]. The engine owns this handle: a count of one means no one
-    /// else holds the tensor. Then its array must be the tensor's alone too: no view or detach()
-    /// shares its storage, no other object holds the array, and it is in no graph. A view is
-    /// exclusive when it is all that holds its base (`sole_view`).
-    fn is_exclusive(&self) -> bool {
-        Python::with_gil(|py| {
-            let obj = self.0.bind(py);
-            if obj.get_refcnt() != 1 {
-                return false;
-            }
-            let Ok(t) = obj.downcast::<PyTensor>() else {
-                return false;
-            };
-            let Ok(b) = t.try_borrow() else {
-                return false;
-            };
-            if b.grad_fn.is_some() || b.requires_grad || b.data.get_refcnt(py) != 1 {
-                return false;
-            }
-            let Some(storage) = b.storage.as_ref() else {
-                return false;
-            };
-            match &b.base {
-                None => Arc::strong_count(storage) == 1,
-                Some(base) => sole_view(py, &b, base.bind(py), storage),
-            }
+    fn is_fresh(&self) -> bool {
+        self.1
+    }
+
+    fn set_fresh(&mut self, fresh: bool) {
+        self.1 = fresh;
+    }
+
+    /// Tensors share a buffer when they share a storage (views and detach()es do); anything
+    /// else only when it is the same object.
+    fn shares_buffer(&self, other: &Self) -> bool {
+        if self.0.is(&other.0) {
+            return true;
+        }
+        Python::with_gil(|py| match (self.storage(py), other.storage(py)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(&a, &b),
+            _ => false,
         })
     }
-}
-
-/// Whether `view` is all that holds its base: the gradient of a transposed weight arrives as the
-/// transpose of a fresh product, and taking it (dropping the link to the base) saves a copy of
-/// the weight's size per step. The base tensor must be held by the view alone and be in no
-/// graph, the storage shared by the two only, and the base's array held by the base tensor and
-/// by the view's array (NumPy's and CuPy's `.base`) only.
-fn sole_view(
-    py: Python<'_>,
-    view: &PyTensor,
-    base: &Bound<'_, PyAny>,
-    storage: &Arc<Storage>,
-) -> bool {
-    if base.get_refcnt() != 1 || Arc::strong_count(storage) != 2 {
-        return false;
-    }
-    let Ok(bt) = base.downcast::<PyTensor>() else {
-        return false;
-    };
-    let Ok(bb) = bt.try_borrow() else {
-        return false;
-    };
-    let base_data = bb.data.bind(py);
-    bb.grad_fn.is_none()
-        && !bb.requires_grad
-        && bb.base.is_none()
-        && bb.storage.as_ref().is_some_and(|s| Arc::ptr_eq(s, storage))
-        && base_data.get_refcnt() == 2
-        && view
-            .data
-            .bind(py)
-            .getattr(pyo3::intern!(py, "base"))
-            .is_ok_and(|owner| owner.is(base_data))
 }
 
 /// The gradients as the tuple a node hook sees: None where none arrived.
@@ -237,7 +213,7 @@ fn hook_result(
             if let Some(old) = old {
                 check_replacement(hook, old, &item)?;
             }
-            out.push(Some(PyGrad(item.unbind())));
+            out.push(Some(PyGrad::new(item.unbind())));
         } else {
             let ty = item
                 .get_type()
@@ -307,7 +283,7 @@ impl TensorHook<PyGrad> for PyTensorHook {
             Ok(if out.is_none() {
                 None
             } else {
-                Some(PyGrad(out.unbind()))
+                Some(PyGrad::new(out.unbind()))
             })
         })
     }
@@ -426,6 +402,21 @@ pub struct PyNode {
     pub scope: Option<Py<PyAny>>,
     /// Inputs without an edge that were cut from a graph: (input slot, cut).
     pub cuts: NodeCuts,
+    /// The formula is one of rustgrad's op layer (`formula_is_ours`): it returns what it
+    /// computes and keeps no reference to it, so what it makes may be handed on fresh (Note
+    /// [Stealing a gradient] in rust/core/src/accumulate.rs).
+    pub own_formula: bool,
+}
+
+/// torch's name of the identity node whose backward hands the gradients to a module's full
+/// backward hooks (nn/modules/_backward_hook.py): user code, which may keep them.
+pub const BACKWARD_HOOK_NODE: &str = "BackwardHookFunctionBackward";
+
+/// Whether a node recorded by `record` under `name` runs a formula of rustgrad's own op layer
+/// (every `record` caller but the module backward-hook node). A custom Function's node
+/// (`record_multi`) runs the user's backward: never ours.
+pub fn formula_is_ours(name: &str) -> bool {
+    name != BACKWARD_HOOK_NODE
 }
 
 /// The process's one copy of a node name: names are few (one per op and Function class) and
@@ -642,6 +633,99 @@ impl PyNode {
     }
 }
 
+/// What a formula received, for telling which of its outputs are fresh (Note [Stealing a
+/// gradient] in rust/core/src/accumulate.rs). Held past the call, so the received tensors and
+/// their storages are alive while outputs are compared with them.
+struct Received<'py> {
+    /// The gradients as the formula got them: one tensor (or None), or a tuple.
+    grads: Bound<'py, PyAny>,
+    /// Bit `i`: received gradient `i` was fresh (the formula may hand it on as it is).
+    fresh: u64,
+    /// Storages made after this mark were made during the call (`Storage::made_since`).
+    mark: rustgrad_core::storage::Mark,
+}
+
+impl Received<'_> {
+    /// Whether `f` holds for some received gradient that is a tensor and whose fresh bit is
+    /// `fresh` (the others are not looked at: no borrow, no atomics, for them).
+    fn any_grad(&self, fresh: bool, mut f: impl FnMut(&PyTensor) -> bool) -> bool {
+        let mut visit = |i: usize, g: &Bound<'_, PyAny>| {
+            let is_fresh = i < 64 && self.fresh & (1 << i) != 0;
+            is_fresh == fresh
+                && g.downcast::<PyTensor>()
+                    .ok()
+                    .and_then(|t| t.try_borrow().ok())
+                    .is_some_and(|b| f(&b))
+        };
+        match self.grads.downcast::<PyTuple>() {
+            Ok(t) => t.iter().enumerate().any(|(i, g)| visit(i, &g)),
+            Err(_) => visit(0, &self.grads),
+        }
+    }
+
+    /// Whether `grad`, returned by the formula, is a buffer it made in this call (a storage
+    /// made since the mark) or a fresh gradient it received (that gradient's storage), in no
+    /// graph, and not around the array of a received gradient that was not fresh.
+    ///
+    /// Storage identity is the buffer's: an op's output has a storage of its own only when its
+    /// array is new (views and detach() share their base's), so a storage made during the call
+    /// holds memory nothing older can see. The array check guards the one way around that rule
+    /// a formula could take with what it was handed, an op wrapping an existing array in a new
+    /// tensor (`astype(copy=False)` of the dtype it has); a formula of rustgrad's own never
+    /// returns a saved tensor's array that way.
+    fn may_be_fresh(&self, grad: &PyGrad) -> bool {
+        let py = self.grads.py();
+        let Ok(t) = grad.0.bind(py).downcast::<PyTensor>() else {
+            return false;
+        };
+        let Ok(b) = t.try_borrow() else { return false };
+        if b.grad_fn.is_some() || b.requires_grad {
+            return false;
+        }
+        let Some(storage) = &b.storage else {
+            return false;
+        };
+        if !storage.made_since(&self.mark)
+            && !self.any_grad(true, |r| {
+                r.storage.as_ref().is_some_and(|s| Arc::ptr_eq(s, storage))
+            })
+        {
+            return false;
+        }
+        let data = b.data.as_ptr();
+        // A view's array belongs to its base tensor's: compare with the base's too.
+        let base_data = match &b.base {
+            Some(base) => match base.bind(py).downcast::<PyTensor>() {
+                Ok(bt) => match bt.try_borrow() {
+                    Ok(bb) => Some(bb.data.as_ptr()),
+                    Err(_) => return false,
+                },
+                Err(_) => None,
+            },
+            None => None,
+        };
+        // Only the gradients that were not fresh are looked at (none, most of the time).
+        !self.any_grad(false, |r| {
+            let a = r.data.as_ptr();
+            a == data || Some(a) == base_data
+        })
+    }
+}
+
+impl PyNode {
+    /// Marks fresh the outputs of this node's formula that nothing outside the engine can see
+    /// (Note [Stealing a gradient]): the formula is rustgrad's own (`own_formula`) and the
+    /// output is a buffer it made or a fresh gradient it was handed (`Received::may_be_fresh`).
+    /// The engine then unmarks any two outputs that share a storage.
+    fn mark_fresh_outputs(&self, outputs: &mut [Option<PyGrad>], received: &Received<'_>) {
+        for g in outputs.iter_mut().flatten() {
+            if received.may_be_fresh(g) {
+                g.set_fresh(true);
+            }
+        }
+    }
+}
+
 /// A saved non-leaf that has no history any more: `detach_()` took it.
 fn detached_in_place(t: &Bound<'_, PyAny>) -> bool {
     t.downcast::<PyTensor>()
@@ -692,6 +776,18 @@ impl Node<PyGrad> for PyNode {
     fn apply(&self, grads: Vec<Option<PyGrad>>) -> Result<Vec<Option<PyGrad>>> {
         Python::with_gil(|py| {
             let saved = self.unpack(py)?;
+            // Note [Stealing a gradient]: which received gradients were fresh, and the storage
+            // mark, taken after unpacking (a tensor an unpack hook made is not the formula's).
+            let fresh_in = (self.own_formula && !grad_mode::is_grad_enabled()).then(|| {
+                let bits = grads
+                    .iter()
+                    .enumerate()
+                    .take(64)
+                    .fold(0u64, |bits, (i, g)| {
+                        bits | (u64::from(g.as_ref().is_some_and(GradValue::is_fresh)) << i)
+                    });
+                (bits, rustgrad_core::storage::Mark::now())
+            });
             let grad: Bound<'_, PyAny> = if grads.len() == 1 {
                 match grads.into_iter().next().flatten() {
                     Some(g) => g.0.into_bound(py),
@@ -707,6 +803,11 @@ impl Node<PyGrad> for PyNode {
                     .collect();
                 PyTuple::new(py, items).map_err(from_py)?.into_any()
             };
+            let received = fresh_in.map(|(fresh, mark)| Received {
+                grads: grad.clone(),
+                fresh,
+                mark,
+            });
             let out = self
                 .backward
                 .bind(py)
@@ -717,17 +818,23 @@ impl Node<PyGrad> for PyNode {
                 if o.is_none() {
                     None
                 } else {
-                    Some(PyGrad(o.unbind()))
+                    Some(PyGrad::new(o.unbind()))
                 }
             };
-            match out.downcast::<PyTuple>() {
-                Ok(t) => Ok(t.iter().map(to_grad).collect()),
-                Err(_) if n == 1 => Ok(vec![to_grad(out)]),
-                Err(_) => Err(Error::runtime(format!(
+            let mut outputs = match out.downcast::<PyTuple>() {
+                Ok(t) => t.iter().map(to_grad).collect(),
+                Err(_) if n == 1 => vec![to_grad(out)],
+                Err(_) => {
+                    return Err(Error::runtime(format!(
                     "function {} returned an incorrect number of gradients (expected {n}, got 1)",
                     self.name
-                ))),
+                )))
+                }
+            };
+            if let Some(received) = received {
+                self.mark_fresh_outputs(&mut outputs, &received);
             }
+            Ok(outputs)
         })
     }
 

@@ -10,16 +10,16 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use rustgrad_core::{
-    grad_mode, Edge, NodeBase, NodeRef, SavedTensor, SavedVariables, Storage, VersionCounter,
+    grad_mode, CreationMeta, Edge, Inference, NodeBase, NodeRef, SavedTensor, SavedVariables,
+    Storage, VersionCounter,
 };
 
 use crate::callbacks::{as_array, callbacks};
 use crate::provenance::{self, current_scope, node_sites_enabled, Cut, NodeCuts, Site, Source};
-use crate::py_value::{intern_name, Origin, PyGrad, PyNode, Saved};
+use crate::py_value::{formula_is_ours, intern_name, Origin, PyGrad, PyNode, Saved};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
-    try_gradient_edge, view_creation_meta, PyTensor, TensorMeta, CREATION_DEFAULT, INFERENCE_ALIAS,
-    INFERENCE_NONE,
+    try_gradient_edge, PyTensor, TensorMeta,
 };
 
 /// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
@@ -90,14 +90,14 @@ pub fn record<'py>(
             let b = v.try_borrow()?;
             let (root, inherited) = match &b.base {
                 Some(r) => (r.clone_ref(py), b.creation_meta),
-                None => (v.clone().into_any().unbind(), CREATION_DEFAULT),
+                None => (v.clone().into_any().unbind(), CreationMeta::Default),
             };
             // As torch: a view made in no_grad or inference mode (or of such a view) cannot
             // follow an in-place op; one of a tensor that requires grad still requires grad,
             // as a leaf with no edge.
             view = Some(ViewOf {
-                creation: view_creation_meta(inherited),
-                inference: b.inference,
+                creation: CreationMeta::of_new_view_now(inherited),
+                inference: b.inference.of_view(),
             });
             (b.version.clone(), b.storage.clone(), Some(root))
         }
@@ -183,6 +183,7 @@ pub fn record<'py>(
         site: node_site(py),
         scope: current_scope(py),
         cuts,
+        own_formula: formula_is_ours(name),
     });
     let out = new_tensor(py, data.unbind(), meta, Some(node.clone()), 0)?;
     mark_view(&out, base, view);
@@ -201,9 +202,9 @@ pub fn record<'py>(
 
 /// How a new view relates to what it views.
 struct ViewOf {
-    creation: u8,
-    /// The viewed tensor's inference state: a view of an inference tensor is one.
-    inference: u8,
+    creation: CreationMeta,
+    /// The view's inference state: a view of an inference tensor is one.
+    inference: Inference,
 }
 
 /// Makes `out` a view of `base` (its root).
@@ -213,7 +214,6 @@ fn mark_view(out: &Bound<'_, PyTensor>, base: Option<Py<PyAny>>, view: Option<Vi
     if let Some(v) = view {
         o.creation_meta = v.creation;
         o.view_version = o.version.current();
-        // a view is an inference tensor when what it views is one, whatever the mode
         o.inference = v.inference;
     }
 }
@@ -494,6 +494,8 @@ pub fn record_multi<'py>(
         site: node_site(py),
         scope: current_scope(py),
         cuts,
+        // a custom Function's backward is the user's
+        own_formula: false,
     });
     for (i, t) in outs.iter().enumerate() {
         if differentiable[i] {
@@ -570,12 +572,10 @@ pub fn detach<'py>(
     };
     let cls = callbacks(py).tensor_cls.bind(py);
     let out = new_tensor_of(cls, data, meta, None, 0)?;
-    out.try_borrow_mut()?.cut = cut;
-    if inference != INFERENCE_NONE {
-        let mut o = out.borrow_mut();
-        if o.inference == INFERENCE_NONE {
-            o.inference = INFERENCE_ALIAS; // Note [Inference tensors]
-        }
+    {
+        let mut o = out.try_borrow_mut()?;
+        o.cut = cut;
+        o.inference = inference.of_detach(o.inference); // Note [Inference tensors] (meta.rs)
     }
     Ok(out)
 }

@@ -10,10 +10,10 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use pyo3::{PyTraverseError, PyVisit};
-use rustgrad_core::error::short_node_name;
+use rustgrad_core::meta::{self, ViewRef, MODIFIED_BASE};
 use rustgrad_core::{
-    AccumulateGrad, Edge, HookList, Node, NodeRef, PostAccumulateHook, Storage, TensorHook,
-    VersionCounter,
+    AccumulateGrad, CreationMeta, Edge, HookList, Inference, Node, NodeRef, PostAccumulateHook,
+    StaleView, Storage, TensorHook, VersionCounter,
 };
 
 use crate::backward::TensorSink;
@@ -56,10 +56,10 @@ pub struct PyTensor {
     /// For a view: the shared version when its grad_fn was last set (torch's attr_version);
     /// once the counter moves past it, the grad_fn is remade from the base (`refresh_view`).
     pub view_version: u32,
-    /// torch's CreationMeta of a view (`CREATION_*`).
-    pub creation_meta: u8,
-    /// Made in inference mode (`INFERENCE_*`): see Note [Inference tensors].
-    pub inference: u8,
+    /// torch's CreationMeta of a view (rust/core/src/meta.rs).
+    pub creation_meta: CreationMeta,
+    /// Made in inference mode: see Note [Inference tensors] (rust/core/src/meta.rs).
+    pub inference: Inference,
     /// Which output of a function returning several views (unbind, split) this view is, for
     /// torch's error naming it; each is recorded as a view of its own.
     pub multi_output_nr: u32,
@@ -67,80 +67,19 @@ pub struct PyTensor {
     pub cut: Option<Arc<Cut>>,
 }
 
-// Note [Inference tensors]
-// A tensor made while inference mode is on is an inference tensor, as torch's: it can never be
-// saved for backward, and outside inference mode it cannot be written in place, asked for its
-// version or made to require grad. Its views are inference tensors too. torch lets `detach()`
-// and `.data` of one be written and versioned outside inference mode while still reporting
-// `is_inference()`: those are INFERENCE_ALIAS. A view made in inference mode of a normal
-// tensor is not an inference tensor but carries CREATION_INFERENCE_MODE: like a no_grad view
-// it has no edge to its base, and an in-place op on it (or on its base, seen through it) in
-// normal mode is refused.
-pub const INFERENCE_NONE: u8 = 0;
-pub const INFERENCE_TENSOR: u8 = 1;
-pub const INFERENCE_ALIAS: u8 = 2;
-
-/// torch's CreationMeta values: how a view was made, which decides what an in-place op on it
-/// (or on its base) may do.
-pub const CREATION_DEFAULT: u8 = 0;
-pub const CREATION_MULTI_OUTPUT_NODE: u8 = 2;
-pub const CREATION_NO_GRAD_MODE: u8 = 3;
-pub const CREATION_INFERENCE_MODE: u8 = 4;
-
-/// The CreationMeta of a new view of a view with `inherited` (torch's propagate_creation_meta):
-/// made with grad mode on it keeps its base's; otherwise it is a no_grad (or inference-mode)
-/// view, unless its base was already made in inference mode.
-pub fn view_creation_meta(inherited: u8) -> u8 {
-    if rustgrad_core::grad_mode::is_grad_enabled() {
-        inherited
-    } else if inherited == CREATION_INFERENCE_MODE
-        || rustgrad_core::grad_mode::is_inference_mode_enabled()
-    {
-        CREATION_INFERENCE_MODE
-    } else {
-        CREATION_NO_GRAD_MODE
-    }
-}
-
 /// torch's refusal of an in-place op on a view made in no_grad or inference mode (or on a view
-/// of one), or on its base seen through it (`modified`: "is being" / "its base or another view
-/// of its base has been").
+/// of one), or on its base seen through it (`modified`: `meta::MODIFIED_THIS` or
+/// `meta::MODIFIED_BASE`). The rule and the words are the core's (`meta::view_mode_message`).
 pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
-    if b.creation_meta == CREATION_MULTI_OUTPUT_NODE {
-        let (nr, name) = match &b.grad_fn {
-            Some(f) => (
-                b.multi_output_nr as usize + b.output_nr,
-                short_node_name(&f.name()).to_string(),
-            ),
-            None => (b.output_nr, String::new()),
-        };
-        return PyRuntimeError::new_err(format!(
-            "Output {nr} of {name} is a view and {modified} modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
-        ));
-    }
-    let prefix = match &b.grad_fn {
-        Some(f) => format!(
-            "Output {} of {} is a view of a view which was created in",
-            b.output_nr,
-            short_node_name(&f.name())
-        ),
-        None => "A view was created in".to_string(),
+    let name = b.grad_fn.as_ref().map(|f| f.name());
+    let view = ViewRef {
+        creation: b.creation_meta,
+        grad_fn: name.as_deref(),
+        output_nr: b.output_nr,
+        multi_output_nr: b.multi_output_nr,
     };
-    let text = if b.creation_meta == CREATION_INFERENCE_MODE {
-        format!("{prefix} inference mode and {modified} modified inplace in normal mode.{INFERENCE_VIEW_HINT}")
-    } else {
-        format!("{prefix} no_grad mode and {modified} modified inplace with grad mode enabled.{NO_GRAD_VIEW_HINT}")
-    };
-    PyRuntimeError::new_err(text)
+    PyRuntimeError::new_err(meta::view_mode_message(view, modified))
 }
-
-const INFERENCE_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
-
-pub const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.";
-
-pub const INFERENCE_SAVED: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
-
-const NO_GRAD_VIEW_HINT: &str = " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
 impl PyTensor {
     fn placeholder(py: Python<'_>) -> Self {
@@ -158,22 +97,16 @@ impl PyTensor {
             post_hooks: None,
             retains_grad: false,
             view_version: 0,
-            creation_meta: CREATION_DEFAULT,
+            creation_meta: CreationMeta::Default,
             multi_output_nr: 0,
             cut: None,
-            inference: if rustgrad_core::grad_mode::is_inference_mode_enabled() {
-                INFERENCE_TENSOR
-            } else {
-                INFERENCE_NONE
-            },
+            inference: Inference::now(),
         }
     }
 
     /// A view made in no_grad or inference mode (or a view of one): it has no edge to its base.
     pub fn is_no_grad_view(&self) -> bool {
-        self.base.is_some()
-            && (self.creation_meta == CREATION_NO_GRAD_MODE
-                || self.creation_meta == CREATION_INFERENCE_MODE)
+        self.base.is_some() && self.creation_meta.is_mode_view()
     }
 
     /// requires_grad as torch reads it: a view made in no_grad or inference mode requires grad
@@ -194,10 +127,9 @@ impl PyTensor {
 
     /// torch's refusal to save an inference tensor for backward.
     pub fn check_savable(&self) -> PyResult<()> {
-        if self.inference != INFERENCE_NONE {
-            return Err(PyRuntimeError::new_err(INFERENCE_SAVED));
-        }
-        Ok(())
+        self.inference
+            .check_savable()
+            .map_err(PyRuntimeError::new_err)
     }
 
     pub fn meta(&self) -> TensorMeta {
@@ -331,14 +263,10 @@ pub fn refresh_view(t: &Bound<'_, PyTensor>) -> PyResult<()> {
             .downcast::<PyTensor>()?
             .try_borrow()?
             .requires_grad;
-        if b.grad_fn.is_none() && !root_rg {
-            return Ok(());
-        }
-        if b.is_no_grad_view() || b.creation_meta == CREATION_MULTI_OUTPUT_NODE {
-            return Err(view_mode_error(
-                &b,
-                "its base or another view of its base has been",
-            ));
+        match b.creation_meta.on_stale(b.grad_fn.is_some() || root_rg) {
+            StaleView::Keep => return Ok(()),
+            StaleView::Refuse => return Err(view_mode_error(&b, MODIFIED_BASE)),
+            StaleView::Regenerate => {}
         }
         (root, current)
     };
@@ -514,14 +442,9 @@ impl PyTensor {
                 "you can only change requires_grad flags of leaf variables.{hint}"
             )));
         }
-        if value
-            && b.inference == INFERENCE_TENSOR
-            && !rustgrad_core::grad_mode::is_inference_mode_enabled()
-        {
-            return Err(PyRuntimeError::new_err(
-                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
-            ));
-        }
+        b.inference
+            .check_requires_grad(value, rustgrad_core::grad_mode::is_inference_mode_enabled())
+            .map_err(PyRuntimeError::new_err)?;
         let data = b.data.clone_ref(slf.py());
         drop(b); // the check below runs Python code, which may use this tensor
         if value {
@@ -576,10 +499,11 @@ impl PyTensor {
         f.map(|f| crate::node::handle_for(slf.py(), f)).transpose()
     }
 
-    /// torch's CreationMeta of this view (0: DEFAULT, 3: NO_GRAD_MODE, 4: INFERENCE_MODE).
+    /// torch's CreationMeta of this view as torch's integer (0: DEFAULT, 2: MULTI_OUTPUT_NODE,
+    /// 3: NO_GRAD_MODE, 4: INFERENCE_MODE; `_core.CREATION_*`).
     #[getter]
     fn _creation_meta(&self) -> u8 {
-        self.creation_meta
+        self.creation_meta.code()
     }
 
     #[getter(_grad)]
@@ -597,36 +521,33 @@ impl PyTensor {
 
     #[getter]
     fn _version(&self) -> PyResult<u32> {
-        if self.inference == INFERENCE_TENSOR {
-            return Err(PyRuntimeError::new_err(
-                "Inference tensors do not track version counter.",
-            ));
-        }
+        self.inference
+            .check_version()
+            .map_err(PyRuntimeError::new_err)?;
         Ok(self.version.current())
     }
 
     /// Made in inference mode (or a view or detach() of such a tensor).
     fn is_inference(&self) -> bool {
-        self.inference != INFERENCE_NONE
+        self.inference.is_inference()
     }
 
     /// torch's refusal of an in-place op on an inference tensor outside inference mode.
     fn _check_inplace_mode(&self) -> PyResult<()> {
-        if rustgrad_core::grad_mode::is_inference_mode_enabled() {
-            return Ok(());
-        }
-        if self.inference == INFERENCE_TENSOR {
-            return Err(PyRuntimeError::new_err(INFERENCE_INPLACE));
-        }
-        Ok(())
+        self.inference
+            .check_inplace(rustgrad_core::grad_mode::is_inference_mode_enabled())
+            .map_err(PyRuntimeError::new_err)
     }
 
     /// Marks this view as output `nr` of a function returning several views (torch's
     /// MULTI_OUTPUT_NODE), unless it was made in no_grad or inference mode.
     fn _set_multi_output(&mut self, nr: u32) {
-        if self.base.is_some() && self.creation_meta == CREATION_DEFAULT {
-            self.creation_meta = CREATION_MULTI_OUTPUT_NODE;
-            self.multi_output_nr = nr;
+        if self.base.is_some() {
+            let made = self.creation_meta.as_multi_output();
+            if made != self.creation_meta {
+                self.creation_meta = made;
+                self.multi_output_nr = nr;
+            }
         }
     }
 
