@@ -22,7 +22,8 @@ $(VENV)/.test: $(VENV)/.base Makefile
 		2>/dev/null || $(PIP) install -q "torch==$(TORCH_VERSION)"
 	$(PIP) install -q "pytest>=8" "hypothesis>=6" "ruff>=0.5" "pytest-timeout>=2" "mypy>=1.18" "typing_extensions>=4.15" "pyright[nodejs]>=1.1.400" \
 		"auditwheel>=6.1" "ziglang==0.15.2" "PyYAML>=6" "mpich>=4.2" "mpi4py>=4" "ml_dtypes>=0.5" "cupy-cuda13x==14.2.0" \
-		"mkdocs==1.6.1" "mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11" "griffelib==2.4.1"
+		"mkdocs==1.6.1" "mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11" "griffelib==2.4.1" \
+		"import-linter==2.17"
 	touch $@
 
 build: $(VENV)/.base
@@ -34,6 +35,7 @@ demo: build
 test: $(VENV)/.test build
 	cargo fmt --all -- --check
 	$(VENV)/bin/ruff check python tests benches examples tools
+	$(VENV)/bin/lint-imports --no-cache
 	cargo test -p rustgrad-core
 	$(PY) -m pytest -q
 

@@ -4,6 +4,7 @@ kernels. `import rustgrad as torch` works for everything rustgrad supports."""
 from __future__ import annotations
 
 import builtins as _builtins
+import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -78,6 +79,7 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,  # noqa: A001  (torch.bool)
 )
+from ._dtype import result_type as _result_type
 from ._legacy import (  # noqa: F401  (torch's typed constructors)
     BoolTensor,
     ByteTensor,
@@ -147,7 +149,7 @@ def is_floating_point(input: Tensor) -> _builtins.bool:
 
 def from_dlpack(ext_tensor: _Any) -> Tensor:
     """A tensor sharing memory with a DLPack-exporting array or tensor (NumPy, CuPy, torch)."""
-    from .utils.dlpack import from_dlpack as _from_dlpack
+    from .utils.dlpack import from_dlpack as _from_dlpack  # import-time cost: utils.dlpack is deferred
 
     return _from_dlpack(ext_tensor)
 
@@ -159,14 +161,12 @@ def numel(input: Tensor) -> _builtins.int:
 
 def result_type(tensor1: _Any, tensor2: _Any) -> dtype:
     """The dtype torch's type promotion gives an op on these two operands."""
-    from ._dtype import result_type as _result_type
-
     return _result_type(tensor1, tensor2)
 
 
 def _version() -> str:
     """The installed distribution's version (from Cargo's workspace version, through maturin)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # import-time cost (below)
 
     try:
         return version("rustgrad")
@@ -193,13 +193,9 @@ def _lazy_submodule(name: str) -> _Any:
     torch`), `explain`, `load`, `save` and `set_printoptions` bound on first use, and
     `__version__`, read on first use, so that `import rustgrad` pays nothing for them."""
     if name in _LAZY_SUBMODULES:
-        import importlib
-
-        return importlib.import_module(f".{name}", __name__)
+        return _importlib.import_module(f".{name}", __name__)
     if name in _LAZY_FUNCTIONS:
-        import importlib
-
-        module = importlib.import_module(_LAZY_FUNCTIONS[name], __name__)
+        module = _importlib.import_module(_LAZY_FUNCTIONS[name], __name__)
         globals()[name] = value = getattr(module, name)  # later uses find it directly
         return value
     if name == "__version__":

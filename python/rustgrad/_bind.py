@@ -11,6 +11,7 @@ import importlib
 import os
 from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
+from . import _ops
 from ._ops import _declare
 from ._ops._declare import Decl
 
@@ -21,8 +22,6 @@ def load_families() -> List[Decl]:
     """Imports every op family module under `_ops` (each registers its declarations)."""
     global _FAMILIES_LOADED
     if not _FAMILIES_LOADED:
-        from . import _ops
-
         # the family modules are the package's public .py files, in pkgutil.iter_modules' order
         # (by name), listed directly: pkgutil costs `import rustgrad` ~1 ms
         for entry in sorted(os.listdir(_ops.__path__[0])):

@@ -12,6 +12,7 @@ import os
 import warnings
 from typing import Any, Callable, Optional, Union
 
+from . import cuda
 from ._backends import device as _device
 
 _state: dict = {
@@ -32,8 +33,6 @@ def set_default_device(device: Any) -> None:
         return
     dev = device if isinstance(device, _device) else _device(device)
     if dev.type != "cpu":
-        from . import cuda
-
         if dev.type != "cuda" or not cuda.is_available():
             raise RuntimeError(
                 f"rustgrad.set_default_device: {dev.type!r} is not available here (rustgrad "

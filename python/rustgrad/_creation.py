@@ -7,25 +7,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as _np
 
-from . import _config, _core, _dtype
-from ._backends import CPU, device, namespace, namespace_of
-from ._tensor import Tensor
+from . import _config, _dtype, cuda
+from ._backends import CPU, device, namespace
+from ._tensor import Tensor, _wrap
+from ._tensor import _rebuild as _rebuild  # noqa: F401  (the name pickles made before name)
 
-_make = _core.make_leaf
 _Device = device  # the class, under a name the `device` parameters do not shadow
-
-
-def _wrap(array: Any, requires_grad: bool = False) -> Tensor:
-    backend = namespace_of(array)
-    if requires_grad and not (array.dtype.kind == "c" or _dtype.is_floating_np(array.dtype)):
-        raise RuntimeError(
-            "Only Tensors of floating point and complex dtype can require gradients"
-        )
-    return _make(Tensor, array, requires_grad, backend.storage_slot(array))
-
-
-def _rebuild(array: Any, requires_grad: bool) -> Tensor:
-    return _wrap(array, requires_grad)
 
 
 def _target(dev: Any) -> Any:
@@ -647,8 +634,6 @@ class Generator:
     def __init__(self, device: Any = "cpu") -> None:
         dev = device if isinstance(device, _Device) else _Device(device)
         if dev.type != "cpu":
-            from . import cuda
-
             if dev.type != "cuda" or not cuda.is_available():
                 raise RuntimeError(f"rustgrad.Generator: device {str(dev)!r} is not available")
         self.device = dev

@@ -111,7 +111,7 @@ class _bfloat16_dtype(dtype):
         """ml_dtypes.bfloat16 as a NumPy dtype (imported on first use)."""
         if self._np is None:
             try:
-                import ml_dtypes
+                import ml_dtypes  # optional dependency
             except ImportError:
                 raise TypeError(
                     "rustgrad: torch.bfloat16 tensors need the ml_dtypes package (NumPy's "

@@ -15,62 +15,23 @@ changes the tensor or its graph, and every walk is iterative, so a graph of any 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from ._tensor import Tensor
-from .autograd._walk import graph_nodes
+from .autograd._walk import (
+    Site,
+    cut_sources,
+    describe_cut,
+    format_site,
+    graph_nodes,
+    node_name,
+    node_site,
+    shape_str,
+)
+from .nn.parameter import Parameter
 
 __all__ = ["explain", "Explanation", "VersionBump", "Cut"]
-
-Site = Tuple[str, int, str]
-
-# how each cut kind of the core reads in a sentence
-_CUT_WORDS = {
-    "detach": "detach()",
-    "no_grad": "no_grad",
-    "inference": "inference_mode",
-    "inference_mode": "inference_mode",
-    "data": ".data",
-}
-
-
-def format_site(site: Optional[Sequence[Any]]) -> Optional[str]:
-    """``(filename, lineno, function)`` as ``file.py:12``; None when no site was recorded."""
-    if not site:
-        return None
-    return f"{os.path.basename(str(site[0]))}:{site[1]}"
-
-
-def node_name(node: Any) -> str:
-    """A node's torch name without the C++ namespace (``AccumulateGrad``, ``MulBackward0``)."""
-    return str(node.name()).rsplit("::", 1)[-1]
-
-
-def node_site(node: Any) -> Optional[Site]:
-    """The (file, line, function) where the user's code created ``node``, or None when no site
-    was recorded (sites are recorded under ``rustgrad.autograd.set_provenance(True)``)."""
-    site = getattr(node, "_site", None)
-    return tuple(site) if site else None  # type: ignore[return-value]
-
-
-def shape_str(t: Any) -> str:
-    """A tensor's shape as the reports write it: ``[2, 3]``."""
-    return str(list(t.shape))
-
-
-def cut_words(kind: str) -> str:
-    """How a cut kind of the core reads in a sentence (``"detach"`` -> ``detach()``); an
-    unknown kind is returned as it is."""
-    return _CUT_WORDS.get(kind, kind)
-
-
-def describe_cut(kind: str, site: Optional[Sequence[Any]]) -> str:
-    """``detach() at gan.py:42`` (the site left out when none was recorded)."""
-    where = format_site(site)
-    return f"{cut_words(kind)} at {where}" if where else cut_words(kind)
-
 
 @dataclass(frozen=True)
 class Cut:
@@ -186,16 +147,6 @@ def _hook_counts(t: Tensor) -> Tuple[Optional[int], Optional[int]]:
     return int(counts[0]), int(counts[1])
 
 
-def cut_sources(raw: Any) -> List[Any]:
-    """The sources of a cut record as a list of grad_fns and leaf tensors: the core gives a
-    tuple of them (the ones still alive); a single node or None is accepted too."""
-    if raw is None:
-        return []
-    if isinstance(raw, (tuple, list)):
-        return [x for x in raw if x is not None]
-    return [raw]
-
-
 def _source_label(source: Any) -> str:
     if isinstance(source, Tensor):
         return _leaf_label(source)
@@ -212,8 +163,6 @@ def _cut_of(t: Tensor) -> Optional[Cut]:
 
 
 def _leaf_label(leaf: Any) -> str:
-    from .nn.parameter import Parameter
-
     kind = "Parameter" if isinstance(leaf, Parameter) else "leaf"
     return f"{kind} of shape {shape_str(leaf)}"
 
@@ -290,8 +239,6 @@ def _version_history(t: Tensor) -> List[VersionBump]:
 
 
 def _is_parameter(t: Tensor) -> bool:
-    from .nn.parameter import Parameter
-
     return isinstance(t, Parameter)
 
 

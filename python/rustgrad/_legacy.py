@@ -6,7 +6,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Tuple
 
-from . import _dtype
+from . import _creation, _dtype
+from ._size import Size
 from ._tensor import Tensor
 
 
@@ -41,9 +42,6 @@ class _TypedMeta(type):
 def _new(dt: _dtype.dtype, args: Tuple[Any, ...], device: Any, typed: bool) -> Tensor:
     """torch's legacy `new(...)`: no argument is an empty tensor, ints or a Size are sizes
     (uninitialised), a tensor is aliased, anything else is data converted to dt."""
-    from . import _creation
-    from ._size import Size
-
     if not args:
         return _creation.empty(0, dtype=dt, device=device)
     if (len(args) == 1 and isinstance(args[0], Size)) or all(

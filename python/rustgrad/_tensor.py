@@ -6,6 +6,7 @@ are in `_ops/` and bound as methods by `_methods.py`.
 
 from __future__ import annotations
 
+import copy as _copy
 import warnings
 import weakref
 from typing import Any, Callable, Dict, Optional, Sequence, Union
@@ -15,6 +16,10 @@ from ._backends import namespace_of
 from ._size import Size, _wrap_dim
 
 _WARNED_FLOAT_OF_GRAD: list = []  # torch warns once per process: float() of a grad tensor
+
+# rustgrad.autograd (backward, no_grad), which sits above the tensor: it sets itself here when
+# imported, and `import rustgrad` imports it before any tensor exists
+_autograd: Any = None
 
 
 class Tensor(_core.TensorBase):
@@ -260,10 +265,7 @@ class Tensor(_core.TensorBase):
             )
         if id(self) in memo:
             return memo[id(self)]  # type: ignore[no-any-return]
-        from ._creation import _wrap
-        from .autograd import no_grad
-
-        with no_grad():
+        with _autograd.no_grad():
             new = _wrap(_deepcopy_array(self._data, memo))
         new.requires_grad = self.requires_grad
         if type(self) is not Tensor:
@@ -272,8 +274,6 @@ class Tensor(_core.TensorBase):
             new._grad = self._grad.__deepcopy__(memo)
         d = getattr(self, "__dict__", None)
         if d:
-            import copy as _copy
-
             new.__dict__.update(_copy.deepcopy(d, memo))
         memo[id(self)] = new
         return new
@@ -292,7 +292,7 @@ class Tensor(_core.TensorBase):
         return False
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
-        from ._tensor_str import tensor_repr
+        from ._tensor_str import tensor_repr  # import-time cost: loaded on the first repr
 
         return tensor_repr(self)
 
@@ -335,8 +335,6 @@ class Tensor(_core.TensorBase):
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        from ._creation import _rebuild
-
         return (_rebuild, (self.detach().numpy().copy(), self.requires_grad))
 
     # ---- autograd ----------------------------------------------------------------------
@@ -553,9 +551,7 @@ class Tensor(_core.TensorBase):
             >>> x.grad
             tensor([ 4.,  8., 12.])
         """
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A new tensor sharing the values, detached from the graph.
@@ -604,6 +600,21 @@ class Tensor(_core.TensorBase):
     def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
         """Whether this is a leaf tensor (alias of is_leaf)."""
         return self.is_leaf
+
+
+def _wrap(array: Any, requires_grad: bool = False) -> Tensor:
+    """A leaf tensor holding array."""
+    backend = namespace_of(array)
+    if requires_grad and not (array.dtype.kind == "c" or _dtype.is_floating_np(array.dtype)):
+        raise RuntimeError(
+            "Only Tensors of floating point and complex dtype can require gradients"
+        )
+    return _core.make_leaf(Tensor, array, requires_grad, backend.storage_slot(array))
+
+
+def _rebuild(array: Any, requires_grad: bool) -> Tensor:
+    """Unpickles a tensor (what `__reduce_ex__` names; `_creation._rebuild` in older pickles)."""
+    return _wrap(array, requires_grad)
 
 
 def _type_string(t: Tensor) -> str:

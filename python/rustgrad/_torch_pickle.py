@@ -23,12 +23,17 @@ import io
 import pickle
 import reprlib
 import struct
+import warnings
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as _np
 
 from . import _dtype
+from ._backends import device
+from ._creation import from_numpy
+from ._size import Size
+from .nn.parameter import Parameter
 
 __all__ = ["LEGACY_MAGIC", "Refused", "RefusedGlobal", "TorchFormatError", "TorchTypeError",
            "load_zip", "load_legacy"]
@@ -759,14 +764,10 @@ class _WeightsUnpickler:
 
     @staticmethod
     def _size(*args: Any) -> Any:
-        from ._size import Size
-
         return Size(_ints(args[0] if args else (), "torch.Size"))
 
     @staticmethod
     def _device(*args: Any) -> Any:
-        from ._backends import device
-
         return device(*args)
 
 
@@ -876,9 +877,6 @@ class _Resolver:
         return _np.frombuffer(raw, dtype=item)
 
     def tensor(self, p: _PendingTensor) -> Any:
-        from ._creation import from_numpy
-        from .nn.parameter import Parameter
-
         if id(p) in self.tensors:
             return self.tensors[id(p)]
         if p.dtype not in _NP_ITEM:
@@ -972,8 +970,6 @@ class _Resolver:
 
 def _finish(root: Any, storage_bytes: Callable[[_Storage], bytes], big_endian: bool,
             place: Place, source_bytes: int) -> Any:
-    import warnings
-
     r = _Resolver(storage_bytes, big_endian, place, source_bytes)
     try:
         out = r.resolve(root)

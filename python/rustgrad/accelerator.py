@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import Optional
 
+from . import cuda
 from ._backends import device as _device
 
 
 def is_available() -> bool:
     """Whether an accelerator (CUDA through CuPy) is usable."""
-    from . import cuda
-
     return cuda.is_available()
 
 
@@ -35,8 +34,6 @@ def current_accelerator(check_available: bool = False) -> Optional[_device]:
 
 def device_count() -> int:
     """The number of accelerator devices (0 without CUDA)."""
-    from . import cuda
-
     return cuda.device_count()
 
 
@@ -54,8 +51,6 @@ def synchronize(device: object = None) -> None:
         device (optional): accepted for torch compatibility; all queued work is waited for.
     """
     if is_available():
-        from . import cuda
-
         sync = getattr(cuda, "synchronize", None)
         if sync is not None:
             sync()

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from . import _core
+from ._backends import device as _device
+
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",
     "synchronize", "manual_seed", "manual_seed_all", "seed", "seed_all", "memory_allocated",
@@ -32,7 +35,7 @@ __all__ = [
 def _backend() -> Any:
     """The CUDA backend, ready; or the one RuntimeError naming the fix."""
     try:
-        from ._backends import cuda
+        from ._backends import cuda  # optional dependency: the CUDA backend imports CuPy
     except ImportError as e:  # pragma: no cover - the module itself imports without CuPy
         raise RuntimeError(str(e)) from e
     cuda.require()
@@ -45,8 +48,6 @@ def _cp() -> Any:
 
 def _index(dev: Any = None, optional: bool = True) -> int:
     """A CUDA device index from an int, a string, a device or None (the current device)."""
-    from ._backends import device as _device
-
     if dev is None:
         return current_device()
     if isinstance(dev, int) and not isinstance(dev, bool):
@@ -66,7 +67,7 @@ def is_available() -> bool:
         >>> print("CUDA:", torch.cuda.is_available())  # CUDA: False on a machine without one
         CUDA: ...
     """
-    from ._backends import cuda
+    from ._backends import cuda  # optional dependency: the CUDA backend imports CuPy
 
     return cuda.is_available()
 
@@ -79,14 +80,14 @@ def device_count() -> int:
         >>> torch.cuda.device_count() >= 0
         True
     """
-    from ._backends import cuda
+    from ._backends import cuda  # optional dependency: the CUDA backend imports CuPy
 
     return cuda.device_count()
 
 
 def is_initialized() -> bool:
     """Whether CUDA has been set up in this process (by a first CUDA use)."""
-    from ._backends import cuda
+    from ._backends import cuda  # optional dependency: the CUDA backend imports CuPy
 
     return bool(cuda._state["ready"])
 
@@ -203,8 +204,6 @@ def _track_peaks() -> None:
 def memory_allocated(device: Any = None) -> int:
     """Bytes held by live tensors on `device` (default: the current one), from rustgrad's
     storage accounting (views and detach() share their base's storage)."""
-    from . import _core
-
     _backend()
     return int(_core.live_storages(1 + _index(device))[1])
 
@@ -402,14 +401,6 @@ class stream:
             self.stream._stream.__exit__(*exc)
 
 
-def _amp() -> object:
-    # registered as the submodule `rustgrad.cuda.amp` (this is a module, not a package)
-    import sys
-
-    from .amp import _cuda_amp
-
-    sys.modules[__name__ + ".amp"] = _cuda_amp
-    return _cuda_amp
-
-
-amp = _amp()
+# torch.cuda.amp's deprecated spellings, the submodule `rustgrad.cuda.amp` (this is a module, not
+# a package): rustgrad.amp, which sits above this module, sets both when imported
+amp: Any

@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from . import _core
+from ._backends import device as _device
 
 
 def _slot(device: Any) -> int:
-    from ._backends import device as _device
-
     d = _device(device) if not isinstance(device, _device) else device
     if d.type == "cpu":
         return 0

@@ -19,27 +19,28 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import math
 import os
 import pickle
 import stat
 import tokenize
+import zipfile
 import zlib
 from collections import Counter, OrderedDict
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as _np
 
 from . import _dtype, _torch_pickle
 from ._backends import device as _device
+from ._creation import from_numpy
 from ._size import Size
 from ._tensor import Tensor
+from .nn.parameter import Parameter
 
-if TYPE_CHECKING:
-    import zipfile
-
-# zipfile and json are imported where save/load use them: `import rustgrad` pays nothing for
-# them (zipfile brings pathlib, shutil and urllib, ~6 ms)
+# `import rustgrad` does not import this module (rustgrad.save and rustgrad.load import it on
+# first use), so it pays nothing for zipfile (pathlib, shutil, urllib: ~6 ms) and json
 
 __all__ = ["save", "load"]
 
@@ -103,8 +104,6 @@ class _Writer:
         return len(self.arrays) - 1
 
     def _tensor(self, t: Tensor) -> Dict[str, Any]:
-        from .nn.parameter import Parameter
-
         key = id(t)
         if key not in self.memo:
             self.memo[key] = self._array(t._backend.to_numpy(t._data))
@@ -162,9 +161,6 @@ class _Reader:
         return key
 
     def _tensor(self, node: Dict[str, Any]) -> Tensor:
-        from ._creation import from_numpy
-        from .nn.parameter import Parameter
-
         ref = int(node["ref"])
         if ref in self.tensors:
             return self.tensors[ref]
@@ -222,11 +218,10 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     if pickle_module is not None:
         raise ValueError("rustgrad.save never pickles; pickle_module is not accepted")
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
-        from .utils import safetensors
+        from .utils import safetensors  # cycle: utils.safetensors writes through _write_atomically
 
         safetensors.save_file(obj, f)
         return
-    import json
 
     # Everything that can refuse the object is done before any byte is written: the structure
     # is encoded (refusing unsupported objects) and its JSON text made.
@@ -234,8 +229,6 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
     text = json.dumps({"format": _FORMAT, "root": writer.encode(obj)})
 
     def write(fh: IO[bytes]) -> None:
-        import zipfile
-
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
             z.writestr(_STRUCTURE, text)
             for i, arr in enumerate(writer.arrays):
@@ -399,8 +392,6 @@ def _file_name(f: Any) -> str:
 
 
 def _checked_read(z: zipfile.ZipFile, name: str) -> bytes:
-    import zipfile
-
     try:
         info = z.getinfo(name)
     except KeyError:
@@ -598,9 +589,6 @@ def _is_safetensors(head: bytes, size: int) -> bool:
 
 
 def _load(fh: Any, map_location: Any) -> Any:
-    import json
-    import zipfile
-
     if not (hasattr(fh, "seekable") and fh.seekable()):
         fh = io.BytesIO(fh.read())
     start = fh.tell()
@@ -613,7 +601,7 @@ def _load(fh: Any, map_location: Any) -> Any:
     if head == _torch_pickle.LEGACY_MAGIC:
         return _torch_pickle.load_legacy(fh, _placer(map_location))
     if _is_safetensors(head, size):
-        from .utils import safetensors
+        from .utils import safetensors  # cycle: utils.safetensors writes through _write_atomically
 
         try:
             tensors = safetensors._from_bytes(fh.read(size))

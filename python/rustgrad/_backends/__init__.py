@@ -7,12 +7,9 @@ rustgrad never requires it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Union
 
-from . import cpu
-
-_BY_ARRAY_TYPE: dict = {cpu.ndarray: cpu}
-_NDARRAY = cpu.ndarray
 # device types `device()` accepts: torch's two, plus those of backends registered later (tests)
 _DEVICE_TYPES = {"cpu", "cuda"}
 
@@ -94,6 +91,12 @@ class device:
 
 CPU = device("cpu")
 
+# the cpu backend names CPU as its arrays' device: imported once CPU exists
+from . import cpu  # noqa: E402
+
+_BY_ARRAY_TYPE: dict = {cpu.ndarray: cpu}
+_NDARRAY = cpu.ndarray
+
 
 def namespace_of(array: Any) -> Any:
     """The backend module for an array (cpu, cuda or a registered test backend)."""
@@ -151,7 +154,7 @@ def _backend_for_type(kind: str) -> Any:
         return cpu
     if kind == "cuda":
         # every CUDA use passes here first: one clear error when CuPy or the driver is missing
-        from . import cuda
+        from . import cuda  # optional dependency: the CUDA backend imports CuPy
 
         cuda.require()
         return cuda
@@ -193,12 +196,16 @@ def resolve(dev: Any) -> device:
 def device_guard(dev: Any) -> Any:
     """A context in which `dev` is its backend's current device (CuPy's ``cuda.Device(i)``);
     a no-op for the cpu and for a device without an index."""
-    import contextlib
-
     d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cpu" or d.index is None:
         return contextlib.nullcontext()
     return _backend_for_type(d.type).device_context(d.index)
+
+
+def host_errstate(**kwargs: Any) -> Any:
+    """A context with the host backend's floating-point error handling set as in
+    ``numpy.errstate(**kwargs)`` (CuPy raises no such warnings)."""
+    return cpu.errstate(**kwargs)
 
 
 def _mismatch(a: Any, b: Any) -> RuntimeError:

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as _as_strided
 
 from .. import _core  # the Rust kernels below (the extension imports nothing from here)
+from . import CPU  # the package imports this module once CPU is defined
 from ._kernels import Kernels
 
 # numpy's lazily imported submodules that ops never touch
@@ -30,8 +31,6 @@ generic = np.generic
 
 
 def device_of(array: Any) -> Any:
-    from . import CPU
-
     return CPU
 
 

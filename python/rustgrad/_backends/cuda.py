@@ -11,6 +11,9 @@ import contextlib
 import warnings
 from typing import Any, Iterator, Optional
 
+# imported by the package on the first CUDA use, so the package is complete here
+from . import device, register
+
 try:
     import cupy as _cp
 except ImportError as e:  # depends on the machine
@@ -72,16 +75,12 @@ def require() -> None:
                     g[name] = getattr(_cp, name)
                 except Exception:  # noqa: BLE001,S112 - a name CuPy lists but cannot give
                     continue
-    from . import register
-
     register(_cp.ndarray, __import__(__name__, fromlist=["*"]))
     _state["ready"] = True
 
 
 # ---- device bookkeeping used by the dispatch layer ----------------------------------------
 def device_of(array: Any) -> Any:
-    from . import device
-
     return device("cuda", int(array.device.id))
 
 
@@ -116,8 +115,6 @@ def to_numpy(array: Any) -> Any:
 
 
 def from_numpy(array: Any, dev: Any = None) -> Any:
-    from . import device
-
     index = None if dev is None else device(dev).index  # dev may be a string
     if index is None:
         return _cp.asarray(array)
@@ -128,15 +125,13 @@ def from_numpy(array: Any, dev: Any = None) -> Any:
 def copy_to(array: Any, dev: Any) -> Any:
     """A copy of a device array on GPU `dev` (device to device: CuPy's copy() writes to the
     current device from whichever device the array is on)."""
-    from . import device
-
     index = device(dev).index
     with _cp.cuda.Device(current_index() if index is None else index):
         return array.copy()
 
 
 def add_at(target: Any, index: Any, values: Any) -> None:
-    import cupyx
+    import cupyx  # optional dependency (CuPy's), imported on first use
 
     cupyx.scatter_add(target, index, values)
 
@@ -148,7 +143,7 @@ def data_ptr(array: Any) -> int:
 def _erf(array: Any) -> Any:
     """The error function, elementwise (CuPy's special-function kernel). It has no float16
     loop (float16 gives float64): float16 is computed in float32 and rounded, as on the CPU."""
-    from cupyx.scipy.special import erf as _erf_kernel
+    from cupyx.scipy.special import erf as _erf_kernel  # optional dependency, import-time cost
 
     if array.dtype == _cp.float16:
         return _erf_kernel(array.astype(_cp.float32)).astype(_cp.float16)

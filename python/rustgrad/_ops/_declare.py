@@ -22,6 +22,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
+from .. import _memory_format
+from ._autocast_lists import NAMES as _AUTOCAST_NAMES
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -108,7 +111,7 @@ def op(
 
 
 # ---- autocast --------------------------------------------------------------------------------
-# An op torch's autocast lists name (rustgrad/amp/_op_lists.py) is declared, and bound in its
+# An op torch's autocast lists name (_autocast_lists.py) is declared, and bound in its
 # family module, as an entry point that checks one flag: `autocast_dispatch`, None unless an
 # enabled autocast region is open in some thread (rustgrad.amp sets it). Other ops, the
 # arithmetic hot path among them, are left as they are.
@@ -117,10 +120,8 @@ autocast_dispatch: Optional[Callable[..., Any]] = None
 
 def with_autocast(fn: F) -> F:
     """fn, or its autocast entry point where an autocast list names it (see above)."""
-    from ..amp._op_lists import NAMES
-
     name = fn.__name__
-    if name not in NAMES:
+    if name not in _AUTOCAST_NAMES:
         return fn
 
     def entry(*args: Any, **kwargs: Any) -> Any:
@@ -215,8 +216,6 @@ def _compile_adapter(adapter: Any, fn: Callable[..., Any], params: Optional[List
     optional = {p.name for i, p in enumerate(params)
                 if p.name in targets or (i > first and p.default is _P.empty and p.kind is _P.POSITIONAL_OR_KEYWORD)}
     if checks_format:
-        from .. import _memory_format
-
         ns["_check_format"] = _memory_format.check
     sig, call = [], []
     kw_started = False

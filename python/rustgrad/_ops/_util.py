@@ -193,19 +193,6 @@ def name_function(fn: Any, name: str) -> None:
     fn.__code__ = code.replace(co_name=name, **extra)
 
 
-def commit_inplace(t: Tensor, out: Tensor) -> None:
-    """Ends an in-place op on `t` whose out-of-place result (with its history) is `out`: writes
-    it into t's memory and gives t out's history; on a view, the base's history becomes
-    CopySlices and the view's AsStridedBackward0, as torch's."""
-    if t._base is not None:
-        from .copyslices import commit
-
-        commit(t, out)
-        return
-    t._data[...] = out._data
-    _core.rebase_history(t, out)
-
-
 def check_internal_overlap(t: Tensor) -> None:
     """torch's refusal to write into a tensor whose elements share memory (an expanded view):
     the result would depend on the order of the writes. Only a view can overlap."""
@@ -286,22 +273,6 @@ def describe(array: Any) -> str:
 
 def can_require_grad(array: Any) -> bool:
     return array.dtype.kind == "c" or _dtype.is_floating_np(array.dtype)
-
-
-def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
-    """Ends an in-place op whose result `out` was computed out of place: refuses a dtype self
-    cannot hold, then with autograd gives self out's history, else just writes the values."""
-    if out._data.dtype != self._data.dtype:
-        raise RuntimeError(
-            f"result type {_type_name(_dtype.from_np(out._data.dtype))} can't be cast to the "
-            f"desired output type {_type_name(self.dtype)}"
-        )
-    if is_grad_enabled() and needs_grad:
-        commit_inplace(self, out)
-    else:
-        self._data[...] = out._data
-        self._bump_version()
-    return self
 
 
 # ---- gradients that select ---------------------------------------------------------------

@@ -21,7 +21,6 @@ from ._util import (
     _type_name,
     check_inplace,
     check_internal_overlap,
-    commit_inplace,
     const,
     floating,
     is_bf16,
@@ -33,6 +32,7 @@ from ._util import (
     select_grad,
 )
 from .compare import where
+from .copyslices import commit_inplace
 from .pointwise import _erf_array, erf
 from .reduce import _src
 

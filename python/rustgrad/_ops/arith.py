@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import operator as _operator
 from typing import Any
 
-from .. import _core, _dtype
+from .. import _core, _creation, _dtype
+from .._backends import namespace_of
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
@@ -17,7 +19,6 @@ from ._util import (
     check_inplace_cast,
     check_internal_overlap,
     check_no_partial_overlap,
-    commit_inplace,
     is_bf16,
     is_grad_enabled,
     opmath,
@@ -29,6 +30,9 @@ from ._util import (
     with_float_scalar,
     wrap_int,
 )
+from .compare import where
+from .copyslices import commit_inplace, write_inplace
+from .pointwise import reciprocal
 
 
 def _meta(a: Tensor, b: Tensor, out: Any) -> Any:
@@ -72,9 +76,7 @@ _SAVED_BINARY = {
 
 
 def _wrapped_number(x: Any) -> Tensor:
-    from .._creation import tensor
-
-    return tensor(x)
+    return _creation.tensor(x)
 
 
 def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -406,9 +408,7 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
 
 
 def _div_rounding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .._creation import zeros
-
-    return tuple(None if c is None else zeros(c[0], dtype=c[1], device=g.device) for c in ctx)
+    return tuple(None if c is None else _creation.zeros(c[0], dtype=c[1], device=g.device) for c in ctx)
 
 
 @op(dunder="__rtruediv__")
@@ -417,7 +417,6 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
     s = as_scalar(other)
     if s is None:
         return NotImplemented
-    from .pointwise import reciprocal
 
     return mul(reciprocal(input), s)
 
@@ -494,13 +493,9 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b, out = saved
     ga = gb = None
     if a.requires_grad:
-        from .compare import where
-
         # torch's pow_backward_self: zero where the exponent is 0 (not 0 * 0 ** -1 = nan)
         ga = where(b == 0, 0.0, g * (b * a ** (b - 1)))
     if b.requires_grad:
-        from .compare import where
-
         zero = (a == 0) & (b >= 0)
         gb = g * where(zero, 0.0, out * a.log())
     if ctx is None:
@@ -510,10 +505,7 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    import math
-
     if ctx == 0:  # torch's pow_backward_exponent: 0 where exponent >= 0, else result * log(0)
-        from .compare import where
 
         a, out = saved
         return g * where(a >= 0, 0.0, out * -math.inf)
@@ -613,8 +605,6 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, operand: A
     sd = self._data
     od = other._data if other_t else _int_operand(sd, other)
     if other_t:
-        from .._backends import namespace_of
-
         namespace_of(sd)
         same_device(sd, od)  # by device: cuda:0 against cuda:1 too
         shape = _broadcast_shape(sd.shape, od.shape)
@@ -740,9 +730,7 @@ _NUMBERS = (bool, int, float)
 
 
 def _tensor_like(number: Any, other: Tensor) -> Tensor:
-    from .._creation import tensor
-
-    return tensor(number, device=other.device)
+    return _creation.tensor(number, device=other.device)
 
 
 @op(function="add", grad_fn="AddBackward0")
@@ -902,8 +890,6 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
     try:
         out = a + value * (b * c if kind == "mul" else b / c)
     except ValueError as e:
-        from ._util import broadcast_error
-
         raise broadcast_error(e, a.shape, b.shape, c.shape) from None
     out = out.astype(rt, copy=False)
     name = "AddcmulBackward0" if kind == "mul" else "AddcdivBackward0"
@@ -950,8 +936,6 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 # ---- addcmul_ / addcdiv_ -------------------------------------------------------------------
 def _addc_(kind: str, self: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
-    from ._util import write_inplace
-
     check_inplace(self)
     check_internal_overlap(self)
     check_no_partial_overlap(self, tensor1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtype
+from .. import _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
@@ -106,20 +106,17 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
 def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's max/min backward: where(a == b, grad / 2, grad), zeroed where the input lost, so
     # ties split the gradient and a nan (no order) passes it to both inputs
-    from .gather import masked_fill
-
     a, b = saved
     is_max, shapes = ctx
     half = where(a == b, g * 0.5, g)
     a_lost, b_lost = (a < b, a > b) if is_max else (a > b, a < b)
-    ga, gb = masked_fill(half, a_lost, 0.0), masked_fill(half, b_lost, 0.0)
+    # the method (bound from gather), as gather imports this module
+    ga, gb = half.masked_fill(a_lost, 0.0), half.masked_fill(b_lost, 0.0)
     return tuple(cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes))
 
 
 def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
     if not isinstance(b, Tensor):
-        from .. import _creation
-
         b = _creation.full_like_scalar(a, b)
     ad, bd = promote(a, b)
     xp = a._backend

@@ -13,6 +13,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._util import record, same_devices
+from .gather import _index_add_zeros
 
 Pads = Tuple[int, int, int, int]  # top, bottom, left, right
 IntOrPair = Union[int, Tuple[int, int], Sequence[int]]
@@ -494,8 +495,6 @@ def _pads_from_crop(crop: Tuple[slice, ...], shape: Tuple[int, ...]) -> List[int
 
 
 def _pad_index_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .gather import _index_add_zeros
-
     for dim, idx, shape in reversed(ctx):
         g = _index_add_zeros(g, shape, dim, idx)
     return g

@@ -6,8 +6,9 @@ from __future__ import annotations
 import builtins
 from typing import Any, Tuple
 
-from .. import _core, _dtype
-from .._backends import namespace
+from .. import _core, _creation, _dtype
+from .._backends import device as _device
+from .._backends import namespace, resolve
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
@@ -21,6 +22,8 @@ from ._util import (
     same_elements,
     sum_to,
 )
+from .arith import _broadcast_shape
+from .copyslices import commit
 
 
 def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -98,8 +101,6 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     dev, dtype, copy = parse_to(*args, **kwargs)
     out = self
     if dev is not None:
-        from .._backends import resolve
-
         target = resolve(dev)  # "cuda" is the current GPU: to("cuda") of a tensor there is itself
         if target != out.device:
             out = to_device(out, target)
@@ -168,8 +169,6 @@ def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
 def cuda(self: Tensor, device: Any = None, non_blocking: Any = False,
          memory_format: Any = None) -> Tensor:
     """This tensor on a CUDA device (the current one by default; an int is an index)."""
-    from .._backends import device as _device
-
     target = _device("cuda") if device is None else _device(device)
     if target.type != "cuda":
         raise RuntimeError("Invalid device, must be cuda device")
@@ -209,8 +208,6 @@ def _overwrite(self: Tensor, data: Any, inputs: tuple, name: str, bw: Any, ctx: 
     the base's history becomes CopySlices and the view's AsStridedBackward0, as torch's."""
     out = record(data, inputs, name, bw, None, ctx)
     if self._base is not None:
-        from .copyslices import commit
-
         commit(self, out)
     else:
         self._data[...] = data
@@ -256,8 +253,6 @@ def _fill(self: Tensor, value: Any, name: str) -> Tensor:
 @op(method="copy_", grad_fn="torch::autograd::CopyBackwards")
 def copy_(self: Tensor, src: Any, non_blocking: Any = False) -> Tensor:
     """Copies src's values (broadcast, cast, moved across devices) into self, in place."""
-    from .arith import _broadcast_shape
-
     check_inplace(self)
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
@@ -299,8 +294,6 @@ def _like_self(self: Tensor, dtype: Any, device: Any) -> dict:
 def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
               requires_grad: Any = False) -> Tensor:
     """A tensor of zeros with self's dtype and device (unless given)."""
-    from .. import _creation
-
     return _creation.zeros(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
 
 
@@ -308,8 +301,6 @@ def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
 def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
              requires_grad: Any = False) -> Tensor:
     """A tensor of ones with self's dtype and device (unless given)."""
-    from .. import _creation
-
     return _creation.ones(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
 
 
@@ -317,8 +308,6 @@ def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
 def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
               requires_grad: Any = False) -> Tensor:
     """An uninitialised tensor with self's dtype and device (unless given)."""
-    from .. import _creation
-
     return _creation.empty(*size, requires_grad=requires_grad, **_like_self(self, dtype, device))
 
 
@@ -326,8 +315,6 @@ def new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
 def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
              device: Any = None, requires_grad: Any = False) -> Tensor:
     """A tensor filled with fill_value, with self's dtype and device (unless given)."""
-    from .. import _creation
-
     return _creation.full(size, fill_value, requires_grad=requires_grad,
                           **_like_self(self, dtype, device))
 
@@ -336,8 +323,6 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
                requires_grad: Any = False) -> Tensor:
     """A copy of data as a tensor with self's dtype and device (unless given)."""
-    from .. import _creation
-
     return _creation.tensor(data, requires_grad=requires_grad, **_like_self(self, dtype, device))
 
 

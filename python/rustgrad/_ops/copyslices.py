@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from .. import _core
+from .. import _core, _dtype
+from .._backends import namespace_of
 from .._tensor import Tensor
-from ._util import MODE_VIEWS, record
+from ._util import MODE_VIEWS, _type_name, is_grad_enabled, record
 
 Strided = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
 # (base, view): each placed in the base's memory, offsets in elements from the base's first
@@ -115,8 +116,6 @@ class _Memory:
 
 
 def _backend_of(array: Any) -> Any:
-    from .._backends import namespace_of
-
     return namespace_of(array)
 
 
@@ -199,3 +198,31 @@ def commit(view: Tensor, out: Tensor) -> None:
     # The shared version moved: reading the view's history remakes it over the base's new one
     # now, as torch's rebase_history (is_leaf reads it without making a Python node).
     view.is_leaf  # noqa: B018
+
+
+# ---- ending an in-place op -----------------------------------------------------------------
+def commit_inplace(t: Tensor, out: Tensor) -> None:
+    """Ends an in-place op on `t` whose out-of-place result (with its history) is `out`: writes
+    it into t's memory and gives t out's history; on a view, the base's history becomes
+    CopySlices and the view's AsStridedBackward0, as torch's."""
+    if t._base is not None:
+        commit(t, out)
+        return
+    t._data[...] = out._data
+    _core.rebase_history(t, out)
+
+
+def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
+    """Ends an in-place op whose result `out` was computed out of place: refuses a dtype self
+    cannot hold, then with autograd gives self out's history, else just writes the values."""
+    if out._data.dtype != self._data.dtype:
+        raise RuntimeError(
+            f"result type {_type_name(_dtype.from_np(out._data.dtype))} can't be cast to the "
+            f"desired output type {_type_name(self.dtype)}"
+        )
+    if is_grad_enabled() and needs_grad:
+        commit_inplace(self, out)
+    else:
+        self._data[...] = out._data
+        self._bump_version()
+    return self

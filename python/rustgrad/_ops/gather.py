@@ -19,7 +19,6 @@ from ._util import (
     check_inplace,
     check_internal_overlap,
     checked_int,
-    commit_inplace,
     is_grad_enabled,
     record,
     same_device,
@@ -28,6 +27,8 @@ from ._util import (
 from ._util import (
     const as _const,
 )
+from .compare import where
+from .copyslices import commit_inplace
 
 _INT64 = _dtype.int64.np
 
@@ -461,8 +462,6 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple:
 
 
 def _masked_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .compare import where
-
     mask, shape, dtype, vmeta = ctx
     m = _const(mask)
     ga = cast_grad(sum_to(where(m, 0.0, g), shape), dtype)
@@ -592,10 +591,9 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     d = input._data
     xp = input._backend
     if as_tuple:  # torch: the columns of nonzero(), as views of it
-        from .views import unbind
-
         src = d.reshape(1) if d.ndim == 0 else d
-        return unbind(_const(xp.stack(xp.nonzero(src), axis=1).astype(_INT64)), 1)
+        # the method (bound from views), as views imports this module
+        return _const(xp.stack(xp.nonzero(src), axis=1).astype(_INT64)).unbind(1)
     if d.ndim == 0:
         return _const(xp.zeros((1 if bool(d) else 0, 0), dtype=_INT64))
     return _const(xp.stack(xp.nonzero(d), axis=1).astype(_INT64))
@@ -609,8 +607,6 @@ def argwhere(input: Tensor) -> Tensor:
 
 # ---- index_fill ------------------------------------------------------------------------------
 def _index_fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .compare import where
-
     mask, has_value, vdt = ctx
     m = _const(mask)
     ga = where(m, 0.0, g)

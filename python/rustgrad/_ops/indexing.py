@@ -7,7 +7,7 @@ import re
 from typing import Any, Sequence
 
 from .. import _dtype
-from .._backends import _NDARRAY
+from .._backends import _NDARRAY, namespace_of
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
@@ -21,7 +21,6 @@ from ._util import (
     check_internal_overlap,
     check_no_overlap,
     checked_int,
-    commit_inplace,
     const,
     is_grad_enabled,
     overlaps,
@@ -29,8 +28,9 @@ from ._util import (
     same_device,
     same_elements,
     sum_to,
-    write_inplace,
 )
+from .copyslices import commit_inplace, write_inplace
+from .gather import _check_bounds
 
 
 def _normalize(idx: Any, xp: Any, like: Any = None) -> tuple:
@@ -100,8 +100,6 @@ def _check_array_indices(idx: list, shape: tuple) -> None:
 def _index_on(d: Any, like: Any) -> Any:
     """Index array d on the device of the indexed array `like`: a CPU index is copied there;
     one of another device is refused with torch's message."""
-    from .._backends import namespace_of
-
     if type(d) is _NDARRAY:
         backend = namespace_of(like)
         return backend.from_numpy(d, backend.device_of(like))
@@ -293,8 +291,6 @@ def _index_put_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if has_value_tensor:
         gv = sum_to(g[idx], vshape)
         if gv._data.dtype != vdtype:
-            from .. import _dtype
-
             gv = gv.to(_dtype.from_np(vdtype))
     _ = xp
     return ga, gv
@@ -409,8 +405,6 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
         return
     nidx = _normalize(idx, a._backend, a._data)
     if vt and type(value._data) is not type(a._data):
-        from ._util import same_device
-
         same_device(a._data, value._data)
     try:
         a._data[nidx] = value._data if vt else value
@@ -422,9 +416,7 @@ def setitem(a: Tensor, idx: Any, value: Any) -> None:
 
 
 def _check_index_bounds(xp: Any, index: Any, size: int, dim: int) -> None:
-    from .gather import _check_bounds as check
-
-    check(xp, index, size, dim)
+    _check_bounds(xp, index, size, dim)
 
 
 # ---- index_add / index_put ---------------------------------------------------------------

@@ -20,6 +20,7 @@ from ._util import (
     same_device,
     sum_to,
 )
+from .views import _diag_into_zeros, diagonal, permute, squeeze
 
 
 def _rounded(out: Any, like: Any) -> Any:
@@ -528,8 +529,6 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         >>> rustgrad.einsum("ij,j->i", a, rustgrad.tensor([1., 1.]))
         tensor([3., 7.])
     """
-    from .views import permute, squeeze
-
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ops = list(operands)
@@ -555,7 +554,6 @@ def einsum(equation: str, *operands: Any) -> Tensor:
             c = next(c for c in s if s.count(c) > 1)
             i = s.index(c)
             j = s.index(c, i + 1)
-            from .views import diagonal
 
             ops[k] = diagonal(ops[k], 0, i, j)
             s = [x for n, x in enumerate(s) if n not in (i, j)] + [c]
@@ -608,8 +606,6 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
         >>> rustgrad.tensordot(rustgrad.ones(2, 3), rustgrad.ones(3, 4), dims=1).shape
         torch.Size([2, 4])
     """
-    from .views import permute
-
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, Tensor):
         dd = dims.tolist()
@@ -693,8 +689,6 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 # ---- trace, diag, diag_embed -----------------------------------------------------------
 def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .views import _diag_into_zeros
-
     n, m = ctx
     k = min(n, m)
     return _diag_into_zeros(g.expand(k), (n, m), 0, 0, 1)
@@ -725,8 +719,6 @@ def trace(input: Tensor) -> Tensor:
 
 
 def _diag_embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .views import diagonal
-
     offset, d1, d2 = ctx
     return diagonal(g, offset, d1, d2)
 
@@ -752,8 +744,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
 
 
 def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .views import _diag_into_zeros
-
     shape, offset = ctx
     return _diag_into_zeros(g, shape, offset, 0, 1)
 

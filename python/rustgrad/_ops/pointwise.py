@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _core, _dtype
+from .. import _core, _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
@@ -24,7 +24,6 @@ from ._util import (
     check_internal_overlap,
     check_no_partial_overlap,
     checked_int,
-    commit_inplace,
     floating,
     is_grad_enabled,
     name_function,
@@ -34,11 +33,12 @@ from ._util import (
     same_device,
     scalar_operand,
     sum_to,
-    write_inplace,
 )
 from ._util import (
     const as _const,
 )
+from .compare import where
+from .copyslices import commit_inplace, write_inplace
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -263,8 +263,6 @@ def reciprocal(input: Tensor) -> Tensor:
 def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15: a value sitting on a bound gets no gradient (the bounds are strict); a
     # selection, so that a NaN in g does not leak where the input was clamped
-    from .compare import where
-
     (a,) = saved
     lo, hi = ctx
     mask = None
@@ -351,8 +349,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15's clamp_backward_min_max: a tie between the input and a bound splits the
     # gradient in halves; a NaN input passes its gradient through
-    from .compare import where
-
     a, lo, hi = saved
     zero = 0.0  # selected, never multiplied: a NaN in g must not leak
     half = g * 0.5
@@ -807,9 +803,7 @@ def square(input: Tensor) -> Tensor:
 
 # ---- rounding: zero gradient -----------------------------------------------------------
 def _zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .._creation import zeros_like
-
-    return zeros_like(g)
+    return _creation.zeros_like(g)
 
 
 def _rounding(a: Tensor, fn: Any, name: str, kernel: str) -> Tensor:
@@ -1353,8 +1347,6 @@ def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
 def _clamp_side_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15's clamp_min/clamp_max: strict as clamp's, a value on the bound (or NaN)
     # gets no gradient
-    from .compare import where
-
     (a,) = saved
     lo, hi = ctx
     return where((a > lo) if lo is not None else (a < hi), g, 0.0)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtype
-from .._backends import cpu as host
+from .. import _creation, _dtype
+from .._backends import CPU, namespace
 from .._tensor import Tensor
 from ._declare import op
 from ._util import (
@@ -16,11 +16,12 @@ from ._util import (
     quiet_fp,
 )
 
+# the generator draws on the host (NumPy), then the values move to the tensor's device
+host = namespace(CPU)
+
 
 # ---- in-place random fills -----------------------------------------------------------------
 def _fill_random(self: Tensor, draw: Any, generator: Any = None) -> Tensor:
-    from .. import _creation
-
     check_inplace(self)
     check_internal_overlap(self)
     arr = draw(_creation.rng_of(generator), tuple(self._data.shape))
@@ -64,8 +65,6 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
-    from .. import _creation
-
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
     rng = _creation.rng_of(generator)
@@ -81,8 +80,6 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
 @op(method="bernoulli", function="bernoulli")
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """0/1 samples, 1 with the probability input holds (or p), in input's dtype."""
-    from .. import _creation
-
     if p is None:
         probs = input._backend.to_numpy(input._data).astype("float64")
         if not _dtype.is_floating_np(input._data.dtype):
@@ -126,8 +123,6 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> Tensor:
     """Indices drawn from each row of input, with probabilities proportional to its entries
     (with or without replacement)."""
-    from .. import _creation
-
     probs = input._backend.to_numpy(input._data).astype("float64")
     _check_multinomial(input, num_samples, replacement, probs)
     rows = probs.reshape(-1, probs.shape[-1])

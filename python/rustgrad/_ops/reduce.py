@@ -13,12 +13,15 @@ import math
 import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
-from .. import _dtype, return_types
+from .. import _creation, _dtype, return_types
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
 from ._util import _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, record, sum_to
 from ._util import const as _const
+from .compare import maximum, minimum, where
+from .indexing import scatter_into_zeros
+from .views import cat, flip, movedim, narrow, triu
 
 Dims = Union[int, Sequence[int], None]
 _F16 = _dtype.float16.np
@@ -149,7 +152,6 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     axis = dims if d.ndim else None
     acc = _F32 if _low_precision(d.dtype) else None
     if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
-        import warnings
 
         with warnings.catch_warnings(), input._backend.errstate(invalid="ignore", divide="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -177,7 +179,6 @@ def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     mask = a == out
     if _dtype.is_floating_np(a._data.dtype) and out._data != out._data:  # the result is nan: nans share
         mask = a != a
-    from .compare import where
 
     # a selection, not a product: a NaN upstream reaches only the chosen entries, as torch's
     return where(mask, g / mask.sum(), 0.0)
@@ -186,7 +187,6 @@ def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's value_selecting_reduction_backward: the gradient goes to the chosen index.
     shape, dim, keepdim, idx = ctx
-    from .indexing import scatter_into_zeros
 
     if not keepdim:
         g = g.reshape(idx.shape)
@@ -206,8 +206,6 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         name = "MaxBackward1" if is_max else "MinBackward1"
         return record(out, (a,), name, _evenly_bw, (a,), None, True)
     if isinstance(dim, Tensor):
-        from .compare import maximum, minimum
-
         return maximum(a, dim) if is_max else minimum(a, dim)
     dim = _wrap_dim(dim, d.ndim)
     if d.ndim and d.shape[dim] == 0:
@@ -380,8 +378,6 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
 def _prod_safe_zeros_bw(g: Tensor, a: Tensor, dim: int) -> Tensor:
     """torch's prod_safe_zeros_backward: products of everything before and after each
     element (exclusive cumulative products), exact with zeros in the input."""
-    from .views import cat, flip, narrow
-
     if a._data.size == 0:
         return g.expand(a._data.shape)
     n = a._data.shape[dim]
@@ -403,9 +399,7 @@ def _prod_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if zeros == 0:
         return g * (out / a)
     if zeros > 1:
-        from .._creation import zeros_like
-
-        return zeros_like(a)
+        return _creation.zeros_like(a)
     flat = a.reshape(-1)
     return _prod_safe_zeros_bw(g.reshape(1), flat, 0).reshape(a._data.shape)
 
@@ -467,8 +461,6 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
 
 
 def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
-    from .views import flip
-
     return flip(cumsum(flip(g, dim), dim), dim)
 
 
@@ -509,9 +501,6 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if not bool((a._data == 0).any()):
         return _reverse_cumsum(g * out, dim) / a
     # with zeros: d out_j / d x_k = prod_{i <= j, i != k} x_i for j >= k, built for all (k, j)
-    from .compare import where
-    from .views import movedim, triu
-
     xm = movedim(a, dim, -1)
     gm = movedim(g, dim, -1)
     n = xm._data.shape[-1]
@@ -698,8 +687,6 @@ def _norm_array(xp: Any, src: Any, p: float, axes: tuple) -> Any:
 
 def _norm_grad(g: Tensor, x: Tensor, norm: Tensor, p: float, axes: tuple) -> Tensor:
     """torch's norm_backward (g and norm in keepdim shape), in rustgrad ops."""
-    from .compare import where
-
     if p == 0:
         return None  # torch: no gradient (None) for the 0-"norm"
     if p == 1:
@@ -1114,8 +1101,6 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
         >>> rustgrad.tensor([1, 4, 9, 16]).diff(n=2)
         tensor([2, 2])
     """
-    from .views import cat, narrow
-
     nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")

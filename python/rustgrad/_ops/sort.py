@@ -14,6 +14,8 @@ from ._util import (
 from ._util import (
     record,
 )
+from .compare import where
+from .gather import scatter_add_into_zeros
 from .reduce import _src
 
 _INT64 = _dtype.int64.np
@@ -23,15 +25,12 @@ _median_type = return_types._make("median")
 # ---- median ----------------------------------------------------------------------------------
 def _median_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     mask, dt = ctx
-    from .compare import where
 
     # a selection, not a product: a NaN upstream reaches only the chosen entries, as torch's
     return where(_const(mask), g / float(mask.sum()), 0.0)
 
 
 def _median_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    from .gather import scatter_add_into_zeros
-
     shape, dim, idx, keepdim = ctx
     if not keepdim and len(shape):
         g = g.unsqueeze(dim)
@@ -133,8 +132,6 @@ def _order(xp: Any, src: Any, dim: int, descending: bool) -> Any:
 
 def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's value_selecting_reduction_backward: each value's gradient goes to its index
-    from .gather import scatter_add_into_zeros
-
     shape, dim, idx = ctx
     if not shape:
         return g.reshape(())

@@ -24,6 +24,7 @@ from .._tensor import Tensor
 from ._declare import op
 from ._util import record
 from .conv import type_name
+from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 # (mode, spatial dims) -> torch's node name
 _NODES = {
@@ -305,8 +306,6 @@ def _check_dtype(x: Tensor, mode: str) -> None:
 
 
 def _area(x: Tensor, out: List[int]) -> Tensor:
-    from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
-
     if x.ndim == 3:
         return adaptive_avg_pool1d(x, out[0])
     if x.ndim == 4:

@@ -6,6 +6,7 @@ vstack, tril/triu, flip, roll, repeat, repeat_interleave, tile."""
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any, List, Sequence, Tuple
 
 from .. import _dtype
@@ -14,6 +15,7 @@ from .._tensor import Tensor
 from ._declare import op
 from ._util import const as _const
 from ._util import record, same_devices, sum_to
+from .gather import index_select
 
 
 def _int_list(args: Any) -> Tuple[int, ...]:
@@ -588,7 +590,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
                 [3, 4],
                 [3, 4]])
     """
-    from .gather import index_select
     xp = input._backend
     if repeats is None:  # repeat_interleave(counts): the indices repeated by the counts
         r = input._data
@@ -1120,8 +1121,6 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
                 [2, 4]])
     """
     if input._data.ndim not in (0, 2) and not _WARNED_T:
-        import warnings
-
         _WARNED_T.append(True)
         warnings.warn(
             "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
@@ -1152,8 +1151,6 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
 @op(function="hstack")
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
-    from .. import cat
-
     ts = [t.reshape(1) if t.dim() == 0 else t for t in tensors]
     return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
 
@@ -1161,8 +1158,6 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
 @op(function="vstack")
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """The tensors joined row-wise (1-D tensors become rows)."""
-    from .. import cat
-
     ts = []
     for t in tensors:
         if t.dim() == 0:

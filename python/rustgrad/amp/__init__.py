@@ -9,6 +9,7 @@ The module-level functions torch has at ``torch.*`` (``set_autocast_enabled``,
 
 from __future__ import annotations
 
+from . import _cuda_amp  # noqa: F401  (sets rustgrad.cuda.amp)
 from .autocast_mode import (
     autocast,
     custom_bwd,

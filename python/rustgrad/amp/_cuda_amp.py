@@ -4,10 +4,12 @@ autocast("cuda") and custom_fwd/custom_bwd with the device fixed (and torch's Fu
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from typing import Any, Callable, Optional
 
 from .. import _dtype
+from .. import cuda as _cuda
 from . import autocast_mode as _autocast_mode
 from .autocast_mode import autocast as _autocast
 from .grad_scaler import GradScaler as _GradScaler
@@ -67,3 +69,8 @@ def custom_bwd(bwd: Callable[..., Any]) -> Any:
                   "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
                   stacklevel=2)
     return _autocast_mode.custom_bwd(bwd, device_type="cuda")
+
+
+# `rustgrad.cuda.amp`, as torch.cuda.amp (cuda.py is a module, not a package): set from here, as
+# rustgrad.cuda sits below amp
+_cuda.amp = sys.modules[_cuda.__name__ + ".amp"] = sys.modules[__name__]

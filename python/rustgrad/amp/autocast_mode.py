@@ -1,6 +1,6 @@
 """autocast: torch's mixed-precision regions.
 
-Inside an enabled region, each op of torch's autocast lists (`_op_lists`) casts its floating
+Inside an enabled region, each op of torch's autocast lists (`_ops/_autocast_lists.py`) casts its floating
 point inputs before it runs: matmul-like ops to the region's lower precision dtype, reductions
 and losses to float32, cat/stack-like ops to their widest input dtype. The casts are recorded
 `Tensor.to(dtype)` nodes, so gradients flow back to each input in its own dtype, as torch's.
@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import _thread
 import functools
+import inspect
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _dtype
+from .. import _backends, _dtype, cuda
+from .._ops import _autocast_lists as _op_lists
 from .._ops import _declare
-from . import _op_lists
+from .._tensor import Tensor
 
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
 
@@ -70,8 +72,6 @@ def is_autocast_available(device_type: str) -> bool:
     """
     if device_type in ("cpu", "cuda"):
         return True
-    from .. import _backends
-
     try:
         _backends.resolve(device_type)
     except (RuntimeError, ValueError, TypeError):
@@ -214,8 +214,6 @@ def _device_type(t: Any) -> str:
 
 
 def _eligible(x: Any, device_type: str) -> bool:
-    from .._tensor import Tensor
-
     if not isinstance(x, Tensor):
         return False
     d = x.dtype
@@ -245,8 +243,6 @@ def _map(args: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def _tensors(args: Any, out: List[Any]) -> List[Any]:
-    from .._tensor import Tensor
-
     for a in args:
         if isinstance(a, Tensor):
             out.append(a)
@@ -331,8 +327,6 @@ def _run(policy: str, name: str, fn: Callable[..., Any], args: Tuple[Any, ...],
 
 @functools.cache
 def _dtype_position(fn: Callable[..., Any]) -> Optional[int]:
-    import inspect
-
     params = list(inspect.signature(fn).parameters.values())
     for i, p in enumerate(params):
         if p.name == "dtype":
@@ -390,8 +384,6 @@ class autocast:
                 f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = device_type
         if not is_autocast_available(device_type):
-            from .. import _backends
-
             _backends.resolve(device_type)  # raises torch's "Expected one of ..." error
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._enabled = bool(enabled)
@@ -400,8 +392,6 @@ class autocast:
         if not self._enabled:
             return
         if device_type == "cuda":
-            from .. import cuda
-
             if not cuda.is_available():
                 warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
                               stacklevel=2)

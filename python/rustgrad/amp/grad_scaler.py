@@ -8,9 +8,14 @@ optimizer.step() and update() does nothing."""
 from __future__ import annotations
 
 import math
+import struct
 import warnings
 from collections import abc
 from typing import Any, Dict, Optional, Union
+
+from .. import _creation, _dtype, cuda
+from .._tensor import Tensor
+from ..autograd import no_grad
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
@@ -59,8 +64,6 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if device == "cuda" and enabled:
-            from .. import cuda
-
             if not cuda.is_available():
                 warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available."
                               "  Disabling.", stacklevel=2)
@@ -100,9 +103,6 @@ class GradScaler:
         """
         if not self._enabled:
             return outputs
-        from .. import _creation, _dtype
-        from .._tensor import Tensor
-
         self._lazy_init()
 
         def apply(val: Any) -> Any:
@@ -127,8 +127,6 @@ class GradScaler:
         """
         if not self._enabled:
             return
-        from ..autograd import no_grad
-
         scale = self._check_scale("unscale_")
         state = self._state_of(optimizer)
         if state["stage"] == _UNSCALED:
@@ -282,8 +280,6 @@ class GradScaler:
 
 def _f32(x: float) -> float:
     """x rounded to float32, as torch's float32 scale tensor holds it."""
-    import struct
-
     try:
         return struct.unpack("f", struct.pack("f", x))[0]
     except OverflowError:  # beyond float32's range

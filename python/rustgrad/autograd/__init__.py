@@ -6,13 +6,16 @@ from __future__ import annotations
 
 # _thread, not threading: the same local() class, and `import rustgrad` skips threading (~2 ms)
 import _thread
+import sys
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence, Tuple, Union
 
-from .. import _core
+from .. import _backends, _core, _creation, _tensor
 from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
+from .._ops._util import sum_to as _sum_to
 from .._tensor import Tensor
-from . import functional, graph  # noqa: F401
+from . import graph  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, once_differentiable
 from .grad_mode import (
@@ -23,7 +26,6 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .gradcheck import gradcheck, gradgradcheck
 from .provenance import (
     is_provenance_enabled,
     is_strict_data,
@@ -68,8 +70,6 @@ def _inputs_tuple(inputs: Any, fn: str) -> Tuple[Any, ...]:
 
 def _make_grads(outputs: Tuple[Tensor, ...], grads: Tuple[Any, ...]) -> Tuple[Tensor, ...]:
     """torch's _make_grads: implicit ones for scalar outputs, shape checks otherwise."""
-    from .._creation import ones_like
-
     out = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -81,7 +81,7 @@ def _make_grads(outputs: Tuple[Tensor, ...], grads: Tuple[Any, ...]) -> Tuple[Te
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{o.dtype}"
                     )
-                out.append(ones_like(o))
+                out.append(_creation.ones_like(o))
             else:
                 out.append(None)
             continue
@@ -165,9 +165,7 @@ def backward(
 def _quiet_floats() -> Any:
     """Backward formulas divide by zero or take inf - inf where torch silently gives inf/nan
     (sqrt's gradient at 0): NumPy's floating-point warnings are off for one backward."""
-    from .._backends import cpu
-
-    return cpu.errstate(divide="ignore", invalid="ignore", over="ignore")
+    return _backends.host_errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 _checkpoint_state = _thread._local()
@@ -201,8 +199,6 @@ def _warn_create_graph_once() -> None:
     if _create_graph_warned:
         return
     _create_graph_warned = True
-    import warnings
-
     warnings.warn(
         "Using backward() with create_graph=True will create a reference cycle between the "
         "parameter and its gradient which can cause a memory leak. We recommend using "
@@ -273,8 +269,6 @@ def grad(
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if not only_inputs:
-        import warnings
-
         warnings.warn(
             "only_inputs argument is deprecated and is ignored now (defaults to True). To "
             "accumulate gradient for other parts of the graph, please use "
@@ -306,9 +300,7 @@ def grad(
                     "the graph. Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
-                from .._creation import zeros_like
-
-                g = zeros_like(t, requires_grad=create_graph)  # as torch
+                g = _creation.zeros_like(t, requires_grad=create_graph)  # as torch
         out.append(g)
     if type(inputs) is dict:
         return dict(zip(inputs.keys(), out))  # type: ignore[return-value]
@@ -326,10 +318,8 @@ def _accumulate_grad(
     if new._data.dtype != leaf._data.dtype:
         new = new.to(leaf.dtype)
     if new._data.shape != leaf._data.shape:
-        from .._ops._util import sum_to
-
         if len(new._data.shape) >= len(leaf._data.shape):
-            new = sum_to(new, leaf._data.shape)
+            new = _sum_to(new, leaf._data.shape)
         if new._data.shape != leaf._data.shape:
             raise RuntimeError(
                 f"Function AccumulateGrad returned an invalid gradient - got {list(new.shape)} "
@@ -339,9 +329,7 @@ def _accumulate_grad(
         if not is_grad_enabled():
             leaf._grad = new.clone()
             return
-        from .._creation import empty_like
-
-        grad = empty_like(new)
+        grad = _creation.empty_like(new)
         grad.copy_(new)  # recorded as torch's CopyBackwards
         leaf._grad = grad
     elif how == "add_in_place":
@@ -357,8 +345,17 @@ def __getattr__(name: str) -> Any:
     """`who_gets_grad`, imported on first use: its module and the explain machinery it uses
     (dataclasses, ~5 ms) are not needed by `import rustgrad`."""
     if name == "who_gets_grad":
-        from ._reach import who_gets_grad
+        from ._reach import who_gets_grad  # import-time cost: see above
 
         globals()[name] = who_gets_grad  # later uses find it directly
         return who_gets_grad
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# the modules that use backward and grad, imported once the package defines them
+from . import functional  # noqa: E402, F401
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+# Tensor.backward and Tensor.__deepcopy__ reach this package through the tensor module, which
+# sits below it (a private hook: the generated _tensor.pyi describes the Tensor class only)
+_tensor._autograd = sys.modules[__name__]  # type: ignore[attr-defined]

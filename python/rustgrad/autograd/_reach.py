@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
-from .._explain import cut_sources, describe_cut, format_site, node_name, node_site, shape_str
 from .._tensor import Tensor
+from ._walk import cut_sources, describe_cut, format_site, node_name, node_site, shape_str
 
 __all__ = ["who_gets_grad", "Reach", "ReachEntry"]
 
@@ -113,10 +113,13 @@ def _named(params: Params) -> Optional[List[Tuple[str, Tensor]]]:
     return out
 
 
-def _is_module(x: Any) -> bool:
-    from ..nn import Module
+# nn.Module, which this module cannot import (nn sits above autograd): nn/modules/module.py sets it
+# when imported, and until then nothing is a Module
+module_types: Tuple[type, ...] = ()
 
-    return isinstance(x, Module)
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, module_types)
 
 
 def _via(node: Any) -> str:

@@ -15,8 +15,10 @@ import inspect
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _core, _dtype
+from .. import _core, _creation, _dtype
+from .._ops._util import sum_to
 from .._tensor import Tensor
+from .grad_mode import no_grad
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -209,8 +211,6 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
 
 def _apply(cls: Any, setup: bool, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    from .grad_mode import no_grad
-
     ctx = cls._backward_cls()
     tensor_args = tuple(a for a in args if isinstance(a, Tensor))
     grad_on = _core.is_grad_enabled()
@@ -288,9 +288,7 @@ def _function_backward(grad: Any, saved: Tuple[Any, ...], ctx: Any) -> Any:
     metas = ctx._out_meta
     grads = (grad,) if len(metas) == 1 else tuple(grad)
     if ctx.materialize_grads and any(g is None for g in grads):
-        from .._creation import zeros
-
-        grads = tuple(zeros(tuple(shape), dtype=dtype, device=device) if g is None else g
+        grads = tuple(_creation.zeros(tuple(shape), dtype=dtype, device=device) if g is None else g
                       for g, (shape, dtype, device) in zip(grads, metas))
     ctx._saved = saved
     try:
@@ -329,8 +327,6 @@ def _function_backward(grad: Any, saved: Tuple[Any, ...], ctx: Any) -> Any:
                     f"Function {name} returned an invalid gradient at index {k} - got "
                     f"{list(g.shape)} but expected shape compatible with {list(shape)}"
                 )
-            from .._ops._util import sum_to
-
             g = sum_to(g, tuple(shape))
         if g.dtype != dtype:
             g = g.to(dtype)
@@ -354,8 +350,6 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        from .grad_mode import no_grad
-
         with no_grad():
             outputs = fn(ctx, *args, **kwargs)
         if not _core.is_grad_enabled():

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 from .._creation import ones_like, zeros_like
 from .._ops.views import stack
 from .._tensor import Tensor
+from . import grad  # autograd/__init__ defines grad before it imports this module
 from .grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -180,8 +181,6 @@ def _grad(outputs: Sequence[Tensor], inputs: Sequence[Tensor],
           retain_graph: Optional[bool] = None) -> Tuple[Optional[Tensor], ...]:
     """autograd.grad over the outputs that require grad (the others contribute nothing); None
     for an input none of them reaches."""
-    from . import grad  # autograd/__init__ imports this module before it defines grad
-
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not pairs:
         return (None,) * len(inputs)

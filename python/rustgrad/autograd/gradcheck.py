@@ -7,9 +7,12 @@ an `autograd.grad(..., create_graph=True)` inside, which needs a graph."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Sequence, Tuple, Union
 
+from .. import _creation
 from .._tensor import Tensor
+from . import grad  # autograd/__init__ defines grad before it imports this module
 
 
 class GradcheckError(RuntimeError):
@@ -47,9 +50,6 @@ def _numerical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int, e
 
 
 def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) -> list:
-    from .._creation import zeros_like
-    from . import grad
-
     out = _as_tuple(fn(*inputs))[out_index]
     diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
     jacs = [x._backend.zeros((x.numel(), out.numel())) for x in diff]
@@ -57,7 +57,7 @@ def _analytical_jacobian(fn: Callable, inputs: Tuple[Any, ...], out_index: int) 
         return [None if not (isinstance(x, Tensor) and x.requires_grad) else j
                 for x, j in zip(inputs, _fill(inputs, jacs))]
     for j in range(out.numel()):
-        go = zeros_like(out)
+        go = _creation.zeros_like(out)
         go._data.reshape(-1)[j] = 1
         gs = grad(out, diff, go, retain_graph=True, allow_unused=True)
         for k, g in enumerate(gs):
@@ -109,8 +109,6 @@ def gradcheck(
     ins = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
     for idx, x in enumerate(ins):
         if isinstance(x, Tensor) and x.requires_grad and x.dtype.name != "float64":
-            import warnings
-
             warnings.warn(
                 f"Input #{idx} requires gradient and is not a double precision "
                 "floating point. This check will likely fail if all the inputs are not of "
@@ -153,14 +151,11 @@ def gradgradcheck(
     first derivatives: gradcheck of `grad(func(inputs), inputs, grad_outputs,
     create_graph=True)` with respect to both the inputs and `grad_outputs` (random in [-1, 1)
     when not given), as torch's."""
-    from .._creation import rand
-    from . import grad
-
     tupled_inputs = _as_tuple(inputs) if not isinstance(inputs, Tensor) else (inputs,)
     if grad_outputs is None:
         outputs = _differentiable_outputs(func(*tupled_inputs))
         tupled_grad_outputs = tuple(
-            (rand(*o.shape, dtype=o.dtype if o.is_floating_point() else None) * 2 - 1)
+            (_creation.rand(*o.shape, dtype=o.dtype if o.is_floating_point() else None) * 2 - 1)
             .requires_grad_() for o in outputs
         )
     else:

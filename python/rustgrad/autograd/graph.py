@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 from .. import _core
 from .._ops._declare import SAVED  # torch's `_saved_<name>` getters, declared with each op
+from .function import FunctionCtx
 
 if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see them here
     from ._memory_report import live_graphs, memory_report, saved_tensors
@@ -81,8 +82,6 @@ def _node_getattr(node: Any, attr: str) -> Any:
     """Attributes of grad_fn objects beyond the Rust ones (called by Node.__getattr__)."""
     name = node.name()
     ctx = node._ctx
-    from .function import FunctionCtx
-
     if isinstance(ctx, FunctionCtx):
         if attr in ("saved_tensors", "saved_variables"):
             return node._saved_values()
@@ -106,7 +105,7 @@ def __getattr__(name: str) -> Any:
     """memory_report, saved_tensors and live_graphs, imported on first use: their module
     (dataclasses, ~3 ms) is not needed by `import rustgrad`."""
     if name in _FROM_MEMORY_REPORT:
-        from . import _memory_report
+        from . import _memory_report  # import-time cost: see above
 
         globals()[name] = value = getattr(_memory_report, name)  # later uses find it directly
         return value

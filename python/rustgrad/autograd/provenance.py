@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from .. import _core
+from .._dtype import float64
+from .grad_mode import no_grad
 
 # nn's modules push their scope through these (nodes keep the innermost: memory_report per module)
 _push_scope = _core._push_scope
@@ -122,9 +124,6 @@ _active: List[trace_hooks] = []
 def _norm(g: Any) -> Optional[float]:
     if getattr(g, "_data", None) is None:
         return None
-    from .._dtype import float64
-    from .grad_mode import no_grad
-
     with no_grad():
         return float(g.detach().abs().to(float64).norm())
 

@@ -27,7 +27,7 @@ matmul = cuBLASModule()
 
 def is_built() -> bool:
     """Whether this rustgrad can run on CUDA (CuPy is importable)."""
-    import importlib.util
+    import importlib.util  # import-time cost: `import rustgrad` does not load importlib.util
 
     return importlib.util.find_spec("cupy") is not None
 

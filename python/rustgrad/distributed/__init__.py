@@ -35,6 +35,7 @@ import importlib.util
 import os
 from typing import Any
 
+from .._backends import device as _make_device
 from ._collectives import (
     all_gather,
     all_gather_into_tensor,
@@ -126,7 +127,7 @@ def is_nccl_available() -> bool:
     if not is_mpi_available():
         return False
     try:
-        from cupy.cuda import nccl
+        from cupy.cuda import nccl  # optional dependency
     except Exception:  # no CuPy, CuPy without a CUDA runtime, or built without NCCL
         return False
     return bool(getattr(nccl, "available", True))
@@ -180,13 +181,11 @@ def get_default_backend_for_device(device: Any) -> str:
         ...     torch.device("cuda:0"))
         ('gloo', 'nccl')
     """
-    from .. import device as make_device
-
     if isinstance(device, str) and device.split(":", 1)[0] in (
             _DEVICE_BACKENDS.keys() | _OTHER_DEVICE_TYPES):
         kind = device.split(":", 1)[0]
     else:
-        kind = device.type if isinstance(device, make_device) else make_device(device).type
+        kind = device.type if isinstance(device, _make_device) else _make_device(device).type
     backend = _DEVICE_BACKENDS.get(kind)
     if backend is None:
         raise ValueError(f"Default backend not registered for device : {device}")

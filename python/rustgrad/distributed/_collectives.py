@@ -10,6 +10,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, List, Optional, Sequence
 
+from .._ops.views import cat
+from .._tensor import Tensor
+from ..autograd import no_grad
 from . import _checks
 from ._group import GroupMember, ProcessGroup, resolve
 from ._reduce_op import ReduceOp, as_red_op_type
@@ -35,16 +38,12 @@ def _group(g: Optional[ProcessGroup], op: str) -> Optional[ProcessGroup]:
 
 
 def _check_tensor(t: Any, name: str) -> None:
-    from .._tensor import Tensor
-
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         f"torch.Tensor\n             but got {type(t)} instead.")
 
 
 def _check_tensor_list(ts: Any, name: str) -> None:
-    from .._tensor import Tensor
-
     if not isinstance(ts, (list, tuple)) or not all(isinstance(t, Tensor) for t in ts):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         "List[torch.Tensor]\n             but got "
@@ -455,8 +454,6 @@ def reduce_scatter(output: Any, input_list: List[Any], op: Any = SUM,
         raise ValueError(f"reduce_scatter: requires input_list of length {pg.size()} (the world "
                          f"size), got {len(input_list)}")
     _same_numel(input_list, output, "reduce_scatter")
-    from .._ops.views import cat
-    from ..autograd import no_grad
 
     with no_grad():
         flat = cat([t.reshape(-1) for t in input_list])

@@ -8,6 +8,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _checks
+from ._nccl import NCCLBackend
 
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "default_pg_timeout", "destroy_process_group",
@@ -241,6 +242,7 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
     name = _backend_name(backend)
     default = _NCCL_TIMEOUT if name == Backend.NCCL else default_pg_timeout
     seconds = _seconds(timeout, default)
+    # cycle: the package defines these two after importing this module
     from . import is_mpi_available, is_nccl_available
 
     if not is_mpi_available():
@@ -250,8 +252,8 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
         raise RuntimeError("Distributed package doesn't have NCCL built in: rustgrad's NCCL "
                            "backend needs CuPy with its NCCL bindings (pip install "
                            "rustgrad[cuda12] or rustgrad[cuda13])")
-    from . import _mpi
-    from ._watchdog import Watchdog
+    from . import _mpi  # optional dependency: mpi4py
+    from ._watchdog import Watchdog  # import-time cost: threading, for a process group only
 
     comm = _mpi.world()
     mpi_rank, mpi_size = comm.Get_rank(), comm.Get_size()
@@ -261,8 +263,6 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
     watchdog = Watchdog(mpi_rank, _mpi.abort_world)
     impl: Any = _mpi.MPIBackend(comm, seconds, watchdog)
     if name == Backend.NCCL:
-        from ._nccl import NCCLBackend
-
         impl = NCCLBackend(impl, device_id)
     pg = ProcessGroup(name, impl, list(range(mpi_size)))
     _world[0] = pg
@@ -295,7 +295,7 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
         world._impl.watchdog.stop()
         _groups.clear()
         _world[0] = None
-        from . import _mpi
+        from . import _mpi  # optional dependency: mpi4py
 
         _mpi.restore_excepthook()
         return
@@ -352,8 +352,6 @@ def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[datetime.
     if impl is None:
         return GroupMember.NON_GROUP_MEMBER
     if name == Backend.NCCL:
-        from ._nccl import NCCLBackend
-
         impl = NCCLBackend(impl, device_id)
     pg = ProcessGroup(name, impl, members)
     _groups[id(pg)] = pg

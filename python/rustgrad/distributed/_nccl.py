@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence
 
+from .._creation import ones
 from ._buffers import stage, write_into
 from ._reduce_op import RedOpType
 from ._work import Work
@@ -24,13 +25,13 @@ __all__ = ["NCCLBackend"]
 
 
 def _cupy() -> Any:
-    import cupy
+    import cupy  # optional dependency
 
     return cupy
 
 
 def _nccl() -> Any:
-    from cupy.cuda import nccl
+    from cupy.cuda import nccl  # optional dependency
 
     return nccl
 
@@ -372,7 +373,6 @@ class NCCLBackend:
         """Every rank meets: an all_reduce of one number on the GPU, waited by the host."""
         if self._comm is None:  # no GPU chosen yet: the ranks meet over MPI
             return self.mpi.barrier(async_op)
-        from .._creation import ones
 
         flag = ones(1, device=f"{self._device_type}:{self._device}")
         work = self.allreduce(flag, RedOpType.SUM, True)

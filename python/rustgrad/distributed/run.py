@@ -25,6 +25,8 @@ import sys
 import uuid
 from typing import List, Optional, Sequence
 
+from .. import cuda
+
 __all__ = ["find_mpiexec", "get_args_parser", "main", "mpiexec_command", "parse_args"]
 
 _MISSING = ("rustgrad.distributed.run: no mpiexec found next to {python} or on PATH; install "
@@ -104,8 +106,6 @@ def _nproc(value: str) -> int:
     if value == "cpu" or value == "auto":
         return os.cpu_count() or 1
     if value == "gpu":
-        from .. import cuda
-
         return max(cuda.device_count(), 1)
     n = int(value)
     if n < 1:

@@ -17,7 +17,7 @@ __all__ = ["main"]
 
 
 def _rank() -> int:
-    from ..distributed._rank_env import torchrun_env
+    from ..distributed._rank_env import torchrun_env  # import-time cost: the distributed package
 
     return int(torchrun_env(os.environ).get("RANK", "0"))
 

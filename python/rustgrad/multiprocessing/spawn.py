@@ -181,7 +181,7 @@ def start_processes(fn: Callable[..., Any], args: Sequence[Any] = (), nprocs: in
         ...     print(rank, n)
         >>> mp.start_processes(work, args=(3,), nprocs=2)  # doctest: +SKIP
     """
-    from ..distributed.run import find_mpiexec
+    from ..distributed.run import find_mpiexec  # import-time cost: the distributed package
 
     nprocs = int(nprocs)
     if nprocs < 1:

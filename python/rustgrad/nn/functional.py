@@ -14,7 +14,7 @@ import math
 import warnings
 from typing import Any, List, Optional, Tuple
 
-from .. import _bind, _dtype
+from .. import _bind, _creation, _dtype
 from .._creation import zeros_like as _zeros_like
 from .._ops import activation as _act
 from .._ops import conv as _conv
@@ -23,8 +23,11 @@ from .._ops import linalg as _linalg
 from .._ops import linear as _lin
 from .._ops import loss as _loss
 from .._ops import norm as _norm_ops
+from .._ops import views as _views
 from .._ops.compare import where as _where
 from .._tensor import Tensor
+from ..autograd import is_grad_enabled as _is_grad_enabled
+from ..autograd import no_grad as _no_grad
 
 # the reduction-argument helpers (nn.modules.loss uses `_reduction` too)
 _reduction = _loss.legacy_reduction
@@ -82,9 +85,7 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
 # ---- dropout, embedding, one_hot ----------------------------------------------------------
 def _dropout_mask(input: Tensor, shape: Tuple[int, ...], p: float) -> Tensor:
     """Kept entries scaled by 1/(1-p), dropped ones 0, drawn from rustgrad's generator."""
-    from .._creation import rand
-
-    r = rand(shape, dtype=input.dtype, device=input.device)
+    r = _creation.rand(shape, dtype=input.dtype, device=input.device)
     if p == 1.0:
         return r * 0
     return (r < (1.0 - p)).to(input.dtype) * (1.0 / (1.0 - p))
@@ -103,9 +104,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        from .._creation import zeros
-
-        mask = zeros(input.shape, dtype=input.dtype, device=input.device)
+        mask = _creation.zeros(input.shape, dtype=input.dtype, device=input.device)
     else:
         mask = _dropout_mask(input, input.shape, p)
     out = _act.inplace_input(input, inplace) * mask
@@ -143,8 +142,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 rows with a 1 at each class index of tensor (a new last dim of num_classes)."""
-    from .._creation import arange
-
     if tensor.dtype.is_floating_point or tensor.dtype == _dtype.bool_:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     n = tensor.numel()
@@ -154,7 +151,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be non-negative.")
     if n and int(tensor.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    classes = arange(num_classes, device=tensor.device)
+    classes = _creation.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).to(_dtype.int64)
 
 
@@ -338,9 +335,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool]
         reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``: return the elementwise loss,
             its mean or its sum. Default: ``'mean'``.
     """
-    from ..autograd import is_grad_enabled
-
-    if target.requires_grad and is_grad_enabled():
+    if target.requires_grad and _is_grad_enabled():
         raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
                            "to argument 'target'. This input cannot have requires_grad True.")
     # -(input * target): input is the left operand of the product, as in torch's shape error
@@ -496,12 +491,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
         raise ValueError("var has negative entry/entries")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not valid")
-    from ..autograd import no_grad
 
     # clamped to eps in place of a copy, outside the graph: the gradient passes as if
     # unclamped, and an infinite variance stays inf (var + (clamped - var) would be nan)
     v = var.clone()
-    with no_grad():
+    with _no_grad():
         v.clamp_(min=eps)
     d = input - target
     loss = (v.log() + d * d / v) * 0.5
@@ -518,8 +512,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     """softmax(q @ k^T * scale + mask) @ v, as torch's math backend: a bool mask keeps the
     True entries, a float mask is added, `is_causal` keeps the lower triangle (an error with
     attn_mask, as documented); rows with every entry masked give 0, not NaN."""
-    from .. import _creation
-
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
@@ -570,7 +562,6 @@ def _canonical_mask(mask: Optional[Tensor], mask_name: str, other_type: Optional
     """A bool mask becomes a float one (-inf where True); float masks pass unchanged."""
     if mask is None:
         return None
-    from .. import _creation
 
     is_float = mask.is_floating_point()
     if mask.dtype != _dtype.bool_ and not is_float:
@@ -675,8 +666,6 @@ def multi_head_attention_forward(
         average_attn_weights: bool = True, is_causal: bool = False
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """torch.nn.functional.multi_head_attention_forward, step for step (time-first inputs)."""
-    from .._ops.views import cat
-
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -745,8 +734,8 @@ def multi_head_attention_forward(
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key.")
-        k = cat([k, bias_k.repeat(1, bsz, 1)])
-        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        k = _views.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = _views.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
             attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -759,11 +748,9 @@ def multi_head_attention_forward(
          else static_v)
 
     if add_zero_attn:
-        from .. import _creation
-
         zeros = _creation.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k = cat([k, zeros], 1)
-        v = cat([v, zeros], 1)
+        k = _views.cat([k, zeros], 1)
+        v = _views.cat([v, zeros], 1)
         if attn_mask is not None:
             attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -834,9 +821,6 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
                   bias: Optional[Tensor] = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Each channel of each sample normalized over its own spatial elements."""
-    from .._ops.norm import batch_norm
-    from ..autograd import no_grad
-
     if use_input_stats:
         spatial = 1
         for s in input.shape[2:]:
@@ -851,8 +835,8 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     b, c = input.shape[0], input.shape[1]
     flat = input.contiguous().view(1, b * c, *input.shape[2:])
     rep = [None if t is None else t.repeat(b) for t in (weight, bias, running_mean, running_var)]
-    out = batch_norm(flat, rep[2], rep[3], rep[0], rep[1], use_input_stats, momentum, eps)
-    with no_grad():
+    out = _norm_ops.batch_norm(flat, rep[2], rep[3], rep[0], rep[1], use_input_stats, momentum, eps)
+    with _no_grad():
         for mine, tmp in ((running_mean, rep[2]), (running_var, rep[3])):
             if mine is not None and tmp is not None:
                 mine.copy_(tmp.view(b, c).mean(0))

@@ -9,6 +9,7 @@ array library: the host arrays' own methods and rustgrad ops do the arithmetic.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional, Tuple
 
 from .._creation import Generator, default_generator, from_numpy
@@ -352,8 +353,6 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         ``tensor``.
     """
     if 0 in tensor.shape:
-        import warnings
-
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -389,8 +388,6 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         torch.Size([8, 3, 3, 3])
     """
     if 0 in tensor.shape:
-        import warnings
-
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, cast
 
+from .. import _creation
 from .._tensor import Tensor
 
 
@@ -35,9 +36,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> Parameter:
         if data is None:
-            from .._creation import empty
-
-            data = empty(0)
+            data = _creation.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(
                 f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}"
@@ -69,9 +68,7 @@ class Parameter(Tensor):
 
 
 def _rebuild_parameter(array: Any, requires_grad: bool) -> Parameter:
-    from .._creation import from_numpy
-
-    return Parameter(from_numpy(array), requires_grad)
+    return Parameter(_creation.from_numpy(array), requires_grad)
 
 
 class Buffer(Tensor):
@@ -90,9 +87,7 @@ class Buffer(Tensor):
 
     def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Buffer:
         if data is None:
-            from .._creation import empty
-
-            data = empty(0)
+            data = _creation.empty(0)
         t = Tensor.detach(data)
         t.__class__ = cls
         buf = cast(Buffer, t)

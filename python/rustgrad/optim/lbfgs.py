@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple, Union
 
+from .._ops.views import cat
 from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT
 
@@ -194,7 +195,6 @@ class LBFGS(Optimizer):
     def _gather_flat_grad(self) -> Tensor:
         views = [p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1)
                  for p in self._params]
-        from .. import cat
 
         flat = cat(views, 0)
         # maximize: L-BFGS minimizes the negated loss, so it sees the negated gradient

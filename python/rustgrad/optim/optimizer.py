@@ -13,7 +13,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, DefaultDict, Dict, Iterable, List, Optional, Union
 
-from .. import _dtype
+from .. import _creation, _dtype
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..utils.hooks import RemovableHandle
@@ -401,17 +401,13 @@ def check_args(lr: Any = _UNSET, *, eps: Any = _UNSET, betas: Any = _UNSET,
 
 
 def _zeros_like(p: Tensor) -> Tensor:
-    from .._creation import zeros_like
-
-    return zeros_like(p)
+    return _creation.zeros_like(p)
 
 
 def _step_tensor(value: float = 0.0) -> Tensor:
-    from .._creation import tensor
-
     # torch's _get_scalar_dtype: float64 only when that is the default dtype
     default = _dtype.get_default_dtype()
-    return tensor(value, dtype=default if default is _dtype.float64 else _dtype.float32)
+    return _creation.tensor(value, dtype=default if default is _dtype.float64 else _dtype.float32)
 
 
 def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _dtype
+from .. import _creation, _dtype
 from .._tensor import Tensor
 
 # torch's default (rtol, atol) per dtype; integers and bool compare exactly
@@ -55,8 +55,6 @@ def _as_tensor(x: Any) -> Optional[Tensor]:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        from .. import _creation
-
         return _creation.as_tensor(x)
     return None
 

@@ -1,6 +1,7 @@
 """rustgrad.utils: activation checkpointing (`rustgrad.utils.checkpoint`) and hook handles
 (`rustgrad.utils.hooks.RemovableHandle`), as torch.utils."""
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import hooks  # noqa: F401
@@ -15,7 +16,5 @@ _LAZY_SUBMODULES = frozenset({"checkpoint", "data", "dlpack"})
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY_SUBMODULES:
-        import importlib
-
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

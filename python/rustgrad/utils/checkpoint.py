@@ -17,11 +17,12 @@ Two variants, as torch's:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from .. import _creation
+from .. import _creation, autograd
 from .._tensor import Tensor
 from ..autograd import Function, backward, enable_grad, no_grad
 from ..autograd.graph import saved_tensors_hooks
@@ -105,8 +106,6 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx: Any, *args: Any) -> Any:
-        from .. import autograd
-
         if not autograd._is_checkpoint_valid():
             raise RuntimeError(
                 "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
@@ -197,8 +196,6 @@ class _Frame:
 
 
 def _noop_context_fn() -> Tuple[Any, Any]:
-    import contextlib
-
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 

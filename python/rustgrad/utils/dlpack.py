@@ -7,7 +7,7 @@ import ctypes
 from typing import Any, Tuple
 
 from .. import _backends
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap
 
 __all__ = ["from_dlpack", "to_dlpack"]
 
@@ -50,8 +50,6 @@ class _Capsule:
 
 def from_dlpack(ext_tensor: Any) -> Tensor:
     """A tensor sharing memory with ext_tensor (an object with `__dlpack__`, or a capsule)."""
-    from .._creation import _wrap
-
     if isinstance(ext_tensor, Tensor):
         return ext_tensor.detach()
     if not hasattr(ext_tensor, "__dlpack__"):

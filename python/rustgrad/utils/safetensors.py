@@ -24,6 +24,10 @@ from typing import IO, Any, Dict, List, Optional, Set, Tuple, Union
 
 import numpy as _np
 
+from .._creation import from_numpy
+from .._tensor import Tensor
+from ..serialization import _NotRegular, _open_regular, _write_atomically
+
 __all__ = ["save_file", "load_file", "save", "load"]
 
 # safetensors' element type codes, and the little-endian NumPy type each is read as.
@@ -32,8 +36,6 @@ _READ = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "
 
 
 def _check_and_flatten(tensors: Any) -> Dict[str, Any]:
-    from .._tensor import Tensor
-
     if not isinstance(tensors, dict):
         raise ValueError(f"Expected a dict of [str, torch.Tensor] but received {type(tensors)}")
     for k, v in tensors.items():
@@ -88,7 +90,7 @@ def _shared_groups(tensors: Dict[str, Any]) -> List[Set[str]]:
 
 def save(tensors: Dict[str, Any], metadata: Optional[Dict[str, str]] = None) -> bytes:
     """Returns the safetensors bytes of a dict of tensors (and optional text metadata)."""
-    import safetensors.numpy
+    import safetensors.numpy  # import-time cost: the safetensors package, on first use
 
     return safetensors.numpy.save(_check_and_flatten(tensors), metadata=metadata)
 
@@ -100,9 +102,8 @@ def save_file(tensors: Dict[str, Any], filename: Union[str, os.PathLike[str]],
     The tensors are checked before any byte is written, and the file is replaced at once: an
     exception, a full disk or a killed process leaves the old file or the complete new one.
     """
-    import safetensors.numpy
+    import safetensors.numpy  # import-time cost: the safetensors package, on first use
 
-    from ..serialization import _write_atomically
 
     data = safetensors.numpy.save(_check_and_flatten(tensors), metadata=metadata)
 
@@ -113,9 +114,8 @@ def save_file(tensors: Dict[str, Any], filename: Union[str, os.PathLike[str]],
 
 
 def _from_bytes(data: bytes, device: Any = "cpu") -> Dict[str, Any]:
-    import safetensors
+    import safetensors  # import-time cost: the safetensors package, on first use
 
-    from .._creation import from_numpy
 
     views = safetensors.deserialize(data)  # checks the header and the offsets first
     # in file order, as safetensors.torch.load_file returns them
@@ -158,8 +158,6 @@ def load_file(filename: Union[str, os.PathLike[str]], device: Union[str, int, An
     Only a regular file is read (symlinks followed): anything else raises OSError (ENODEV)
     without blocking, and no more than the file's size is read.
     """
-    from ..serialization import _NotRegular, _open_regular
-
     if isinstance(device, int):
         device = f"cuda:{device}"
     try:

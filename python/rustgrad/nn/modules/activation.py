@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+from ... import _creation
 from ..._tensor import Tensor
 from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = [
@@ -515,10 +519,6 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False,
                  kdim: Optional[int] = None, vdim: Optional[int] = None,
                  batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
-        from ... import _creation
-        from ..parameter import Parameter
-        from .linear import NonDynamicallyQuantizableLinear
-
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(
                 f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
@@ -564,8 +564,6 @@ class MultiheadAttention(Module):
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        from .. import init
-
         if self._qkv_same_embed_dim:
             init.xavier_uniform_(self.in_proj_weight)
         else:

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from itertools import chain, islice
 from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union, overload
 
+from ... import _dtype
 from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
@@ -558,6 +559,4 @@ class ParameterDict(Module):
 
 
 def _legacy_name(t: Tensor) -> str:
-    from ... import _dtype
-
     return "torch." + _dtype.LEGACY_NAMES[t.dtype.name]

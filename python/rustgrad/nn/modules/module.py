@@ -21,10 +21,13 @@ from typing import (
     TypeVar,
 )
 
+from ..._ops.copies import parse_to
 from ..._tensor import Tensor
+from ...autograd import _reach, no_grad
 from ...autograd.provenance import _pop_scope, _push_scope
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
+from ._backward_hook import BackwardHook
 
 T = TypeVar("T", bound="Module")
 
@@ -282,8 +285,6 @@ class Module:
                         args = res if isinstance(res, tuple) else (res,)
             bw_hook = None
             if full_backward_hooks or backward_pre_hooks:
-                from ._backward_hook import BackwardHook
-
                 bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
@@ -1002,8 +1003,6 @@ class Module:
 
     # ---- conversion -----------------------------------------------------------------------
     def _apply(self: T, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> T:
-        from ...autograd import no_grad
-
         if recurse:
             for module in self.children():
                 module._apply(fn)
@@ -1072,8 +1071,6 @@ class Module:
             >>> lin.weight.dtype
             torch.float64
         """
-        from ..._ops.copies import parse_to
-
         dev, dtype, _ = parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
@@ -1180,8 +1177,6 @@ class Module:
                               local_metadata: Dict[str, Any], strict: bool,
                               missing_keys: List[str], unexpected_keys: List[str],
                               error_msgs: List[str], assign: bool = False) -> None:
-        from ...autograd import no_grad
-
         persistent = {k: v for k, v in self._buffers.items()
                       if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
@@ -1360,3 +1355,7 @@ class Module:
         """Kept for torch compatibility; does nothing here (a single process) and returns the module.
         """
         return self
+
+
+# who_gets_grad(loss, module) names a module's parameters: autograd, below nn, learns the class here
+_reach.module_types = (Module,)

@@ -19,6 +19,7 @@ from ..._ops.views import triu
 from ..._tensor import Tensor
 from ...autograd.grad_mode import is_grad_enabled
 from .. import functional as F
+from .. import init
 from .activation import GELU, MultiheadAttention, ReLU
 from .container import ModuleList
 from .dropout import Dropout
@@ -496,8 +497,6 @@ class Transformer(Module):
         return _generate_square_subsequent_mask(sz, device=device, dtype=dtype)
 
     def _reset_parameters(self) -> None:
-        from .. import init
-
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)

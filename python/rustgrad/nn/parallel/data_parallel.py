@@ -13,6 +13,8 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ... import cuda
+from ..._backends import device
 from ..._tensor import Tensor
 from ..modules.module import Module
 
@@ -22,8 +24,6 @@ DeviceId = Union[int, Any]
 
 
 def _gpu_count() -> int:
-    from ... import cuda
-
     return cuda.device_count() if cuda.is_available() else 0
 
 
@@ -35,8 +35,6 @@ def _device_index(device: DeviceId) -> int:
 
 
 def _src_device(device_ids: Sequence[int]) -> Any:
-    from ... import device
-
     return device("cuda", device_ids[0])
 
 

@@ -24,15 +24,16 @@ unused on every rank keeps its ``.grad`` untouched (None stays None).
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-import rustgrad
-
+from ... import _creation, _dtype
+from ..._backends import device as _device
+from ..._ops.views import cat as _cat
 from ..._tensor import Tensor
+from ...autograd import is_grad_enabled, no_grad
 from ...autograd._walk import graph_nodes
 from ..modules.module import Module
 from .data_parallel import _device_index, _moved
@@ -45,7 +46,9 @@ _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BU
 
 
 def _dist() -> Any:
-    return importlib.import_module("rustgrad.distributed")
+    from ... import distributed  # import-time cost: `import rustgrad.nn` defers the package
+
+    return distributed
 
 
 def _compute_bucket_assignment_by_size(tensors: Sequence[Tensor], size_limits: Sequence[int],
@@ -100,9 +103,9 @@ def _broadcast_coalesced(tensors: Sequence[Tensor], src: int, group: Any) -> Non
     for t in tensors:
         by_key.setdefault((t.dtype, str(t.device)), []).append(t)
     dist = _dist()
-    with rustgrad.no_grad():
+    with no_grad():
         for ts in by_key.values():
-            flat = rustgrad.cat([t.detach().reshape(-1) for t in ts])
+            flat = _cat([t.detach().reshape(-1) for t in ts])
             dist.broadcast(flat, src=src, group=group)
             offset = 0
             for t in ts:
@@ -117,8 +120,8 @@ def _verify_param_shape_across_processes(params: Sequence[Tensor], group: Any) -
     dist = _dist()
     sizes = [float(len(params)), float(sum(p.numel() for p in params)),
              float(sum((k + 1) * p.numel() for k, p in enumerate(params)))]
-    high = rustgrad.tensor(sizes, dtype=rustgrad.float64)
-    low = rustgrad.tensor([-v for v in sizes], dtype=rustgrad.float64)
+    high = _creation.tensor(sizes, dtype=_dtype.float64)
+    low = _creation.tensor([-v for v in sizes], dtype=_dtype.float64)
     dist.all_reduce(high, op=dist.ReduceOp.MAX, group=group)
     dist.all_reduce(low, op=dist.ReduceOp.MAX, group=group)
     if high.tolist() != [-v for v in low.tolist()]:
@@ -135,7 +138,7 @@ class _Bucket:
         self.indices = indices
         first = params[indices[0]]
         total = sum(params[i].numel() for i in indices)
-        self.flat = rustgrad.zeros(total, dtype=first.dtype, device=first.device)
+        self.flat = _creation.zeros(total, dtype=first.dtype, device=first.device)
         self.views: List[Tensor] = []
         offset = 0
         for i in indices:
@@ -244,7 +247,7 @@ class _Reducer:
         order = self.rebuilt_order
         if self.world_size > 1:
             # every rank must bucket alike: rank 0's order wins, as torch's sync_bucket_indices
-            t = rustgrad.tensor(order, dtype=rustgrad.int64)
+            t = _creation.tensor(order, dtype=_dtype.int64)
             _dist().broadcast(t, src=0, group=self.group)
             order = [int(i) for i in t.tolist()]
         assignment, _ = _compute_bucket_assignment_by_size(
@@ -334,7 +337,7 @@ class _Reducer:
         grad = param.grad
         # on a world of one .grad already holds the answer: no copy in and out
         if self.world_size > 1 or self.gradient_as_bucket_view:
-            with rustgrad.no_grad():
+            with no_grad():
                 if grad is None:
                     view.zero_()
                 elif grad is not view:
@@ -354,7 +357,7 @@ class _Reducer:
     def _launch(self, bucket: _Bucket) -> None:
         if self.world_size == 1:
             return
-        with rustgrad.no_grad():
+        with no_grad():
             bucket.flat.mul_(1.0 / self.world_size)
         with _dist()._checks.trusted():  # shapes verified across ranks at construction
             bucket.work = _dist().all_reduce(bucket.flat, group=self.group, async_op=True)
@@ -363,7 +366,7 @@ class _Reducer:
         used_work = None
         used = None
         if (self.find_unused_parameters and not self.static_graph) or self.static_first:
-            used = rustgrad.tensor(self.local_used, dtype=rustgrad.int32)
+            used = _creation.tensor(self.local_used, dtype=_dtype.int32)
             if self.world_size > 1:
                 used_work = _dist().all_reduce(used, group=self.group, async_op=True)
         for bucket in self.buckets:
@@ -379,7 +382,7 @@ class _Reducer:
         else:
             globally_used = self.static_used or [True] * len(self.params)
         in_place = self.world_size == 1 and not self.gradient_as_bucket_view
-        with rustgrad.no_grad():
+        with no_grad():
             for bucket in self.buckets:
                 for i, view in zip(bucket.indices, bucket.views):
                     if not globally_used[i]:
@@ -387,7 +390,7 @@ class _Reducer:
                     param = self.params[i]
                     if in_place:
                         if param.grad is None:
-                            param.grad = rustgrad.zeros_like(param)
+                            param.grad = _creation.zeros_like(param)
                     elif self.gradient_as_bucket_view:
                         if param.grad is not view:
                             param.grad = view
@@ -536,13 +539,13 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Runs the wrapped module on this rank's inputs and prepares the gradient reduction
         of the backward that follows (skipped under :meth:`no_sync` and without grad)."""
-        grad_enabled = rustgrad.is_grad_enabled()
+        grad_enabled = is_grad_enabled()
         if grad_enabled:
             self.reducer.rebuild_buckets()
         if self._will_sync_module_buffers():
             _broadcast_coalesced(self.modules_buffers, 0, self.process_group)
         if self.device_ids:
-            target = rustgrad.device(self.device_type, self.device_ids[0])
+            target = _device(self.device_type, self.device_ids[0])
             inputs, kwargs = _moved(inputs, target), _moved(kwargs, target)
         output = self.module(*inputs, **kwargs)
         if grad_enabled and self.require_backward_grad_sync:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Iterable, List, Optional, Union
 
+from ..._creation import tensor as _tensor
 from ..._tensor import Tensor
 
 _TensorOrTensors = Union[Tensor, Iterable[Tensor]]
@@ -48,7 +50,6 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
         tensors = [tensors]
     tensors = list(tensors)
     norm_type = float(norm_type)
-    from ..._creation import tensor as _tensor
 
     if not tensors:
         return _tensor(0.0)
@@ -113,8 +114,6 @@ def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: fl
 def clip_grad_norm(parameters: _TensorOrTensors, max_norm: float, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach: Optional[bool] = None) -> Tensor:
     """Deprecated alias of :func:`clip_grad_norm_` (warns with a ``FutureWarning``)."""
-    import warnings
-
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

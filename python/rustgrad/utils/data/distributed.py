@@ -4,7 +4,6 @@ drop_last, so every share has the same length); set_epoch reshuffles."""
 
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Any, Iterator, Optional, TypeVar
 
@@ -21,7 +20,7 @@ _T_co = TypeVar("_T_co", covariant=True)
 def _dist() -> Any:
     """rustgrad.distributed where it exists and is available, else torch's RuntimeError."""
     try:
-        dist = importlib.import_module("rustgrad.distributed")
+        from ... import distributed as dist  # import-time cost: deferred to the first sampler
     except ImportError:
         dist = None
     if dist is None or not dist.is_available():

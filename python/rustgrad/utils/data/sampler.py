@@ -6,6 +6,7 @@ BatchSampler). Random orders come from rustgrad's generators (`rustgrad.randperm
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any, Generic, Iterable, Iterator, List, Optional, Sequence, Sized, TypeVar, Union
 
 import numpy as np
@@ -45,8 +46,6 @@ class Sampler(Generic[_T_co]):
 
     def __init__(self, data_source: Optional[Sized] = None) -> None:
         if data_source is not None:
-            import warnings
-
             warnings.warn(
                 "`data_source` argument is not used and will be removed in 2.2.0."
                 "You may still have custom implementation that utilizes it.", stacklevel=2)
