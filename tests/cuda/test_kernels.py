@@ -159,3 +159,32 @@ def test_the_fused_gpu_step_is_one_launch_per_group(k, monkeypatch):
     assert calls == [4]
     for w, b in zip(ws, before):  # x -> x - lr * sign-ish step: every element moved
         assert (w.detach().cpu().numpy() != b).all()
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_kernels_forward_and_backward(k, cp, dtype, tol, log):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((5, 7, 300)) * 4).astype(dtype)  # rows of 300: two per thread
+    x[0, 0, :] = -np.inf  # an all -inf row: nan, as NumPy's formulation
+    x[1, 0, 3] = np.nan
+    g = rng.standard_normal(x.shape).astype(dtype)
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = xd - xd.max(-1, keepdims=True)
+        s = np.exp(e).sum(-1, keepdims=True)
+        want = e - np.log(s) if log else np.exp(e) / s
+    y = k.softmax(cp.asarray(x), log)
+    np.testing.assert_allclose(cp.asnumpy(y), want, rtol=tol, atol=tol)
+    yd = want[2:]  # finite rows for the gradient
+    gd = g[2:].astype(np.float64)
+    want_dx = gd - np.exp(yd) * gd.sum(-1, keepdims=True) if log else \
+        (gd - (gd * yd).sum(-1, keepdims=True)) * yd
+    dx = k.softmax_backward(cp.asarray(g[2:]), cp.asarray(yd.astype(dtype)), log)
+    np.testing.assert_allclose(cp.asnumpy(dx), want_dx, rtol=10 * tol, atol=10 * tol)
+
+
+def test_threshold_backward_kernel_passes_nan_outputs(k, cp):
+    y = cp.asarray(np.array([-1.0, 0.0, 2.0, np.nan], dtype=np.float32))
+    g = cp.asarray(np.array([5.0, 6.0, 7.0, 8.0], dtype=np.float32))
+    assert cp.asnumpy(k.threshold_backward(g, y)).tolist() == [0.0, 0.0, 7.0, 8.0]

@@ -907,6 +907,33 @@ def _layer_norm_backward_reference(g: ndarray, x: ndarray, w: Any, eps: float,
     return dx, xhat
 
 
+def _softmax_reference(x: ndarray, log: bool) -> Any:
+    """cuda_kernels.softmax over the last dim, in float64, rounded once."""
+    if not _ln_takes(x) or x._a.ndim == 0 or x._a.size == 0:
+        return None
+    a = x._a.astype(np.float64)
+    e = a - a.max(axis=-1, keepdims=True)
+    s = np.exp(e).sum(axis=-1, keepdims=True)
+    return _wrap((e - np.log(s) if log else np.exp(e) / s).astype(x._a.dtype), x._dev)
+
+
+def _softmax_backward_reference(g: ndarray, y: ndarray, log: bool) -> Any:
+    if not _ln_takes(g, y) or y._a.ndim == 0 or y._a.size == 0 or g._a.shape != y._a.shape:
+        return None
+    gg, yy = g._a.astype(np.float64), y._a.astype(np.float64)
+    if log:
+        dx = gg - np.exp(yy) * gg.sum(axis=-1, keepdims=True)
+    else:
+        dx = (gg - (gg * yy).sum(axis=-1, keepdims=True)) * yy
+    return _wrap(dx.astype(y._a.dtype), y._dev)
+
+
+def _threshold_backward_reference(g: ndarray, y: ndarray) -> Any:
+    if g._a.dtype != y._a.dtype or g._a.shape != y._a.shape or g._a.dtype.kind != "f":
+        return None
+    return _wrap(np.where(y._a <= 0, g._a.dtype.type(0), g._a), g._dev)
+
+
 # what a CUDA C kernel computes, in NumPy (not counted: the kernel is one launch); kernels
 # without one here answer None and the op computes with its array formulation
 _REFERENCES: Dict[str, Callable[..., Any]] = {
@@ -914,6 +941,8 @@ _REFERENCES: Dict[str, Callable[..., Any]] = {
     "adam_step": _adam_reference, "adam_step_multi": _adam_multi_reference,
     "sgd_step": _sgd_reference,
     "layer_norm": _layer_norm_reference, "layer_norm_backward": _layer_norm_backward_reference,
+    "softmax": _softmax_reference, "softmax_backward": _softmax_backward_reference,
+    "threshold_backward": _threshold_backward_reference,
 }
 
 

@@ -26,6 +26,7 @@ class Kernels:
     softmax: Kernel = None  # (x, log) -> (log_)softmax over the last dim
     softmax_backward: Kernel = None  # (grad, out, log) -> its gradient from the output
     powi: Kernel = None  # (x, exponent) -> x ** exponent as torch's products
+    threshold_backward: Kernel = None  # (grad, out) -> grad where out > 0 (nan passes), else 0
     where: Kernel = None  # (mask, a, other) -> where(mask, a, other)
     max_pool2d: Kernel = None  # (x, kernel, stride, padding, dilation, out) -> (max, index)
     max_pool2d_backward: Kernel = None  # (grad, indices, shape) -> zeros(shape) + grad at indices

@@ -185,14 +185,16 @@ def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     return z.reshape(shape)
 
 
-# no softmax or where kernel yet: the ops' CuPy formulations run
+# no where kernel: CuPy's where is one launch already
 kernels = Kernels(
     erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
     max_pool2d=_max_pool2d, max_pool2d_backward=_max_pool2d_backward,
     adam_step=_ck.adam_step, adam_step_multi=_ck.adam_step_multi, sgd_step=_ck.sgd_step,
     layer_norm=_ck.layer_norm,
-    layer_norm_backward=_ck.layer_norm_backward,
+    layer_norm_backward=_ck.layer_norm_backward, softmax=_ck.softmax,
+    softmax_backward=_ck.softmax_backward, threshold_backward=_ck.threshold_backward,
 )
 # the entries that compile CUDA C (a test double without a GPU replaces them)
 CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step",
-                  "adam_step_multi", "sgd_step", "layer_norm", "layer_norm_backward")
+                  "adam_step_multi", "sgd_step", "layer_norm", "layer_norm_backward", "softmax",
+                  "softmax_backward", "threshold_backward")

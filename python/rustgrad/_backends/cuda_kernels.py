@@ -113,6 +113,7 @@ def _elementwise(name: str) -> Any:
             "bool decoupled, bool maximize, float64 step_size, float64 bc2_sqrt",
             "T p, T m, T v, T vmax",
             _ADAM_BODY.format(vmax="if ((F)v > (F)vmax) vmax = v; vv = (F)vmax;")),
+        "threshold_backward": ("T g, T y", "T dx", "dx = (y <= (T)0) ? (T)0 : g;"),
         # one SGD step (optim/sgd.py): momentum buffer (init: g itself), nesterov, dampening
         "sgd_step": (
             "T g, float64 lr, float64 wd, float64 momentum, float64 dampening, bool nesterov, "
@@ -443,6 +444,104 @@ extern "C" __global__ void rustgrad_layer_norm_backward(const T* g, const T* x, 
     }
 }
 """
+
+
+# softmax / log_softmax over the last dim (a block per row) and their gradients from the
+# output; the max propagates nan as NumPy's does; sums in double
+_SOFTMAX = r"""
+__device__ double rg_block_reduce(double v, double* sh, int take_max) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h /= 2) {
+        if (threadIdx.x < h) {
+            double a = sh[threadIdx.x], b = sh[threadIdx.x + h];
+            sh[threadIdx.x] = take_max ? ((b > a || isnan(b)) && !isnan(a) ? b : a) : a + b;
+        }
+        __syncthreads();
+    }
+    double r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+extern "C" __global__ void rustgrad_softmax(const T* x, T* y, long long d, int take_log) {
+    __shared__ double sh[256];
+    long long off = (long long)blockIdx.x * d;
+    double m = -INFINITY;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double v = (double)x[off + j];
+        if ((v > m || isnan(v)) && !isnan(m)) m = v;
+    }
+    m = rg_block_reduce(m, sh, 1);
+    double s = 0.0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) s += exp((double)x[off + j] - m);
+    s = rg_block_reduce(s, sh, 0);
+    double ls = log(s);
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double e = (double)x[off + j] - m;
+        y[off + j] = take_log ? (T)(e - ls) : (T)(exp(e) / s);
+    }
+}
+
+extern "C" __global__ void rustgrad_softmax_backward(const T* g, const T* y, T* dx, long long d,
+                                                     int take_log) {
+    __shared__ double sh[256];
+    long long off = (long long)blockIdx.x * d;
+    double s = 0.0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x)
+        s += take_log ? (double)g[off + j] : (double)g[off + j] * (double)y[off + j];
+    s = rg_block_reduce(s, sh, 0);
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double gj = (double)g[off + j], yj = (double)y[off + j];
+        dx[off + j] = take_log ? (T)(gj - exp(yj) * s) : (T)((gj - s) * yj);
+    }
+}
+"""
+
+
+@functools.cache
+def _softmax_kernels(ctype: str) -> Tuple[Any, Any]:
+    import cupy as cp
+
+    module = cp.RawModule(code="#define T " + ctype + "\n" + _SOFTMAX)
+    return module.get_function("rustgrad_softmax"), module.get_function("rustgrad_softmax_backward")
+
+
+def softmax(x: Any, log: bool) -> Any:
+    """softmax (log: log_softmax) over the last dim, one kernel; None for arrays it does not
+    take (float16, strided, empty)."""
+    import cupy as cp
+
+    ctype = _ln_ctype(x)
+    if ctype is None or x.ndim == 0 or x.size == 0:
+        return None
+    d = x.shape[-1]
+    y = cp.empty_like(x)
+    _softmax_kernels(ctype)[0]((x.size // d,), (256,), (x, y, cp.int64(d), cp.int32(log)))
+    return y
+
+
+def softmax_backward(grad: Any, out: Any, log: bool) -> Any:
+    """The gradient of softmax (log: log_softmax) over the last dim from its output, one kernel;
+    None for arrays it does not take."""
+    import cupy as cp
+
+    ctype = _ln_ctype(grad, out)
+    if ctype is None or out.ndim == 0 or out.size == 0 or grad.shape != out.shape:
+        return None
+    d = out.shape[-1]
+    dx = cp.empty_like(out)
+    _softmax_kernels(ctype)[1]((out.size // d,), (256,), (grad, out, dx, cp.int64(d),
+                                                          cp.int32(log)))
+    return dx
+
+
+def threshold_backward(grad: Any, out: Any) -> Any:
+    """relu's gradient from its output: grad where out > 0 (a nan output passes), else 0; one
+    kernel; None for arrays it does not take."""
+    if grad.dtype != out.dtype or grad.shape != out.shape or grad.dtype.kind != "f":
+        return None
+    return _elementwise("threshold_backward")(grad, out)
 
 
 @functools.cache

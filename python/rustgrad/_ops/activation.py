@@ -96,6 +96,11 @@ def stable_softplus(x: Tensor) -> Tensor:
 def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's threshold_backward: zero where result <= 0, so a nan passes its gradient
     (out,) = saved
+    kernel = g._backend.kernels.threshold_backward
+    if kernel is not None and not is_grad_enabled():  # no graph of the gradient to record
+        dx = kernel(g._data, out._data)
+        if dx is not None:
+            return const(dx)
     return select_grad(g, out, ~(out._data <= 0), "ThresholdBackwardBackward0")
 
 
