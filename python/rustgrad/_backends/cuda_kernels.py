@@ -467,7 +467,7 @@ __device__ double rg_block_reduce(double v, double* sh, int take_max) {
 extern "C" __global__ void rustgrad_softmax(const T* x, T* y, long long d, int take_log) {
     __shared__ double sh[256];
     long long off = (long long)blockIdx.x * d;
-    double m = -INFINITY;
+    double m = __longlong_as_double(0xfff0000000000000ULL);  // -inf (NVRTC has no math.h)
     for (long long j = threadIdx.x; j < d; j += blockDim.x) {
         double v = (double)x[off + j];
         if ((v > m || isnan(v)) && !isnan(m)) m = v;
