@@ -100,6 +100,7 @@ from ._memory_format import (
     preserve_format,
 )
 from ._ops._util import can_require_grad as _can_require_grad
+from ._ops._util import conform as _conform
 from ._ops._util import describe as _describe
 from ._size import Size
 from ._tensor import Tensor
@@ -121,6 +122,7 @@ _core._register(
     _can_require_grad,
     _backends.cpu.ndarray,
     _backends.as_array,
+    _conform,
 )
 
 # every declared op name (methods, operators, `rustgrad.<op>`), bound once; see _bind.py

@@ -1,6 +1,6 @@
 """Type stubs for the compiled module rustgrad._core (rust/python/src). Keep in step with it."""
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple, final
 
 from typing_extensions import disjoint_base
 
@@ -15,7 +15,7 @@ CREATION_INFERENCE_MODE: int
 __all__ = [
     "SECOND_BACKWARD", "CREATION_DEFAULT", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE",
     "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
-    "TensorBase", "_register", "record",
+    "TensorBase", "NodeSpec", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "adopt_saved_output", "shallow_copy",
     "run_backward", "_gradient_edge", "is_grad_enabled", "set_grad_enabled",
     "is_inference_mode_enabled", "set_inference_mode", "live_storages",
@@ -119,7 +119,35 @@ def _register(
     can_require_grad: Callable[[Any], bool],
     array_type: type,
     as_array: Callable[[Any], Any],
+    conform: Callable[[Any, Tuple[int, ...], Any], Any],
 ) -> None: ...
+
+@final
+class NodeSpec:
+    def __new__(
+        cls,
+        name: str,
+        backward: Callable[[Any, Any, Any], Any],
+        saved: Sequence[str] = ...,
+        save_output: bool = False,
+        fields: Optional[type] = None,
+    ) -> NodeSpec: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def saved(self) -> Tuple[str, ...]: ...
+    @property
+    def backward(self) -> Callable[[Any, Any, Any], Any]: ...
+    @property
+    def save_output(self) -> bool: ...
+    def record(
+        self,
+        data: Any,
+        inputs: Tuple[Any, ...],
+        ctx: Any = None,
+        view_of: Optional[TensorBase] = None,
+        **saved: Any,
+    ) -> Any: ...
 def record(
     data: Any,
     inputs: Tuple[Any, ...],

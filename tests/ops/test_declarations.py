@@ -19,6 +19,7 @@ import rustgrad.nn.functional as F
 from rustgrad import _bind
 from rustgrad._ops import arith
 from rustgrad._ops._declare import Decl
+from rustgrad._ops._node import NODES
 
 
 def _decl(fn: Any, **names: Any) -> Decl:
@@ -202,7 +203,7 @@ Site = Tuple[str, str]  # (file under rustgrad/, function)
 
 
 def _declared_nodes() -> Set[str]:
-    return {n for d in _bind.declared() for n in d.grad_fn}
+    return {n for d in _bind.declared() for n in d.grad_fn} | set(NODES)
 
 
 def _where(p: Path) -> str:

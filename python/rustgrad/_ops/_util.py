@@ -156,6 +156,12 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
+def conform(g: Tensor, shape: Tuple[int, ...], np_dtype: Any) -> Tensor:
+    """The engine's call (Note [Input metadata], rust/core/src/engine.rs): a formula's gradient
+    summed to its input's shape and cast to its dtype."""
+    return cast_grad(sum_to(g, shape), np_dtype)
+
+
 # a view's _creation_meta when made in no_grad or inference mode (it has no edge to its base),
 # or returned with others by one function (unbind, split): views that refuse in-place writes
 MODE_VIEWS = (_core.CREATION_NO_GRAD_MODE, _core.CREATION_INFERENCE_MODE,

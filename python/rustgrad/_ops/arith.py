@@ -10,11 +10,11 @@ from .. import _core, _creation, _dtype
 from .._backends import namespace_of
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
     _type_name,
     as_scalar,
     broadcast_error,
-    cast_grad,
     check_inplace,
     check_inplace_cast,
     check_internal_overlap,
@@ -26,7 +26,6 @@ from ._util import (
     record,
     same_device,
     scalar_operand,
-    sum_to,
     with_float_scalar,
     wrap_int,
 )
@@ -35,52 +34,22 @@ from .copyslices import commit_inplace, write_inplace
 from .pointwise import reciprocal
 
 
-def _meta(a: Tensor, b: Tensor, out: Any) -> Any:
-    """None when no gradient needs reshaping or casting (the common case), else the shapes."""
-    ad, bd = a._data, b._data
-    if ad.shape == bd.shape == out.shape and ad.dtype == bd.dtype == out.dtype:
-        return None
-    return (ad.shape, ad.dtype, bd.shape, bd.dtype)
-
-
-def _fix(g: Tensor, shape: Any, dtype: Any) -> Tensor:
-    return cast_grad(sum_to(g, shape), dtype)
-
-
 def _float_dtype_for_div(ad: Any, bd: Any = None) -> Any:
     if ad.dtype.kind in "biu" and (bd is None or bd.dtype.kind in "biu"):
         return _dtype.get_default_dtype().np
     return None
 
 
+# Gradients are returned at the output's shape and dtype: the engine sums each to its input's
+# shape and casts it to its dtype (Note [Input metadata], rust/core/src/engine.rs). A Python
+# scalar operand is an input without an edge (None), as torch's wrapped numbers, and gets None.
+
 # ---- add / sub -------------------------------------------------------------------------
-def _add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    if ctx is None:
-        return g, g
-    ash, adt, bsh, bdt, alpha = ctx
-    gb = g if alpha == 1 else g * alpha
-    return _fix(g, ash, adt), _fix(gb, bsh, bdt)
+def _add_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
+    return g, (g if alpha is None or alpha == 1 else g * alpha)
 
 
-# Python-scalar operands are inputs without an edge (None), as torch's wrapped numbers, so the
-# scalar forms' formulas return a None gradient for them. mul and div save the wrapped scalar as
-# torch does (a saved slot that is released after backward, so a second backward raises).
-_SCALAR_SAVED = (None,)
-
-# torch's `_saved_self` / `_saved_other` of a binary node: a tensor operand saves both tensors
-# (in the order other, self); a Python-scalar operand saves the number as ctx
-_SAVED_BINARY = {
-    "self": lambda s, c: s[1] if len(s) > 1 else None,
-    "other": lambda s, c: s[0] if len(s) > 1 else _wrapped_number(c),
-}
-
-
-def _wrapped_number(x: Any) -> Tensor:
-    return _creation.tensor(x)
-
-
-def _add_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return (g if ctx is None else cast_grad(g, ctx)), None
+ADD = node("AddBackward0", _add_bw)
 
 
 @op(method="add", dunder="__add__", grad_fn="AddBackward0")
@@ -109,10 +78,9 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
     if type(other) is float and alpha == 1 and _out_dtype is None:
         ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
-            return record(ad + other, (input, None), "AddBackward0", _add_scalar_bw, None, None)
+            return ADD.record(ad + other, (input, None))
         if is_bf16(ad.dtype):
-            return record(with_float_scalar(_operator.add, ad, other), (input, None),
-                          "AddBackward0", _add_scalar_bw, None, None)
+            return ADD.record(with_float_scalar(_operator.add, ad, other), (input, None))
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         if alpha != 1:
@@ -123,19 +91,14 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        m = _meta(input, other, out)
-        if m is not None or alpha != 1:
-            m = (input._data.shape, input._data.dtype, other._data.shape, other._data.dtype, alpha)
-        return record(out, (input, other), "AddBackward0", _add_bw, None, m)
+        return ADD.record(out, (input, other), ctx=alpha)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
     if alpha != 1:
         _check_int_fits(ad.dtype, alpha)
-    out = ad + _scaled(ad, s, alpha)
-    return record(out, (input, None), "AddBackward0", _add_scalar_bw, None,
-                  None if out.dtype == input._data.dtype else input._data.dtype)
+    return ADD.record(ad + _scaled(ad, s, alpha), (input, None))
 
 
 @op(dunder="__radd__")
@@ -144,11 +107,11 @@ def radd(input: Tensor, other: Any) -> Tensor:
     return add(input, other)
 
 
-def _sub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    if ctx is None:
-        return g, -g
-    ash, adt, bsh, bdt, alpha = ctx
-    return _fix(g, ash, adt), _fix(-g if alpha == 1 else g * -alpha, bsh, bdt)
+def _sub_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
+    return g, (-g if alpha is None or alpha == 1 else g * -alpha)
+
+
+SUB = node("SubBackward0", _sub_bw)
 
 
 def _check_sub_bool(a: Any, b: Any) -> None:
@@ -198,23 +161,21 @@ def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        m = _meta(input, other, out)
-        if m is not None or alpha != 1:
-            m = (input._data.shape, input._data.dtype, other._data.shape, other._data.dtype, alpha)
-        return record(out, (input, other), "SubBackward0", _sub_bw, None, m)
+        return SUB.record(out, (input, other), ctx=alpha)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
     if alpha != 1:
         _check_int_fits(ad.dtype, alpha)
-    out = ad - _scaled(ad, s, alpha)
-    return record(out, (input, None), "SubBackward0", _add_scalar_bw, None,
-                  None if out.dtype == input._data.dtype else input._data.dtype)
+    return SUB.record(ad - _scaled(ad, s, alpha), (input, None))
 
 
 def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return -g if ctx is None else cast_grad(-g, ctx)
+    return -g
+
+
+RSUB = node("RsubBackward1", _rsub_bw)
 
 
 @op(dunder="__rsub__", grad_fn="RsubBackward1")
@@ -225,13 +186,14 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
-    out = _int_operand(ad, s) - ad
-    return record(out, (input,), "RsubBackward1", _rsub_bw, None,
-                  None if out.dtype == input._data.dtype else input._data.dtype)
+    return RSUB.record(_int_operand(ad, s) - ad, (input,))
 
 
 def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g
+
+
+NEG = node("NegBackward0", _neg_bw)
 
 
 @op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
@@ -251,7 +213,7 @@ def neg(input: Tensor) -> Tensor:
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
             "to invert a mask, use the `~` or `logical_not()` operator instead."
         )
-    return record(-input._data, (input,), "NegBackward0", _neg_bw)
+    return NEG.record(-input._data, (input,))
 
 
 @op(dunder="__pos__")
@@ -261,22 +223,26 @@ def pos(input: Tensor) -> Tensor:
 
 
 # ---- mul / div -------------------------------------------------------------------------
-def _mul_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    other, self_ = saved
-    ga = None if other is None else g * other
-    gb = None if self_ is None else g * self_
-    if ctx is None:
-        return ga, gb
-    ash, adt, bsh, bdt = ctx
-    return (None if ga is None else _fix(ga, ash, adt)), (None if gb is None else _fix(gb, bsh, bdt))
+# A tensor factor is saved where the other factor's gradient needs it (torch's rule); a Python
+# scalar factor is ctx, and `_saved_other` gives it as torch's wrapped number.
+def _mul_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
+    if saved.other is None and saved.self is None:
+        return g * scalar, None
+    return (None if saved.other is None else g * saved.other,
+            None if saved.self is None else g * saved.self)
 
 
-def _mul_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * ctx, None
+def _wrapped_other(saved: Any, scalar: Any) -> Any:
+    if len(saved) < 2:  # recorded with nothing saved: a Python scalar operand
+        return _creation.tensor(scalar)
+    return saved[0]
 
 
-@op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0",
-    saved={"MulBackward0": _SAVED_BINARY})
+# slots in torch's packing order (saved_tensors_hooks see other first)
+MUL = node("MulBackward0", _mul_bw, saved=("other", "self"), getters={"other": _wrapped_other})
+
+
+@op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0")
 def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     """input * other, elementwise, broadcast, with torch's type promotion.
 
@@ -300,10 +266,9 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     if type(other) is float and _out_dtype is None:
         ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
         if ad.dtype.kind == "f":
-            return record(ad * other, (input, None), "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, other)
+            return MUL.record(ad * other, (input, None), other)
         if is_bf16(ad.dtype):
-            return record(with_float_scalar(_operator.mul, ad, other), (input, None),
-                          "MulBackward0", _mul_scalar_bw, _SCALAR_SAVED, other)
+            return MUL.record(with_float_scalar(_operator.mul, ad, other), (input, None), other)
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         try:
@@ -312,33 +277,29 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        saved = (other if input.requires_grad else None, input if other.requires_grad else None)
-        return record(out, (input, other), "MulBackward0", _mul_bw, saved, _meta(input, other, out))
+        return MUL.record(out, (input, other), self=input if other.requires_grad else None,
+                          other=other if input.requires_grad else None)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
-    return record(ad * _int_operand(ad, s), (input, None), "MulBackward0", _mul_scalar_bw,
-                  _SCALAR_SAVED, s)
+    return MUL.record(ad * _int_operand(ad, s), (input, None), s)
 
 
-def _div_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    other, self_ = saved
-    ga = g / other
+# The divisor is always saved (self's gradient needs it), self where other's gradient needs it;
+# a Python scalar divisor is ctx, as mul's.
+def _div_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
+    other, self_ = saved.other, saved.self
+    if other is None:
+        return g / scalar, None
     # torch's div_tensor_other_backward: -grad * ((self / other) / other)
-    gb = None if self_ is None else -g * ((self_ / other) / other)
-    if ctx is None:
-        return ga, gb
-    ash, adt, bsh, bdt = ctx
-    return _fix(ga, ash, adt), (None if gb is None else _fix(gb, bsh, bdt))
+    return g / other, (None if self_ is None else -g * ((self_ / other) / other))
 
 
-def _div_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / ctx, None
+DIV = node("DivBackward0", _div_bw, saved=("other", "self"), getters={"other": _wrapped_other})
 
 
-@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn=("DivBackward0", "DivBackward2"),
-    saved={"DivBackward0": _SAVED_BINARY})
+@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn=("DivBackward0", "DivBackward2"))
 def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
 
@@ -372,8 +333,8 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        saved = (other, input if other.requires_grad else None)
-        return record(out, (input, other), "DivBackward0", _div_bw, saved, _meta(input, other, out))
+        return DIV.record(out, (input, other), self=input if other.requires_grad else None,
+                          other=other)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
@@ -382,7 +343,7 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
     if ft is not None:
         ad = ad.astype(ft)
     out = with_float_scalar(_operator.truediv, ad, s) if type(s) is float else ad / s
-    return record(out, (input, None), "DivBackward0", _div_scalar_bw, _SCALAR_SAVED, s)
+    return DIV.record(out, (input, None), s)
 
 
 def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
@@ -404,11 +365,14 @@ def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
     inputs = (a, b if isinstance(b, Tensor) else None)
     ctx = tuple(None if t is None else (t._data.shape, _dtype.from_np(t._data.dtype))
                 for t in inputs)
-    return record(out, inputs, "DivBackward2", _div_rounding_bw, None, ctx)
+    return DIV_ROUNDING.record(out, inputs, ctx)
 
 
 def _div_rounding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(None if c is None else _creation.zeros(c[0], dtype=c[1], device=g.device) for c in ctx)
+
+
+DIV_ROUNDING = node("DivBackward2", _div_rounding_bw)
 
 
 @op(dunder="__rtruediv__")
@@ -481,12 +445,14 @@ def _power(ad: Any, s: Any, xp: Any) -> Any:
     return ad**s
 
 
-def _pow_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    e = ctx
+def _pow_scalar_bw(g: Tensor, saved: Any, e: Any) -> Any:
     if e == 0:
         return g * 0
-    return g * (e * a ** (e - 1))
+    return g * (e * saved.self ** (e - 1))
+
+
+POW_SCALAR = node("PowBackward0", _pow_scalar_bw, saved=("self",),
+                  getters={"exponent": lambda s, c: c})
 
 
 def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -498,25 +464,23 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if b.requires_grad:
         zero = (a == 0) & (b >= 0)
         gb = g * where(zero, 0.0, out * a.log())
-    if ctx is None:
-        return ga, gb
-    ash, adt, bsh, bdt = ctx
-    return (None if ga is None else _fix(ga, ash, adt)), (None if gb is None else _fix(gb, bsh, bdt))
+    return ga, gb
 
 
-def _rpow_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    if ctx == 0:  # torch's pow_backward_exponent: 0 where exponent >= 0, else result * log(0)
-
-        a, out = saved
-        return g * where(a >= 0, 0.0, out * -math.inf)
-    (out,) = saved
-    return g * (out * math.log(ctx))
+POW_TENSOR = node("PowBackward1", _pow_tensor_bw, saved=("self", "exponent"), result=True)
 
 
-@op(method="pow", dunder="__pow__", grad_fn=("PowBackward0", "PowBackward1"), saved={
-    "PowBackward0": {"self": lambda s, c: s[0], "exponent": lambda s, c: c},
-    "PowBackward1": {"self": lambda s, c: s[0], "exponent": lambda s, c: s[1], "result": lambda s, c: s[2]},
-})
+def _rpow_bw(g: Tensor, saved: Any, base: Any) -> Any:
+    if base == 0:  # torch's pow_backward_exponent: 0 where exponent >= 0, else result * log(0)
+        return g * where(saved.exponent >= 0, 0.0, saved.result * -math.inf)
+    return g * (saved.result * math.log(base))
+
+
+RPOW = node("PowBackward2", _rpow_bw, saved=("exponent",), result=True,
+            getters={"self": lambda s, c: c})
+
+
+@op(method="pow", dunder="__pow__", grad_fn=("PowBackward0", "PowBackward1"))
 def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     """input ** exponent, elementwise, broadcast, with torch's type promotion.
 
@@ -544,8 +508,7 @@ def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        return record(out, (input, other), "PowBackward1", _pow_tensor_bw, (input, other),
-                      _meta(input, other, out), True)
+        return POW_TENSOR.record(out, (input, other), self=input, exponent=other)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
@@ -555,7 +518,7 @@ def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     _check_int_fits(ad.dtype, s)
     if ad.dtype.kind in "iu" and type(s) is int and s < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return record(_power(ad, s, input._backend), (input,), "PowBackward0", _pow_scalar_bw, (input,), s)
+    return POW_SCALAR.record(_power(ad, s, input._backend), (input,), s, self=input)
 
 
 @op(dunder="__rpow__", grad_fn="PowBackward2")
@@ -567,7 +530,7 @@ def rpow(input: Tensor, other: Any) -> Tensor:
     ad = input._data
     if ad.dtype.kind in "biu" and type(s) is float:
         ad = ad.astype(_dtype.get_default_dtype().np)
-    return record(s**ad, (input,), "PowBackward2", _rpow_bw, (input,) if s == 0 else (), s, True)
+    return RPOW.record(s**ad, (input,), s, exponent=input if s == 0 else None)
 
 
 # ---- in-place --------------------------------------------------------------------------
@@ -862,14 +825,18 @@ def pow_function(input: Any, exponent: Any) -> Tensor:
 
 
 # ---- addcmul / addcdiv -----------------------------------------------------------------------
-def _addc_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+def _addcmul_bw(g: Tensor, saved: Any, value: Any) -> Any:
+    return g, g * saved.tensor2 * value, g * saved.tensor1 * value
+
+
+def _addcdiv_bw(g: Tensor, saved: Any, value: Any) -> Any:
     t1, t2 = saved
-    kind, value, shapes, dts = ctx
-    if kind == "mul":
-        g1, g2 = g * t2 * value, g * t1 * value
-    else:
-        g1, g2 = g * value / t2, -g * value * t1 / (t2 * t2)
-    return tuple(cast_grad(sum_to(x, s), dt) for x, s, dt in zip((g, g1, g2), shapes, dts))
+    return g, g * value / t2, -g * value * t1 / (t2 * t2)
+
+
+_VALUE = {"value": lambda s, c: c}
+ADDCMUL = node("AddcmulBackward0", _addcmul_bw, saved=("tensor1", "tensor2"), getters=_VALUE)
+ADDCDIV = node("AddcdivBackward0", _addcdiv_bw, saved=("tensor1", "tensor2"), getters=_VALUE)
 
 
 def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
@@ -892,10 +859,8 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
     except ValueError as e:
         raise broadcast_error(e, a.shape, b.shape, c.shape) from None
     out = out.astype(rt, copy=False)
-    name = "AddcmulBackward0" if kind == "mul" else "AddcdivBackward0"
-    return record(out, (input, tensor1, tensor2), name, _addc_bw, (tensor1, tensor2),
-                  (kind, value, (a.shape, b.shape, c.shape),
-                   (input._data.dtype, tensor1._data.dtype, tensor2._data.dtype)))
+    spec = ADDCMUL if kind == "mul" else ADDCDIV
+    return spec.record(out, (input, tensor1, tensor2), value, tensor1=tensor1, tensor2=tensor2)
 
 
 @op(method="addcmul", function="addcmul", grad_fn="AddcmulBackward0")

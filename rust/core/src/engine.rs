@@ -339,7 +339,7 @@ fn call_function<V: GradValue>(
     }
     let hooks = &node.base().hooks;
     let mut outputs = if hooks.is_empty() {
-        node.apply(grads)?
+        validate_outputs(node, node.apply(grads)?)?
     } else {
         let mut grads = hooks.run_pre(grads)?;
         if hooks.has_post_hooks() {
@@ -349,10 +349,10 @@ fn call_function<V: GradValue>(
                 g.set_fresh(false);
             }
             let received = grads.clone();
-            let outputs = node.apply(grads)?;
+            let outputs = validate_outputs(node, node.apply(grads)?)?;
             hooks.run_post(outputs, &received)?
         } else {
-            node.apply(grads)?
+            validate_outputs(node, node.apply(grads)?)?
         }
     };
     unshare_fresh(&mut outputs);
@@ -380,6 +380,41 @@ fn call_function<V: GradValue>(
                     node.name(),
                     node.origin()
                 )));
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+/// Note [Input metadata]
+/// A formula returns each input's gradient at whatever shape and dtype its math gives, often
+/// the output's (a broadcast add hands `grad` to both inputs). The node recorded, per edge,
+/// the input's shape and dtype where they differed from the output's; here, before the node's
+/// post-hooks see them, each such gradient is summed over the dimensions its input was
+/// broadcast along and cast to the input's dtype (torch's `validate_outputs`). A gradient
+/// whose shape the input's does not broadcast to is the formula's error, reported as torch's.
+fn validate_outputs<V: GradValue>(
+    node: &NodeRef<V>,
+    mut outputs: Vec<Option<V>>,
+) -> Result<Vec<Option<V>>> {
+    let base = node.base();
+    if !base.has_input_meta() {
+        return Ok(outputs);
+    }
+    for (index, out) in outputs.iter_mut().enumerate() {
+        let Some(meta) = base.input_meta(index) else {
+            continue;
+        };
+        let Some(grad) = out.take() else { continue };
+        match grad.conform(meta)? {
+            Ok(g) => *out = Some(g),
+            Err(m) => {
+                return Err(Error::runtime(format!(
+                    "Function {} returned an invalid gradient at index {index} - got {:?} but expected shape compatible with {:?}",
+                    node.name(),
+                    m.got,
+                    m.expected
+                )))
             }
         }
     }

@@ -54,6 +54,10 @@ pub struct NodeBase<V: GradValue> {
     sequence_nr: u64,
     num_inputs: usize,
     next_edges: Mutex<Vec<Option<Edge<V>>>>,
+    /// Per edge, what its input was at record time, where a gradient may need conforming to
+    /// it; None (no allocation) when every input had the output's shape and dtype. See Note
+    /// [Input metadata] (engine.rs).
+    input_meta: Option<Box<[Option<V::InputMeta>]>>,
     pub hooks: NodeHooks<V>,
 }
 
@@ -72,8 +76,25 @@ impl<V: GradValue> NodeBase<V> {
             sequence_nr,
             num_inputs,
             next_edges: Mutex::new(next_edges),
+            input_meta: None,
             hooks: NodeHooks::default(),
         }
+    }
+
+    /// The node with `meta` recorded for its edges (one entry per edge).
+    pub fn with_input_meta(mut self, meta: Option<Box<[Option<V::InputMeta>]>>) -> Self {
+        self.input_meta = meta;
+        self
+    }
+
+    /// What edge `index`'s input was at record time, if the node recorded it.
+    pub fn input_meta(&self, index: usize) -> Option<&V::InputMeta> {
+        self.input_meta.as_ref()?.get(index)?.as_ref()
+    }
+
+    /// Whether the node recorded metadata for any edge.
+    pub fn has_input_meta(&self) -> bool {
+        self.input_meta.is_some()
     }
 
     pub fn sequence_nr(&self) -> u64 {

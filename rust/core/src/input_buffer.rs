@@ -53,6 +53,7 @@ mod tests {
     }
 
     impl GradValue for Marked {
+        type InputMeta = ();
         fn add(&self, other: &Self) -> Result<Self> {
             Ok(Marked(self.0 + other.0, false))
         }

@@ -19,6 +19,8 @@
 //! - Note [Inference tensors] (meta.rs): what an inference tensor may not do; views and
 //!   CreationMeta.
 //! - Note [Accumulation across threads] (accumulate.rs): the per-leaf lock.
+//! - Note [Input metadata] (engine.rs): the engine, not each formula, sums a broadcast
+//!   gradient down to its input's shape and casts it to the input's dtype.
 
 pub mod accumulate;
 pub mod engine;
@@ -45,5 +47,5 @@ pub use input_buffer::InputBuffer;
 pub use meta::{CreationMeta, Inference, StaleView};
 pub use saved::{SavedTensor, SavedVariables};
 pub use storage::Storage;
-pub use value::GradValue;
+pub use value::{is_expandable_to, GradValue, ShapeMismatch};
 pub use version::VersionCounter;

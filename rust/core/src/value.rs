@@ -6,7 +6,29 @@
 
 use crate::error::Result;
 
+/// A gradient whose shape cannot be summed down to its input's: the shapes, for the engine's
+/// "returned an invalid gradient" error (see `GradValue::conform`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeMismatch {
+    pub got: Vec<usize>,
+    pub expected: Vec<usize>,
+}
+
 pub trait GradValue: Clone + Send + Sync + 'static {
+    /// What a node records of an input (its shape and dtype) when the gradient arriving there
+    /// may need conforming to it: torch's per-edge InputMetadata. See Note [Input metadata]
+    /// (engine.rs).
+    type InputMeta: Send + Sync + 'static;
+
+    /// The gradient summed over the dimensions it was broadcast along and cast to the input's
+    /// type, so every formula may return its gradient at the output's shape. `Ok(Err(..))`
+    /// when the shape is not one the input's broadcasts to. Values that record no metadata
+    /// are returned as they are.
+    fn conform(self, meta: &Self::InputMeta) -> Result<std::result::Result<Self, ShapeMismatch>> {
+        let _ = meta;
+        Ok(Ok(self))
+    }
+
     /// `self + other`, for gradients that arrive at the same input of one node.
     fn add(&self, other: &Self) -> Result<Self>;
 
@@ -44,6 +66,7 @@ pub trait GradValue: Clone + Send + Sync + 'static {
 }
 
 impl GradValue for f64 {
+    type InputMeta = ();
     fn add(&self, other: &Self) -> Result<Self> {
         Ok(self + other)
     }
@@ -62,7 +85,22 @@ impl GradValue for f64 {
     }
 }
 
+/// A vector's metadata is its length; a gradient conforms to a length-1 input by summing
+/// (broadcasting a single element is the only broadcast a vector has).
 impl GradValue for Vec<f64> {
+    type InputMeta = usize;
+    fn conform(self, len: &usize) -> Result<std::result::Result<Self, ShapeMismatch>> {
+        Ok(if self.len() == *len {
+            Ok(self)
+        } else if is_expandable_to(&[*len], &[self.len()]) {
+            Ok(vec![self.iter().sum()])
+        } else {
+            Err(ShapeMismatch {
+                got: vec![self.len()],
+                expected: vec![*len],
+            })
+        })
+    }
     fn add(&self, other: &Self) -> Result<Self> {
         if self.len() != other.len() {
             return Err(crate::error::Error::runtime(format!(
@@ -94,5 +132,49 @@ fn non_finite_of(v: f64) -> Option<&'static str> {
         Some("inf")
     } else {
         None
+    }
+}
+
+/// Whether `shape` broadcasts to `desired` (torch's `is_expandable_to`): aligned from the last
+/// dimension, each of `shape`'s sizes is 1 or equal to `desired`'s, and `shape` has no more
+/// dimensions.
+pub fn is_expandable_to(shape: &[usize], desired: &[usize]) -> bool {
+    if shape.len() > desired.len() {
+        return false;
+    }
+    shape
+        .iter()
+        .rev()
+        .zip(desired.iter().rev())
+        .all(|(&s, &d)| s == d || s == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expandable_shapes_follow_broadcasting() {
+        assert!(is_expandable_to(&[], &[2, 3]));
+        assert!(is_expandable_to(&[3], &[2, 3]));
+        assert!(is_expandable_to(&[1, 3], &[2, 3]));
+        assert!(is_expandable_to(&[2, 1], &[2, 3]));
+        assert!(!is_expandable_to(&[2], &[2, 3]));
+        assert!(!is_expandable_to(&[1, 2, 3], &[2, 3]));
+        assert!(is_expandable_to(&[0], &[0]));
+        assert!(!is_expandable_to(&[0], &[2]));
+    }
+
+    #[test]
+    fn a_vector_conforms_by_summing_to_one_element() {
+        assert_eq!(vec![1.0, 2.0].conform(&1).unwrap(), Ok(vec![3.0]));
+        assert_eq!(vec![1.0, 2.0].conform(&2).unwrap(), Ok(vec![1.0, 2.0]));
+        assert_eq!(
+            vec![1.0, 2.0].conform(&3).unwrap(),
+            Err(ShapeMismatch {
+                got: vec![2],
+                expected: vec![3]
+            })
+        );
     }
 }

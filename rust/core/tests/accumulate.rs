@@ -56,6 +56,7 @@ impl Buf {
 }
 
 impl GradValue for Buf {
+    type InputMeta = ();
     fn add(&self, other: &Self) -> Result<Self> {
         let sum: Vec<f64> = self
             .values()

@@ -419,6 +419,44 @@ fn mismatched_gradient_shapes_at_one_slot_error() {
 }
 
 #[test]
+fn a_gradient_is_conformed_to_its_recorded_input() {
+    // Note [Input metadata]: the formula hands back the output's shape; the engine sums it down
+    // to the length-1 input, and leaves the edge without metadata as it is.
+    let v: Leaf<Vec<f64>> = Leaf::new("v", None);
+    let w: Leaf<Vec<f64>> = Leaf::new("w", None);
+    let e = Emit::with_meta(vec![1.0, 2.0], &[&v.node, &w.node], vec![Some(1), None]);
+
+    Engine::execute(
+        vec![Edge::new(e, 0)],
+        vec![vec![1.0]],
+        ExecuteOptions::default(),
+    )
+    .unwrap();
+
+    assert_eq!(v.grad(), Some(vec![3.0]));
+    assert_eq!(w.grad(), Some(vec![1.0, 2.0]));
+}
+
+#[test]
+fn a_gradient_that_cannot_conform_is_torchs_invalid_gradient_error() {
+    let v: Leaf<Vec<f64>> = Leaf::new("v", None);
+    let e = Emit::with_meta(vec![1.0, 2.0], &[&v.node], vec![Some(3)]);
+
+    let err = Engine::execute(
+        vec![Edge::new(e, 0)],
+        vec![vec![1.0]],
+        ExecuteOptions::default(),
+    )
+    .unwrap_err();
+
+    assert_eq!(
+        err.to_string(),
+        "Function Emit returned an invalid gradient at index 0 - got [2] but expected shape compatible with [3]"
+    );
+    assert_eq!(v.grad(), None);
+}
+
+#[test]
 fn absent_edge_is_skipped() {
     // A node input that needs no gradient has no edge (None); its gradient is dropped.
     let x = Leaf::new("x", None);

@@ -14,6 +14,9 @@ pub struct Callbacks {
     /// through `as_array` first.
     pub array_type: Py<PyAny>,
     pub as_array: Py<PyAny>,
+    /// `rustgrad._ops._util.conform(grad, shape, dtype)`: a gradient summed to an input's shape
+    /// and cast to its dtype, in rustgrad ops (Note [Input metadata] in rust/core/src/engine.rs).
+    pub conform: Py<PyAny>,
 }
 
 static CALLBACKS: GILOnceCell<Callbacks> = GILOnceCell::new();
@@ -43,6 +46,7 @@ pub fn _register(
     can_require_grad: Py<PyAny>,
     array_type: Py<PyAny>,
     as_array: Py<PyAny>,
+    conform: Py<PyAny>,
 ) -> PyResult<()> {
     let _ = CALLBACKS.set(
         py,
@@ -53,6 +57,7 @@ pub fn _register(
             can_require_grad,
             array_type,
             as_array,
+            conform,
         },
     );
     Ok(())

@@ -7,6 +7,7 @@
 //! - `backward.rs`: the one marked crossing from Python into the engine (`run_backward`) and
 //!   the leaf's gradient sink;
 //! - `gc.rs`: what the garbage collector is shown of the graph (Note [GC traversal]);
+//! - `node_spec.rs`: node specs (name, named saved slots, formula), the way ops record;
 //! - `tensor.rs`, `node.rs`, `handle.rs`: the Python objects (TensorBase, grad_fn, the hook
 //!   handle base); `py_value.rs`: gradients, hooks and formulas as the engine sees them;
 //! - `modes.rs`: grad, inference and anomaly mode, live storage counts;
@@ -25,6 +26,7 @@ mod handle;
 mod kernels;
 mod modes;
 mod node;
+mod node_spec;
 mod provenance;
 mod py_value;
 mod record;
@@ -37,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<node::PyNodeHandle>()?;
     m.add_class::<handle::PyHookHandle>()?;
+    m.add_class::<node_spec::NodeSpec>()?;
     m.add("SECOND_BACKWARD", rustgrad_core::error::SECOND_BACKWARD)?;
     // torch's CreationMeta integers, as `TensorBase._creation_meta` gives them (the enum is
     // rustgrad_core::CreationMeta)

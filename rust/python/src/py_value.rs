@@ -8,12 +8,14 @@ use std::any::Any;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, Weak};
 
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyWeakrefReference};
 use rustgrad_core::{
-    grad_mode, AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook, NodePreHook,
-    NodeRef, PostAccumulateHook, Result, SavedVariables, Storage, TensorHook, VersionCounter,
+    grad_mode, is_expandable_to, AccumulateGrad, Error, GradValue, Node, NodeBase, NodePostHook,
+    NodePreHook, NodeRef, PostAccumulateHook, Result, SavedVariables, ShapeMismatch, Storage,
+    TensorHook, VersionCounter,
 };
 
 use crate::errors::from_py;
@@ -55,7 +57,113 @@ fn any_of(grad: &Bound<'_, PyAny>, test: &str) -> Result<bool> {
         .map_err(from_py)
 }
 
+/// What a node records of an input whose shape or dtype differs from its output's (Note
+/// [Input metadata] in rust/core/src/engine.rs).
+pub struct PyInputMeta {
+    pub shape: Box<[usize]>,
+    pub dtype: Py<PyAny>,
+}
+
+/// Whether two arrays have one shape and dtype: read from NumPy's array struct for ndarrays
+/// (no Python call: this runs for every input of every recorded op), by attribute otherwise.
+pub fn same_shape_and_dtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if let (Ok(x), Ok(y)) = (
+        a.downcast::<PyUntypedArray>(),
+        b.downcast::<PyUntypedArray>(),
+    ) {
+        if x.shape() != y.shape() {
+            return Ok(false);
+        }
+        let (dx, dy) = (x.dtype(), y.dtype());
+        return Ok(dx.is(&dy) || dx.is_equiv_to(&dy));
+    }
+    let py = a.py();
+    let (shape, dtype) = (pyo3::intern!(py, "shape"), pyo3::intern!(py, "dtype"));
+    Ok(a.getattr(shape)?.eq(b.getattr(shape)?)? && a.getattr(dtype)?.eq(b.getattr(dtype)?)?)
+}
+
+/// An array's shape and dtype, as a node records them.
+pub fn input_meta_of(a: &Bound<'_, PyAny>) -> PyResult<PyInputMeta> {
+    if let Ok(x) = a.downcast::<PyUntypedArray>() {
+        return Ok(PyInputMeta {
+            shape: x.shape().into(),
+            dtype: x.dtype().into_any().unbind(),
+        });
+    }
+    let py = a.py();
+    let shape: Vec<usize> = a.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+    Ok(PyInputMeta {
+        shape: shape.into(),
+        dtype: a.getattr(pyo3::intern!(py, "dtype"))?.unbind(),
+    })
+}
+
+/// Whether an array has the shape and dtype in `meta`; else its shape.
+fn conforms_to(a: &Bound<'_, PyAny>, meta: &PyInputMeta) -> PyResult<(bool, Vec<usize>)> {
+    let py = a.py();
+    let (shape, dtype_ok) = match a.downcast::<PyUntypedArray>() {
+        Ok(x) => {
+            let d = x.dtype();
+            let want = meta.dtype.bind(py);
+            let ok = d.is(want)
+                || want
+                    .downcast::<numpy::PyArrayDescr>()
+                    .is_ok_and(|w| d.is_equiv_to(w));
+            (x.shape().to_vec(), ok)
+        }
+        Err(_) => {
+            let shape: Vec<usize> = a.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+            let ok = a
+                .getattr(pyo3::intern!(py, "dtype"))?
+                .eq(meta.dtype.bind(py))?;
+            (shape, ok)
+        }
+    };
+    Ok((dtype_ok && *shape == *meta.shape, shape))
+}
+
 impl GradValue for PyGrad {
+    type InputMeta = PyInputMeta;
+
+    /// Note [Input metadata]: a gradient of another shape or dtype than its input's goes
+    /// through `rustgrad._ops._util.conform` (rustgrad ops, so double backward sees them). What
+    /// it makes is a buffer of this backward's own, fresh unless a graph is being recorded.
+    fn conform(self, meta: &PyInputMeta) -> Result<std::result::Result<Self, ShapeMismatch>> {
+        Python::with_gil(|py| {
+            let grad = self.0.bind(py);
+            let Ok(t) = grad.downcast::<PyTensor>() else {
+                return Ok(Ok(self));
+            };
+            let data = t
+                .try_borrow()
+                .map_err(|e| from_py(e.into()))?
+                .data
+                .clone_ref(py);
+            let (ok, shape) = conforms_to(data.bind(py), meta).map_err(from_py)?;
+            if ok {
+                return Ok(Ok(self));
+            }
+            if !is_expandable_to(&meta.shape, &shape) {
+                return Ok(Err(ShapeMismatch {
+                    got: shape,
+                    expected: meta.shape.to_vec(),
+                }));
+            }
+            let conform = &crate::callbacks::callbacks(py).conform;
+            let wanted = PyTuple::new(py, meta.shape.iter()).map_err(from_py)?;
+            let out = conform
+                .bind(py)
+                .call1((grad, wanted, meta.dtype.bind(py)))
+                .map_err(from_py)?;
+            let fresh = if out.is(grad) {
+                self.1
+            } else {
+                !grad_mode::is_grad_enabled()
+            };
+            Ok(Ok(PyGrad(out.unbind(), fresh)))
+        })
+    }
+
     fn add(&self, other: &Self) -> Result<Self> {
         Python::with_gil(|py| {
             self.0
@@ -808,6 +916,7 @@ impl Node<PyGrad> for PyNode {
                 fresh,
                 mark,
             });
+            let saved = crate::node_spec::named(py, self.name, saved).map_err(from_py)?;
             let out = self
                 .backward
                 .bind(py)

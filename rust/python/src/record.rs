@@ -16,7 +16,10 @@ use rustgrad_core::{
 
 use crate::callbacks::{as_array, callbacks};
 use crate::provenance::{self, current_scope, node_sites_enabled, Cut, NodeCuts, Site, Source};
-use crate::py_value::{formula_is_ours, intern_name, Origin, PyGrad, PyNode, Saved};
+use crate::py_value::{
+    formula_is_ours, input_meta_of, intern_name, same_shape_and_dtype, Origin, PyGrad, PyInputMeta,
+    PyNode, Saved,
+};
 use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
     try_gradient_edge, PyTensor, TensorMeta,
@@ -66,6 +69,32 @@ pub fn record<'py>(
     data: Bound<'py, PyAny>,
     inputs: &Bound<'py, PyTuple>,
     name: &str,
+    backward: &Bound<'py, PyAny>,
+    saved: Option<&Bound<'py, PyTuple>>,
+    ctx: Option<Bound<'py, PyAny>>,
+    save_output: bool,
+    view_of: Option<&Bound<'py, PyTensor>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    record_node(
+        py,
+        data,
+        inputs,
+        intern_name(name),
+        backward,
+        saved,
+        ctx,
+        save_output,
+        view_of,
+    )
+}
+
+/// `record` for a node name already interned (a node spec's).
+#[allow(clippy::too_many_arguments)]
+pub fn record_node<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    inputs: &Bound<'py, PyTuple>,
+    name: &'static str,
     backward: &Bound<'py, PyAny>,
     saved: Option<&Bound<'py, PyTuple>>,
     ctx: Option<Bound<'py, PyAny>>,
@@ -135,6 +164,7 @@ pub fn record<'py>(
             edge
         });
     }
+    let input_meta = input_meta(&data, inputs, &edges)?;
     let hooks = if saved.is_some() || save_output {
         saved_tensors_hooks(py)
     } else {
@@ -173,8 +203,8 @@ pub fn record<'py>(
         ));
     }
     let node = Arc::new_cyclic(|weak| PyNode {
-        base: NodeBase::new(1, edges),
-        name: intern_name(name),
+        base: NodeBase::new(1, edges).with_input_meta(input_meta),
+        name,
         backward: backward.clone().unbind(),
         saved: SavedVariables::new(saved_values),
         ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
@@ -198,6 +228,31 @@ pub fn record<'py>(
         node.saved.set(pack_saved(py, items, Some(&hooks))?);
     }
     Ok(out)
+}
+
+/// Note [Input metadata] (rust/core/src/engine.rs): per edge, the input's shape and dtype where
+/// they differ from the output's; None when none does (most ops: nothing allocated).
+fn input_meta(
+    out: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyTuple>,
+    edges: &[Option<Edge<PyGrad>>],
+) -> PyResult<Option<Box<[Option<PyInputMeta>]>>> {
+    let py = out.py();
+    let mut metas: Option<Vec<Option<PyInputMeta>>> = None;
+    for (i, (t, edge)) in inputs.iter().zip(edges).enumerate() {
+        if edge.is_none() {
+            continue;
+        }
+        let t = t.downcast::<PyTensor>()?;
+        let b = t.try_borrow()?;
+        let data = b.data.bind(py);
+        if same_shape_and_dtype(data, out)? {
+            continue;
+        }
+        let m = metas.get_or_insert_with(|| (0..edges.len()).map(|_| None).collect());
+        m[i] = Some(input_meta_of(data)?);
+    }
+    Ok(metas.map(Vec::into_boxed_slice))
 }
 
 /// How a new view relates to what it views.
@@ -483,8 +538,12 @@ pub fn record_multi<'py>(
         }
         edges.push(edge);
     }
+    let input_meta = match outs.first() {
+        Some(first) => input_meta(first.try_borrow()?.data.bind(py), inputs, &edges)?,
+        None => None,
+    };
     let node = Arc::new_cyclic(|weak| PyNode {
-        base: NodeBase::new(n, edges),
+        base: NodeBase::new(n, edges).with_input_meta(input_meta),
         name: intern_name(name),
         backward: backward.clone().unbind(),
         saved: SavedVariables::new(Vec::new()),

@@ -164,6 +164,19 @@ impl<V: GradValue> Emit<V> {
             value,
         })
     }
+
+    /// An Emit that recorded `meta` for its edges (Note [Input metadata]).
+    pub fn with_meta(
+        value: V,
+        inputs: &[&NodeRef<V>],
+        meta: Vec<Option<V::InputMeta>>,
+    ) -> NodeRef<V> {
+        Arc::new(Emit {
+            base: NodeBase::new(1, inputs.iter().map(|n| edge(n)).collect())
+                .with_input_meta(Some(meta.into_boxed_slice())),
+            value,
+        })
+    }
 }
 
 impl<V: GradValue> Node<V> for Emit<V> {

@@ -1,0 +1,49 @@
+"""Node specs: each backward node stated once, as its name, its named saved slots and its formula.
+
+    MUL = node("MulBackward0", _mul_bw, saved=("self", "other"))
+    ...
+    return MUL.record(out, (a, b), self=a, other=b)
+
+The formula, `backward(grad, saved, ctx)`, reads `saved.self` and `saved.other`: the saved
+values arrive as a namedtuple of the slots (with `result=True` the op's output is saved last,
+as `saved.result`). It returns one gradient per input at whatever shape and dtype its math
+gives: the engine sums a broadcast gradient down to its input's shape and casts it to the
+input's dtype (Note [Input metadata], rust/core/src/engine.rs). The spec also gives torch's
+`grad_fn._saved_<slot>` getters and the list of declared node names, so a recorded name no
+spec declares is caught by tests/ops/test_declarations.py.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from .. import _core
+from ._declare import SAVED
+
+Formula = Callable[[Any, Any, Any], Any]
+Getter = Callable[[Tuple[Any, ...], Any], Any]
+
+# node name -> its spec, for every node an op may record
+NODES: Dict[str, _core.NodeSpec] = {}
+
+
+def _slot_getter(i: int) -> Getter:
+    # a node recorded with nothing saved keeps one None slot (see NodeSpec.record)
+    return lambda saved, ctx: saved[i] if i < len(saved) else None
+
+
+def node(name: str, backward: Formula, *, saved: Sequence[str] = (), result: bool = False,
+         getters: Optional[Mapping[str, Getter]] = None) -> _core.NodeSpec:
+    """The spec of backward node `name` (see the module doc). `getters` adds or replaces
+    `_saved_<attr>` getters that are not a slot as it is (a wrapped scalar, a ctx value)."""
+    if name in NODES:
+        raise RuntimeError(f"node {name} is specified twice")
+    slots = (*saved, "result") if result else tuple(saved)
+    fields = namedtuple(f"{name}Saved", slots) if slots else None  # type: ignore[misc]
+    spec = _core.NodeSpec(name, backward, list(saved), result, fields)
+    NODES[name] = spec
+    found = SAVED.setdefault(name, {})
+    found.update({slot: _slot_getter(i) for i, slot in enumerate(slots)})
+    found.update(getters or {})
+    return spec

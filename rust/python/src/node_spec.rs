@@ -1,0 +1,185 @@
+//! Node specs: each backward node stated once, as `name`, named saved slots and formula.
+//!
+//! An op records through its spec, `MUL.record(out, (a, b), self=a, other=b)`: the spec puts
+//! the saved values in slot order (None for a slot not given; a keyword it does not declare is
+//! refused), and
+//! the formula reads them back by name (`saved.self`) from a tuple of the spec's `fields` type
+//! (a namedtuple made by `rustgrad._ops._node`). The declared grad_fn names and torch's
+//! `grad_fn._saved_<slot>` getters come from the same statement, on the Python side.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use crate::py_value::intern_name;
+use crate::record::record_node;
+use crate::tensor::PyTensor;
+
+/// The fields type of each spec'd node and its number of fields, by its interned name's address (one per name for the
+/// process, as the names themselves).
+static FIELDS: Mutex<Option<HashMap<usize, (Py<PyAny>, usize)>>> = Mutex::new(None);
+
+fn key(name: &'static str) -> usize {
+    name.as_ptr() as usize
+}
+
+/// The saved values of node `name` as its formula reads them: a tuple of the spec's fields
+/// type where a spec declared one, else the plain tuple.
+pub fn named<'py>(
+    py: Python<'py>,
+    name: &'static str,
+    saved: Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (fields, n) = {
+        let map = FIELDS.lock().unwrap_or_else(|e| e.into_inner());
+        match map.as_ref().and_then(|m| m.get(&key(name))) {
+            Some((f, n)) => (f.clone_ref(py), *n),
+            None => return Ok(saved.into_any()),
+        }
+    };
+    let saved = if saved.len() < n {
+        // the one None slot of a node recorded with nothing saved
+        let mut values: Vec<Bound<'py, PyAny>> = saved.iter().collect();
+        values.resize_with(n, || py.None().into_bound(py));
+        PyTuple::new(py, values)?
+    } else {
+        saved
+    };
+    // tuple.__new__(fields, values): a namedtuple made without its Python-level __new__
+    py.get_type::<PyTuple>()
+        .call_method1(pyo3::intern!(py, "__new__"), (fields, saved))
+}
+
+#[pyclass(module = "rustgrad._core", frozen, name = "NodeSpec")]
+pub struct NodeSpec {
+    name: &'static str,
+    slots: Vec<Py<PyString>>,
+    backward: Py<PyAny>,
+    save_output: bool,
+}
+
+#[pymethods]
+impl NodeSpec {
+    /// A backward node named `name` whose formula `backward(grad, saved, ctx)` reads the
+    /// values saved under `saved` (in order; with `save_output`, the output is saved after
+    /// them) from a tuple of type `fields`.
+    #[new]
+    #[pyo3(signature = (name, backward, saved=Vec::new(), save_output=false, fields=None))]
+    fn new(
+        py: Python<'_>,
+        name: &str,
+        backward: Py<PyAny>,
+        saved: Vec<String>,
+        save_output: bool,
+        fields: Option<Py<PyAny>>,
+    ) -> Self {
+        let name = intern_name(name);
+        if let Some(fields) = fields {
+            let n = saved.len() + usize::from(save_output);
+            FIELDS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(key(name), (fields, n));
+        }
+        NodeSpec {
+            name,
+            slots: saved
+                .iter()
+                .map(|s| PyString::intern(py, s).unbind())
+                .collect(),
+            backward,
+            save_output,
+        }
+    }
+
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The names of the saved slots, in order (the output's last, unless named here).
+    #[getter]
+    fn saved<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.slots.iter().map(|s| s.bind(py)))
+    }
+
+    #[getter]
+    fn backward(&self, py: Python<'_>) -> Py<PyAny> {
+        self.backward.clone_ref(py)
+    }
+
+    #[getter]
+    fn save_output(&self) -> bool {
+        self.save_output
+    }
+
+    /// Records the node for `data` computed from `inputs`, saving each declared slot from the
+    /// keyword of its name; a slot not given saves None, as torch's undefined saved variable
+    /// (see `rustgrad._core.record` for `ctx` and `view_of`).
+    #[pyo3(signature = (data, inputs, ctx=None, view_of=None, **saved))]
+    fn record<'py>(
+        &self,
+        py: Python<'py>,
+        data: Bound<'py, PyAny>,
+        inputs: &Bound<'py, PyTuple>,
+        ctx: Option<Bound<'py, PyAny>>,
+        view_of: Option<&Bound<'py, PyTensor>>,
+        saved: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyTensor>> {
+        let values = match saved {
+            _ if self.slots.is_empty() => None,
+            // Nothing saved (a Python-scalar operand's node): one None slot still makes a
+            // second backward raise, as torch's saved wrapped number does; `named` pads it.
+            None if !self.save_output => Some(PyTuple::new(py, [py.None()])?),
+            None => Some(PyTuple::new(py, self.slots.iter().map(|_| py.None()))?),
+            Some(d) => {
+                let mut values = Vec::with_capacity(self.slots.len());
+                for slot in &self.slots {
+                    values.push(
+                        d.get_item(slot.bind(py))?
+                            .unwrap_or_else(|| py.None().into_bound(py)),
+                    );
+                }
+                Some(PyTuple::new(py, values)?)
+            }
+        };
+        if let Some(d) = saved {
+            if let Some(unknown) = d
+                .keys()
+                .iter()
+                .find(|k| !self.slots.iter().any(|s| k.eq(s.bind(py)).unwrap_or(false)))
+            {
+                return Err(PyTypeError::new_err(format!(
+                    "{} saves {:?}; it has no slot {unknown}",
+                    self.name,
+                    self.slot_names(py)
+                )));
+            }
+        }
+        record_node(
+            py,
+            data,
+            inputs,
+            self.name,
+            self.backward.bind(py),
+            values.as_ref(),
+            ctx,
+            self.save_output,
+            view_of,
+        )
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("NodeSpec({}, saved={:?})", self.name, self.slot_names(py))
+    }
+}
+
+impl NodeSpec {
+    fn slot_names(&self, py: Python<'_>) -> Vec<String> {
+        self.slots.iter().map(|s| s.bind(py).to_string()).collect()
+    }
+}
