@@ -636,7 +636,8 @@ def namespace_stub(decls: List[Any], ov: Overrides) -> str:
                 ov.used.add(("rustgrad", name))
                 body += override_defs_namespace(name, ov.namespace[name], d.doc, scope)
                 continue
-            sig = op_sig(d.fn, name, scope, ov, False, f"{d.fn.__module__}.{d.name} as rustgrad.{name}")
+            sig = op_sig(d.function_fn or d.fn, name, scope, ov, False,
+                         f"{d.fn.__module__}.{d.name} as rustgrad.{name}")
             sig.doc = d.doc
             body += render_def(name, sig)
     missing = [n for n in names_all if n not in scope.reserved and n not in declared and n not in defined]

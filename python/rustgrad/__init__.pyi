@@ -186,10 +186,10 @@ __all__ = [
     "index_put", "embedding", "embedding_renorm_", "sum", "mean", "max", "min", "logsumexp",
     "prod", "cumsum", "cumprod", "var", "std", "var_mean", "std_mean", "norm", "dist", "amax",
     "amin", "all", "any", "argmax", "argmin", "count_nonzero", "bincount", "diff", "relu",
-    "sigmoid", "selu", "celu", "softmax", "log_softmax", "prelu", "neg", "negative",
-    "remainder", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
-    "pow", "addcmul", "addcdiv", "conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d",
-    "clone", "cdist", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
+    "sigmoid", "selu", "celu", "softmax", "log_softmax", "prelu", "add", "sub", "subtract",
+    "neg", "negative", "mul", "multiply", "div", "divide", "true_divide", "remainder", "pow",
+    "addcmul", "addcdiv", "conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d", "clone",
+    "cdist", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
     "tensordot", "kron", "trace", "diag_embed", "diag", "matmul", "meshgrid", "layer_norm",
     "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "randperm",
     "bernoulli", "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted",
@@ -227,18 +227,16 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
 
 # ---- declared in _ops/arith.py
-def neg(input: Tensor) -> Tensor:
-    """-input, elementwise."""
-def negative(input: Tensor) -> Tensor:
-    """-input, elementwise."""
-def remainder(input: Tensor, other: Any) -> Tensor:
-    """The remainder of input / other with the sign of other (Python's %), elementwise."""
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcast, with torch's type promotion."""
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other, broadcast, with torch's type promotion."""
 def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other, broadcast, with torch's type promotion."""
+def neg(input: Tensor) -> Tensor:
+    """-input, elementwise."""
+def negative(input: Tensor) -> Tensor:
+    """-input, elementwise."""
 def mul(input: Any, other: Any) -> Tensor:
     """input * other, elementwise, broadcast, with torch's type promotion."""
 def multiply(input: Any, other: Any) -> Tensor:
@@ -249,10 +247,10 @@ def divide(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
 def true_divide(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
+def remainder(input: Tensor, other: Any) -> Tensor:
+    """The remainder of input / other with the sign of other (Python's %), elementwise."""
 def pow(input: Any, exponent: Any) -> Tensor:
-    """input ** exponent, elementwise; a number base with a tensor exponent is torch's pow(Scalar,
-    Tensor).
-    """
+    """input ** exponent, elementwise, broadcast, with torch's type promotion."""
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, elementwise."""
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:

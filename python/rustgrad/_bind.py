@@ -73,7 +73,7 @@ class Binder:
         for d in decls:
             for name in getattr(d, kind):
                 self._claim(target, name, d, name in namespace and (target, name) not in self._bound)
-                namespace[name] = d.fn
+                namespace[name] = d.function_fn if kind == "function" and d.function_fn else d.fn
                 names.append(name)
         return names
 

@@ -223,9 +223,9 @@ class Tensor(TensorBase):
         """The remainder of input / other with the sign of other (Python's %), elementwise."""
     def __mod__(self, other: Any) -> Tensor:
         """The remainder of input / other with the sign of other (Python's %), elementwise."""
-    def pow(self, other: Any) -> Tensor:
+    def pow(self, exponent: Any) -> Tensor:
         """input ** exponent, elementwise, broadcast, with torch's type promotion."""
-    def __pow__(self, other: Any) -> Tensor:
+    def __pow__(self, exponent: Any) -> Tensor:
         """input ** exponent, elementwise, broadcast, with torch's type promotion."""
     def __rpow__(self, other: Any) -> Tensor:
         """b ** a for a Python scalar b (torch's PowBackward2)."""

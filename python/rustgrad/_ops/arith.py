@@ -52,7 +52,8 @@ def _add_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
 ADD = node("AddBackward0", _add_bw)
 
 
-@op(method="add", dunder="__add__", grad_fn="AddBackward0")
+@op(method="add", dunder="__add__", function="add", grad_fn="AddBackward0",
+    number_first=lambda n, o, **kw: _wrapped(add)(n, o, **kw))
 def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     """input + alpha * other, broadcast, with torch's type promotion.
 
@@ -132,7 +133,8 @@ def _check_sub_bool(a: Any, b: Any) -> None:
         )
 
 
-@op(method=("sub", "subtract"), dunder="__sub__", grad_fn="SubBackward0")
+@op(method=("sub", "subtract"), dunder="__sub__", function=("sub", "subtract"),
+    grad_fn="SubBackward0", number_first=lambda n, o, **kw: _wrapped(sub)(n, o, **kw))
 def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) -> Tensor:
     """input - alpha * other, broadcast, with torch's type promotion.
 
@@ -242,7 +244,8 @@ def _wrapped_other(saved: Any, scalar: Any) -> Any:
 MUL = node("MulBackward0", _mul_bw, saved=("other", "self"), getters={"other": _wrapped_other})
 
 
-@op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), grad_fn="MulBackward0")
+@op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), function=("mul", "multiply"),
+    grad_fn="MulBackward0", number_first=lambda n, o: _wrapped(mul)(n, o))
 def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
     """input * other, elementwise, broadcast, with torch's type promotion.
 
@@ -299,7 +302,9 @@ def _div_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
 DIV = node("DivBackward0", _div_bw, saved=("other", "self"), getters={"other": _wrapped_other})
 
 
-@op(method=("div", "divide", "true_divide"), dunder="__truediv__", grad_fn=("DivBackward0", "DivBackward2"))
+@op(method=("div", "divide", "true_divide"), dunder="__truediv__",
+    function=("div", "divide", "true_divide"), grad_fn=("DivBackward0", "DivBackward2"),
+    number_first=lambda n, o, **kw: _wrapped(div)(n, o, **kw))
 def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any = None) -> Tensor:
     """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
 
@@ -480,16 +485,18 @@ RPOW = node("PowBackward2", _rpow_bw, saved=("exponent",), result=True,
             getters={"self": lambda s, c: c})
 
 
-@op(method="pow", dunder="__pow__", grad_fn=("PowBackward0", "PowBackward1"))
-def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
+@op(method="pow", dunder="__pow__", function="pow",
+    grad_fn=("PowBackward0", "PowBackward1", "PowBackward2"),
+    number_first=lambda n, e: _number_base(n, e))
+def pow(input: Tensor, exponent: Any, *, _out_dtype: Any = None) -> Tensor:
     """input ** exponent, elementwise, broadcast, with torch's type promotion.
 
     Args:
         input (Tensor or Number): the base.
-        other (Tensor or Number): the other, broadcast with input.
+        exponent (Tensor or Number): the exponent, broadcast with input.
 
-    The base's gradient is other * input ** (other - 1); the other's is
-    input ** other * log(input).
+    The base's gradient is exponent * input ** (exponent - 1); the exponent's is
+    input ** exponent * log(input).
 
     Example::
 
@@ -500,16 +507,16 @@ def pow(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
         >>> rustgrad.pow(rustgrad.tensor([4.]), 0.5)
         tensor([2.])
     """
-    if isinstance(other, Tensor):
-        ad, bd = promote(input, other)
+    if isinstance(exponent, Tensor):
+        ad, bd = promote(input, exponent)
         try:
             out = ad**bd
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        return POW_TENSOR.record(out, (input, other), self=input, exponent=other)
-    s = as_scalar(other)
+        return POW_TENSOR.record(out, (input, exponent), self=input, exponent=exponent)
+    s = as_scalar(exponent)
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
@@ -688,140 +695,19 @@ def pow_(self: Tensor, other: Any) -> Tensor:
     return _inplace(self, other, self._backend.power, pow)
 
 
-# ---- the functional forms: a Python number first is a wrapped 0-d tensor (torch.add(2., x)) ----
-_NUMBERS = (bool, int, float)
+# ---- a Python number first (torch.add(2., x)): a wrapped 0-d tensor on the other's device ----
+def _wrapped(op_fn: Any) -> Any:
+    def number_first(number: Any, other: Any, *args: Any, **kwargs: Any) -> Tensor:
+        if not isinstance(other, Tensor):
+            return op_fn(number, other, *args, **kwargs)  # the op's own error for two numbers
+        return op_fn(_creation.tensor(number, device=other.device), other, *args, **kwargs)
+
+    return number_first
 
 
-def _tensor_like(number: Any, other: Tensor) -> Tensor:
-    return _creation.tensor(number, device=other.device)
-
-
-@op(function="add", grad_fn="AddBackward0")
-def add_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-    """input + alpha * other, broadcast, with torch's type promotion.
-
-    Args:
-        input (Tensor or Number): the first operand.
-        other (Tensor or Number): the second operand, broadcast with input.
-        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
-
-    Each operand's gradient is the incoming gradient summed over the dims it was broadcast
-    along (times alpha for other).
-
-    Example::
-
-        >>> a = rustgrad.tensor([1., 2.])
-        >>> a + 1
-        tensor([2., 3.])
-        >>> rustgrad.add(a, rustgrad.tensor([[10.], [20.]]), alpha=2)
-        tensor([[21., 22.],
-                [41., 42.]])
-        >>> rustgrad.tensor([1, 2]) + 0.5
-        tensor([1.5000, 2.5000])
-    """
-    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
-        input = _tensor_like(input, other)
-    return add(input, other, alpha=alpha)
-
-
-@op(function=("sub", "subtract"), grad_fn="SubBackward0")
-def sub_function(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-    """input - alpha * other, broadcast, with torch's type promotion.
-
-    Args:
-        input (Tensor or Number): the first operand.
-        other (Tensor or Number): the operand subtracted, broadcast with input.
-        alpha (Number, optional): keyword-only; the multiplier for other. Default: 1.
-
-    Bool operands are refused, as torch's. `subtract` is the same op.
-
-    Example::
-
-        >>> rustgrad.tensor([5., 7.]) - rustgrad.tensor([1., 2.])
-        tensor([4., 5.])
-        >>> rustgrad.sub(rustgrad.tensor([5., 7.]), 1., alpha=3)
-        tensor([2., 4.])
-    """
-    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
-        input = _tensor_like(input, other)
-    return sub(input, other, alpha=alpha)
-
-
-@op(function=("mul", "multiply"), grad_fn="MulBackward0")
-def mul_function(input: Any, other: Any) -> Tensor:
-    """input * other, elementwise, broadcast, with torch's type promotion.
-
-    Args:
-        input (Tensor or Number): the first factor.
-        other (Tensor or Number): the second factor, broadcast with input.
-
-    The gradient of each factor is the incoming gradient times the other factor, summed over
-    broadcast dims. `multiply` is the same op.
-
-    Example::
-
-        >>> x = rustgrad.tensor([1., 2.], requires_grad=True)
-        >>> y = x * rustgrad.tensor([3., 4.])
-        >>> y
-        tensor([3., 8.], grad_fn=<MulBackward0>)
-        >>> y.sum().backward()
-        >>> x.grad
-        tensor([3., 4.])
-    """
-    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
-        input = _tensor_like(input, other)
-    return mul(input, other)
-
-
-@op(function=("div", "divide", "true_divide"), grad_fn=("DivBackward0", "DivBackward2"))
-def div_function(input: Any, other: Any, *, rounding_mode: Any = None) -> Tensor:
-    """input / other: true division, or rounded toward zero ("trunc") or down ("floor").
-
-    Args:
-        input (Tensor or Number): the dividend.
-        other (Tensor or Number): the divisor, broadcast with input.
-        rounding_mode (str, optional): keyword-only; None for true division (integers give
-            float32), "trunc" or "floor" to round the quotient, keeping integer dtypes.
-
-    Dividing by zero gives inf or NaN for floats; `divide` and `true_divide` are the same op.
-
-    Example::
-
-        >>> rustgrad.tensor([7, -7]) / 2
-        tensor([ 3.5000, -3.5000])
-        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="trunc")
-        tensor([ 3, -3])
-        >>> rustgrad.div(rustgrad.tensor([7, -7]), 2, rounding_mode="floor")
-        tensor([ 3, -4])
-    """
-    if isinstance(input, _NUMBERS) and isinstance(other, Tensor):
-        input = _tensor_like(input, other)
-    return div(input, other, rounding_mode=rounding_mode)
-
-
-@op(function="pow", grad_fn=("PowBackward0", "PowBackward1", "PowBackward2"))
-def pow_function(input: Any, exponent: Any) -> Tensor:
-    """input ** exponent, elementwise; a number base with a tensor exponent is torch's pow(Scalar, Tensor).
-
-    Args:
-        input (Tensor or Number): the base.
-        exponent (Tensor or Number): the exponent, broadcast with input.
-
-    The base's gradient is exponent * input ** (exponent - 1); the exponent's is
-    input ** exponent * log(input).
-
-    Example::
-
-        >>> rustgrad.tensor([1., 2., 3.]) ** 2
-        tensor([1., 4., 9.])
-        >>> 2 ** rustgrad.tensor([0, 1, 3])
-        tensor([1, 2, 8])
-        >>> rustgrad.pow(rustgrad.tensor([4.]), 0.5)
-        tensor([2.])
-    """
-    if isinstance(input, _NUMBERS) and isinstance(exponent, Tensor):
-        return rpow(exponent, input)
-    return pow(input, exponent)
+def _number_base(number: Any, exponent: Any) -> Tensor:
+    """torch.pow(2, x): pow(Scalar, Tensor), PowBackward2."""
+    return rpow(exponent, number) if isinstance(exponent, Tensor) else pow(number, exponent)
 
 
 # ---- addcmul / addcdiv -----------------------------------------------------------------------
