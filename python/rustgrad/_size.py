@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Tuple
 
-class Size(tuple):
+
+class Size(Tuple[int, ...]):
     __slots__ = ()
 
     def __repr__(self) -> str:

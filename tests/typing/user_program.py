@@ -31,9 +31,9 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         h = F.relu(self.fc1(x))
-        # a module call is typed Any (as in torch), so strict code names the result's type
-        out: Tensor = self.fc2(self.dropout(h))
-        return out
+        # a built-in module's call is typed as its forward (torch types it Any)
+        assert_type(self.fc1(x), Tensor)
+        return self.fc2(self.dropout(h))
 
 
 class Scale(nn.Module):
@@ -138,6 +138,8 @@ def reductions_and_shapes() -> None:
     assert_type(x.view(-1), Tensor)
     assert_type(x.unsqueeze(0).squeeze(0), Tensor)
     assert_type(x.shape, torch.Size)
+    assert_type(x.shape[0], int)
+    assert_type(x.shape[-1] * x.size(0), int)
     assert_type(x.size(), torch.Size)
     assert_type(x.size(0), int)
     assert_type(x.dim(), int)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -52,6 +52,9 @@ class ReLU(_Inplace):
         """Applies ReLU to ``input`` elementwise."""
         return F.relu(input, inplace=self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class SiLU(_Inplace):
     """Applies the sigmoid linear unit (swish) elementwise: ``SiLU(x) = x * sigmoid(x)``.
@@ -69,6 +72,9 @@ class SiLU(_Inplace):
         """Applies SiLU to ``input`` elementwise."""
         return F.silu(input, inplace=self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Mish(_Inplace):
     """Applies Mish elementwise: ``Mish(x) = x * tanh(softplus(x))``.
@@ -85,6 +91,9 @@ class Mish(_Inplace):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Mish to ``input`` elementwise."""
         return F.mish(input, inplace=self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class SELU(_Inplace):
@@ -105,6 +114,9 @@ class SELU(_Inplace):
         """Applies SELU to ``input`` elementwise."""
         return F.selu(input, inplace=self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Hardsigmoid(_Inplace):
     """Applies the hard sigmoid elementwise: 0 for ``x <= -3``, 1 for ``x >= 3`` and
@@ -123,6 +135,9 @@ class Hardsigmoid(_Inplace):
         """Applies Hardsigmoid to ``input`` elementwise."""
         return F.hardsigmoid(input, self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Hardswish(_Inplace):
     """Applies the hard swish elementwise: ``x * hardsigmoid(x)``, that is 0 for ``x <= -3``,
@@ -140,6 +155,9 @@ class Hardswish(_Inplace):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Hardswish to ``input`` elementwise."""
         return F.hardswish(input, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class Hardtanh(Module):
@@ -170,6 +188,9 @@ class Hardtanh(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Hardtanh to ``input`` elementwise."""
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The bounds (and ``inplace=True`` when set)."""
@@ -224,6 +245,9 @@ class LeakyReLU(Module):
         """Applies LeakyReLU to ``input`` elementwise."""
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """The negative slope (and ``inplace=True`` when set)."""
         inplace_str = ", inplace=True" if self.inplace else ""
@@ -253,6 +277,9 @@ class ELU(Module):
         """Applies ELU to ``input`` elementwise."""
         return F.elu(input, self.alpha, self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """``alpha`` (and ``inplace=True`` when set)."""
         inplace_str = ", inplace=True" if self.inplace else ""
@@ -277,6 +304,9 @@ class CELU(ELU):
         """Applies CELU to ``input`` elementwise."""
         return F.celu(input, self.alpha, self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class GELU(Module):
     """Applies the Gaussian error linear unit elementwise: ``x * Phi(x)``, where ``Phi`` is the
@@ -298,6 +328,9 @@ class GELU(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies GELU to ``input`` elementwise."""
         return F.gelu(input, approximate=self.approximate)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The ``approximate`` setting."""
@@ -321,6 +354,9 @@ class Sigmoid(Module):
         """Applies Sigmoid to ``input`` elementwise."""
         return F.sigmoid(input)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Tanh(Module):
     """Applies the hyperbolic tangent elementwise.
@@ -333,6 +369,9 @@ class Tanh(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Tanh to ``input`` elementwise."""
         return F.tanh(input)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class LogSigmoid(Module):
@@ -347,6 +386,9 @@ class LogSigmoid(Module):
         """Applies LogSigmoid to ``input`` elementwise."""
         return F.logsigmoid(input)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Softsign(Module):
     """Applies ``x / (1 + |x|)`` elementwise.
@@ -360,6 +402,9 @@ class Softsign(Module):
         """Applies Softsign to ``input`` elementwise."""
         return F.softsign(input)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Tanhshrink(Module):
     """Applies ``x - tanh(x)`` elementwise.
@@ -372,6 +417,9 @@ class Tanhshrink(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Tanhshrink to ``input`` elementwise."""
         return F.tanhshrink(input)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class Softplus(Module):
@@ -396,6 +444,9 @@ class Softplus(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies Softplus to ``input`` elementwise."""
         return F.softplus(input, self.beta, self.threshold)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """``beta`` and ``threshold``."""
@@ -439,6 +490,9 @@ class Softmax(_SoftmaxBase):
         """Applies softmax to ``input`` along ``self.dim``."""
         return F.softmax(input, self.dim, _stacklevel=5)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Softmin(_SoftmaxBase):
     """Applies softmax to ``-x`` along ``dim``: the smallest values get the largest weights.
@@ -458,6 +512,9 @@ class Softmin(_SoftmaxBase):
         """Applies softmin to ``input`` along ``self.dim``."""
         return F.softmin(input, self.dim, _stacklevel=5)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class LogSoftmax(_SoftmaxBase):
     """Applies ``log(softmax(x))`` along ``dim``, computed stably as ``x - logsumexp(x)``.
@@ -476,6 +533,9 @@ class LogSoftmax(_SoftmaxBase):
     def forward(self, input: Tensor) -> Tensor:
         """Applies log-softmax to ``input`` along ``self.dim``."""
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class MultiheadAttention(Module):
@@ -630,3 +690,6 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             return attn_output.transpose(1, 0), attn_output_weights
         return attn_output, attn_output_weights
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from itertools import chain, islice
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union, overload
 
 from ... import _dtype
 from ..._tensor import Tensor
@@ -175,6 +175,9 @@ class Sequential(Module):
         for module in self:
             input = module(input)
         return input
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class ModuleList(Module):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -165,6 +165,9 @@ class Conv2d(_ConvNd):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Conv1d(_ConvNd):
     """Applies a 1-D convolution (a cross-correlation, as torch) over an input of several
@@ -208,6 +211,9 @@ class Conv1d(_ConvNd):
                             self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 # ---- transposed convolutions ----------------------------------------------------------------
@@ -292,6 +298,9 @@ class ConvTranspose1d(_ConvTransposeNd):
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class ConvTranspose2d(_ConvTransposeNd):
     """Applies a 2-D transposed convolution, the gradient of :class:`Conv2d` with respect to its
@@ -337,6 +346,9 @@ class ConvTranspose2d(_ConvTransposeNd):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 __all__ += ["ConvTranspose1d", "ConvTranspose2d"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -57,6 +59,9 @@ class Dropout(_DropoutNd):
         """
         return F.dropout(input, self.p, self.training, self.inplace)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class Dropout2d(_DropoutNd):
     """During training, zeroes whole channels of a 2-D input with probability ``p`` (scaling the
@@ -75,6 +80,9 @@ class Dropout2d(_DropoutNd):
         """Applies channel dropout to ``input`` in training mode; the identity in evaluation mode.
         """
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class Dropout1d(_DropoutNd):
@@ -95,3 +103,6 @@ class Dropout1d(_DropoutNd):
         """
         x = input.unsqueeze(-1)
         return F.dropout2d(x, self.p, self.training, False).squeeze(-1)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

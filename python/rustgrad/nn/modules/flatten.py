@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..._tensor import Tensor
 from .module import Module
@@ -37,6 +37,9 @@ class Flatten(Module):
         """Returns ``input.flatten(start_dim, end_dim)``."""
         return input.flatten(self.start_dim, self.end_dim)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """``start_dim`` and ``end_dim``."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -69,6 +72,9 @@ class Unflatten(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Returns ``input.unflatten(dim, unflattened_size)``."""
         return input.unflatten(self.dim, self.unflattened_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """``dim`` and ``unflattened_size``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from .. import functional as F
@@ -43,6 +44,9 @@ class _InstanceNorm(_BatchNorm):
         if input.dim() == self._no_batch_dim:
             return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
         return self._apply_instance_norm(input)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class InstanceNorm1d(_InstanceNorm):

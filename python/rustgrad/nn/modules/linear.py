@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -31,6 +31,9 @@ class Identity(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Returns ``input`` itself."""
         return input
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class Linear(Module):
@@ -95,6 +98,9 @@ class Linear(Module):
         """Returns ``input @ weight.T + bias``."""
         return F.linear(input, self.weight, self.bias)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """``in_features``, ``out_features`` and whether there is a bias."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -149,6 +155,9 @@ class Bilinear(Module):
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         """Returns ``input1 @ weight[k] @ input2 + bias[k]`` for each output feature ``k``."""
         return F.bilinear(input1, input2, self.weight, self.bias)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The three feature sizes and whether there is a bias."""

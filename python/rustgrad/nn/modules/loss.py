@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..._ops.loss import legacy_reduction
 from ..._tensor import Tensor
@@ -62,6 +62,9 @@ class L1Loss(_Loss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.l1_loss(input, target, reduction=self.reduction)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class MSELoss(_Loss):
     """The mean squared error: the loss of each element is ``(input - target)^2``.
@@ -94,6 +97,9 @@ class MSELoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.mse_loss(input, target, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class NLLLoss(_WeightedLoss):
@@ -133,6 +139,9 @@ class NLLLoss(_WeightedLoss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -184,6 +193,9 @@ class CrossEntropyLoss(_WeightedLoss):
                                ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class BCELoss(_WeightedLoss):
     """The binary cross entropy between probabilities ``input`` and targets in [0, 1]:
@@ -207,6 +219,9 @@ class BCELoss(_WeightedLoss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -246,6 +261,9 @@ class BCEWithLogitsLoss(_Loss):
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class SmoothL1Loss(_Loss):
     """An L1 loss that is quadratic near zero: ``0.5 * d^2 / beta`` where ``|d| < beta`` and
@@ -273,6 +291,9 @@ class SmoothL1Loss(_Loss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class HuberLoss(_Loss):
     """The Huber loss: ``0.5 * d^2`` where ``|d| < delta`` and ``delta * (|d| - 0.5 * delta)``
@@ -298,6 +319,9 @@ class HuberLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class KLDivLoss(_Loss):
@@ -328,6 +352,9 @@ class KLDivLoss(_Loss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class SoftMarginLoss(_Loss):
     """The two-class logistic loss ``log(1 + exp(-target * input))``, with targets 1 or -1.
@@ -347,6 +374,9 @@ class SoftMarginLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class MarginRankingLoss(_Loss):
@@ -374,6 +404,9 @@ class MarginRankingLoss(_Loss):
         """Computes the loss of ``input1``, ``input2`` and ``target`` (see the class docstring)."""
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class HingeEmbeddingLoss(_Loss):
@@ -403,6 +436,9 @@ class HingeEmbeddingLoss(_Loss):
         return F.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class CosineEmbeddingLoss(_Loss):
     """The cosine embedding loss: ``1 - cos(input1, input2)`` where ``target`` is 1 and
@@ -430,6 +466,9 @@ class CosineEmbeddingLoss(_Loss):
         """Computes the loss of ``input1``, ``input2`` and ``target`` (see the class docstring)."""
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class PoissonNLLLoss(_Loss):
@@ -464,6 +503,9 @@ class PoissonNLLLoss(_Loss):
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
                                   eps=self.eps, reduction=self.reduction)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class GaussianNLLLoss(_Loss):
     """The negative log-likelihood of ``target`` under a normal distribution of mean ``input``
@@ -491,3 +533,6 @@ class GaussianNLLLoss(_Loss):
         """Computes the loss of ``input``, ``target`` and ``var`` (see the class docstring)."""
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

@@ -349,7 +349,9 @@ class Module:
         finally:
             _pop_scope()
 
-    __call__: Callable[..., Any] = _call_impl
+    # not annotated, so a subclass's `__call__ = forward` (the built-in modules') types
+    # `module(x)` as its forward for mypy and pyright; a user's module stays Any, as torch's
+    __call__ = _call_impl
 
     # ---- hooks ----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._tensor import Tensor
 from .. import functional as F
 from .loss import _WeightedLoss
@@ -30,3 +32,6 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

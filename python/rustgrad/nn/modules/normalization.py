@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -75,6 +75,9 @@ class LayerNorm(Module):
         """Normalizes ``input`` over its trailing ``normalized_shape`` dimensions."""
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """The normalized shape, ``eps`` and ``elementwise_affine``."""
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -126,6 +129,9 @@ class GroupNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Normalizes ``input`` per group of channels of each sample."""
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """``num_groups``, ``num_channels``, ``eps`` and ``affine``."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Sequence, Tuple, Union
 
 from ..._tensor import Tensor
 from .. import functional as F
@@ -34,6 +34,9 @@ class _PadNd(Module):
         """Pads ``input`` by ``self.padding`` with this layer's mode."""
         return F.pad(input, self.padding, self._mode)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """The padding."""
         return f"{self.padding}"
@@ -47,6 +50,9 @@ class _ConstantPadNd(_PadNd):
     def forward(self, input: Tensor) -> Tensor:
         """Pads ``input`` by ``self.padding`` with ``self.value``."""
         return F.pad(input, self.padding, "constant", self.value)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The padding and the value."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -34,6 +36,9 @@ class PixelShuffle(Module):
         """Moves blocks of channels of ``input`` into space."""
         return F.pixel_shuffle(input, self.upscale_factor)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def extra_repr(self) -> str:
         """The upscale factor."""
         return f"upscale_factor={self.upscale_factor}"
@@ -58,6 +63,9 @@ class PixelUnshuffle(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Moves ``r x r`` blocks of pixels of ``input`` into channels."""
         return F.pixel_unshuffle(input, self.downscale_factor)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The downscale factor."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..._tensor import Tensor
 from .. import functional as F
@@ -61,6 +61,9 @@ class MaxPool2d(_MaxPoolNd):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class MaxPool1d(_MaxPoolNd):
     """Takes the maximum over ``kernel_size`` windows of each channel of a 1-D input.
@@ -83,6 +86,9 @@ class MaxPool1d(_MaxPoolNd):
         """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class AvgPool2d(Module):
@@ -123,6 +129,9 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class AvgPool1d(Module):
     """Averages ``kernel_size`` windows of each channel of a 1-D input.
@@ -157,6 +166,9 @@ class AvgPool1d(Module):
         """Average-pools ``input``."""
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 def _single(v: Any) -> Any:
@@ -193,6 +205,9 @@ class AdaptiveAvgPool2d(Module):
         """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool2d(input, self.output_size)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
     """Averages each channel of a 1-D input over windows chosen so that the output has length
@@ -209,3 +224,6 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool1d(input, self.output_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -52,6 +52,9 @@ class PReLU(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Applies PReLU with the learned slopes to ``input``."""
         return F.prelu(input, self.weight)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The number of slopes."""

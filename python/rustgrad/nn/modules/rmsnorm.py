@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -56,6 +56,9 @@ class RMSNorm(Module):
         """Normalizes ``x`` by its root mean square over the trailing ``normalized_shape`` dimensions.
         """
         return F.rms_norm(x, list(self.normalized_shape), self.weight, self.eps)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The normalized shape, ``eps`` and ``elementwise_affine``."""

@@ -12,7 +12,7 @@ import functools
 import math
 import numbers
 import warnings
-from typing import Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from ... import _creation
 from ..._ops.views import cat, stack
@@ -417,6 +417,9 @@ class _SingleStateRNN(RNNBase):
         out = self._finish(out, is_batched, batch_dim)
         return out, (h_n if is_batched else h_n.squeeze(1))
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class RNN(_SingleStateRNN):
     """Applies a multi-layer Elman RNN to a sequence: for each step ``t`` each layer computes
@@ -632,6 +635,9 @@ class LSTM(RNNBase):
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
         return out, (h_n, c_n)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 # ---- cells --------------------------------------------------------------------------------
 class RNNCellBase(Module):
@@ -720,6 +726,9 @@ class RNNCell(RNNCellBase):
                         self.weight_hh, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
 
 class GRUCell(RNNCellBase):
     """One step of a gated recurrent unit, with the gates in torch's order (r, z, n)::
@@ -753,6 +762,9 @@ class GRUCell(RNNCellBase):
         ret = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh,
                         self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class LSTMCell(RNNCellBase):
@@ -806,3 +818,6 @@ class LSTMCell(RNNCellBase):
         h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), hx[0], hx[1],
                           self.weight_hh, self.bias_hh, None)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ... import _creation
 from ..._tensor import Tensor
@@ -95,6 +95,9 @@ class Embedding(Module):
         """Returns the rows of ``weight`` selected by the indices in ``input``."""
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def extra_repr(self) -> str:
         """The table's size and the options that differ from their defaults."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ... import _creation, _dtype
 from ..._ops.views import triu
@@ -154,6 +154,9 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def _sa_block(self, x: Tensor, attn_mask: Optional[Tensor],
                   key_padding_mask: Optional[Tensor], is_causal: bool = False) -> Tensor:
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -241,6 +244,9 @@ class TransformerDecoderLayer(Module):
                                                memory_is_causal))
             x = self.norm3(x + self._ff_block(x))
         return x
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def _sa_block(self, x: Tensor, attn_mask: Optional[Tensor],
                   key_padding_mask: Optional[Tensor], is_causal: bool = False) -> Tensor:
@@ -354,6 +360,9 @@ class TransformerEncoder(Module):
             output = self.norm(output)
         return output
 
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
     def _pads_with_zeros(self, src: Tensor, mask: Optional[Tensor],
                          key_padding_mask: Optional[Tensor]) -> bool:
         """torch's conditions for running the layers on a nested tensor (padding comes back 0)."""
@@ -411,6 +420,9 @@ class TransformerDecoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 class Transformer(Module):
@@ -489,6 +501,9 @@ class Transformer(Module):
                             tgt_key_padding_mask=tgt_key_padding_mask,
                             memory_key_padding_mask=memory_key_padding_mask,
                             tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device: Any = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..._tensor import Tensor
 from .. import functional as F
@@ -57,6 +57,9 @@ class Upsample(Module):
         """Resamples ``input`` with ``F.interpolate`` and this layer's settings."""
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         # layers pickled before recompute_scale_factor existed recomputed the scale

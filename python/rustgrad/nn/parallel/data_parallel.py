@@ -11,7 +11,7 @@ modules without batch statistics).
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ... import cuda
 from ..._backends import device
@@ -92,6 +92,9 @@ class DataParallel(Module):
         _check_module_device(self.module, self.src_device_obj)
         return self.module(*_moved(inputs, self.src_device_obj),
                            **_moved(kwargs, self.src_device_obj))
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
 
 def data_parallel(module: Module, inputs: Any, device_ids: Optional[Sequence[DeviceId]] = None,

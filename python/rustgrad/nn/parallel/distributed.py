@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ... import _creation, _dtype
 from ..._backends import device as _device
@@ -557,6 +557,9 @@ class DistributedDataParallel(Module):
         else:
             self.require_forward_param_sync = False
         return output
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
 
     def _will_sync_module_buffers(self) -> bool:
         return (self.require_forward_param_sync and self.forward_sync_buffers
