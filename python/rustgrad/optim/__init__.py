@@ -1,7 +1,7 @@
 """rustgrad.optim: Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax,
-NAdam, RAdam, LBFGS and lr_scheduler."""
+NAdam, RAdam, LBFGS, lr_scheduler and swa_utils."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
@@ -17,4 +17,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "lr_scheduler", "Rprop", "ASGD"]
+           "NAdam", "RAdam", "LBFGS", "lr_scheduler", "Rprop", "ASGD", "swa_utils"]
