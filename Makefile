@@ -8,10 +8,12 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 .PHONY: demo test bench build lint clean fuzz wheel docs gpu-wheel
 
+# scipy is rustgrad's own dependency (pyproject): the CPU kernels of lgamma, digamma, erfinv, ...
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.9.4,<2" "numpy>=2" "safetensors>=0.4" "tqdm>=4" "scikit-learn>=1.3"
+	$(PIP) install -q "maturin>=1.9.4,<2" "numpy>=2" "safetensors>=0.4" "tqdm>=4" "scikit-learn>=1.3" \
+		"scipy>=1.10"
 	touch $@
 
 # torch is the parity oracle only (rustgrad never imports it); it is large, so it is
@@ -36,7 +38,7 @@ test: $(VENV)/.test build
 	cargo fmt --all -- --check
 	$(VENV)/bin/ruff check python tests benches examples tools
 	$(VENV)/bin/lint-imports --no-cache
-	cargo test -p rustgrad-core
+	cargo test -p rustgrad-core -p rustgrad-kernels
 	$(PY) -m pytest -q
 
 # one abi3 wheel for any manylinux2014 x86_64 Linux with CPython >= 3.9 (zig links against

@@ -56,11 +56,14 @@ def markdown() -> str:
     for family, decls in families().items():
         summary = _summary(decls)
         lines += ["", f"### {family}" + (f": {summary}" if summary else ""), "",
-                  "| op | Tensor methods / operators | `rustgrad.` functions | `nn.functional` | grad_fn |",
+                  "| op | Tensor methods / operators | `rustgrad.` functions (and `linalg.`, `special.`, "
+                  "`fft.`) | `nn.functional` | grad_fn |",
                   "|---|---|---|---|---|"]
         for d in decls:
             tensor = list(d.method) + list(d.dunder) + [f"{p} (property)" for p in d.prop]
-            lines.append(f"| `{d.name}` | {_names(tensor)} | {_names(d.function)} | "
+            functions = list(d.function) + [f"{kind}.{n}" for kind in ("linalg", "special", "fft")
+                                             for n in getattr(d, kind)]
+            lines.append(f"| `{d.name}` | {_names(tensor)} | {_names(functions)} | "
                          f"{_names(d.functional)} | {_names(d.grad_fn)} |")
     lines += ["", END]
     return "\n".join(lines)

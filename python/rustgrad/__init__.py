@@ -182,7 +182,8 @@ __version__: str
 # reachable as attributes after `import rustgrad`, as torch.nn is after `import torch`, but
 # imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
 _LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "serialization",
-                              "testing", "viz"})
+                              "testing", "viz", "special", "linalg", "fft", "distributions",
+                              "func"})
 # functions bound on first use, from the module that defines them (imported then): name ->
 # module; the `if _TYPE_CHECKING:` imports below name them for type checkers and the stub
 _LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization",

@@ -15,12 +15,17 @@ from . import backends as backends
 from . import cpu as cpu
 from . import cuda as cuda
 from . import distributed as distributed
+from . import distributions as distributions
+from . import fft as fft
+from . import func as func
+from . import linalg as linalg
 from . import memory as memory
 from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import optim as optim
 from . import return_types as return_types
 from . import serialization as serialization
+from . import special as special
 from . import testing as testing
 from . import utils as utils
 from . import viz as viz
@@ -167,33 +172,50 @@ __all__ = [
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "autocast_increment_nesting",
     "autocast_decrement_nesting", "memory_format", "contiguous_format", "preserve_format",
     "channels_last", "channels_last_3d", "is_complex", "is_floating_point", "from_dlpack",
-    "where", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "allclose",
-    "equal", "index_select", "gather", "take_along_dim", "scatter", "scatter_add",
-    "masked_fill", "masked_select", "nonzero", "argwhere", "index_fill", "narrow", "select",
-    "unbind", "split", "split_with_sizes", "chunk", "diagonal", "moveaxis", "movedim", "tril",
-    "triu", "flip", "roll", "tile", "repeat_interleave", "reshape", "flatten", "transpose", "t",
-    "permute", "unsqueeze", "squeeze", "cat", "concat", "stack", "broadcast_to", "hstack",
-    "vstack", "pixel_shuffle", "pixel_unshuffle", "exp", "log", "sqrt", "abs", "sign", "tanh",
-    "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin", "asin", "acos", "arccos",
-    "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2", "expm1", "log2", "log10",
-    "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
-    "logical_xor", "logical_not", "exp_", "sigmoid_", "tanh_", "sqrt_", "abs_", "absolute_",
-    "neg_", "negative_", "square_", "relu_", "nan_to_num", "frac", "log_", "log2_", "log10_",
-    "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_", "acos_", "arccos_", "atan_",
-    "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_", "ceil_", "trunc_", "fix_",
-    "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "index_add",
-    "index_put", "embedding", "embedding_renorm_", "sum", "mean", "max", "min", "logsumexp",
-    "prod", "cumsum", "cumprod", "var", "std", "var_mean", "std_mean", "norm", "dist", "amax",
-    "amin", "all", "any", "argmax", "argmin", "count_nonzero", "bincount", "diff", "relu",
-    "sigmoid", "selu", "celu", "softmax", "log_softmax", "prelu", "add", "sub", "subtract",
-    "neg", "negative", "mul", "multiply", "div", "divide", "true_divide", "remainder", "pow",
-    "addcmul", "addcdiv", "conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d", "clone",
-    "cdist", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum",
-    "tensordot", "kron", "trace", "diag_embed", "diag", "matmul", "meshgrid", "layer_norm",
-    "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "randperm",
-    "bernoulli", "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted",
-    "bucketize",
+    "meshgrid", "narrow", "select", "unbind", "split", "split_with_sizes", "chunk", "diagonal",
+    "moveaxis", "movedim", "reshape", "flatten", "unflatten", "transpose", "t", "permute",
+    "unsqueeze", "squeeze", "broadcast_to", "swapaxes", "swapdims", "ravel", "atleast_1d",
+    "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "broadcast_shapes", "broadcast_tensors", "as_strided", "as_strided_", "cat", "concat",
+    "concatenate", "stack", "hstack", "vstack", "row_stack", "column_stack", "dstack",
+    "block_diag", "cartesian_prod", "combinations", "where", "maximum", "minimum", "eq", "ne",
+    "lt", "le", "gt", "ge", "isclose", "allclose", "equal", "exp", "log", "sqrt", "abs", "sign",
+    "tanh", "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin", "asin", "acos",
+    "arccos", "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2", "expm1", "log2",
+    "log10", "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc", "round", "erf",
+    "lerp", "fmod", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "nan_to_num", "frac", "exp_", "sigmoid_",
+    "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_", "log_",
+    "log2_", "log10_", "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_", "acos_",
+    "arccos_", "atan_", "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_", "ceil_",
+    "trunc_", "fix_", "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
+    "add", "sub", "subtract", "neg", "negative", "mul", "multiply", "div", "divide",
+    "true_divide", "remainder", "pow", "addcmul", "addcdiv", "clone", "tril", "triu", "flip",
+    "roll", "fliplr", "flipud", "rot90", "tile", "repeat_interleave", "pixel_shuffle",
+    "pixel_unshuffle", "empty_strided", "frombuffer", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "kaiser_window", "index_select", "gather",
+    "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select", "nonzero",
+    "argwhere", "index_fill", "scatter_reduce", "index_reduce", "masked_scatter", "index_copy",
+    "take", "put", "index_add", "index_put", "embedding", "embedding_renorm_", "select_scatter",
+    "slice_scatter", "diagonal_scatter", "sum", "mean", "max", "min", "logsumexp", "prod",
+    "cumsum", "cumprod", "var", "std", "var_mean", "std_mean", "norm", "dist", "amax", "amin",
+    "all", "any", "argmax", "argmin", "count_nonzero", "bincount", "diff", "cummax", "cummin",
+    "logcumsumexp", "aminmax", "renorm", "relu", "sigmoid", "selu", "celu", "softmax",
+    "log_softmax", "prelu", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "celu_",
+    "selu_", "conv2d", "conv1d", "channel_shuffle", "native_channel_shuffle",
+    "conv_transpose2d", "conv_transpose1d", "det", "slogdet", "logdet", "inverse", "cholesky",
+    "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "cross", "cdist", "pdist",
+    "pairwise_distance", "cosine_similarity", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm",
+    "baddbmm", "einsum", "tensordot", "kron", "trace", "diag_embed", "diag", "matmul",
+    "layer_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+    "max_pool1d_with_indices", "adaptive_max_pool1d", "poisson", "randperm", "bernoulli",
+    "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted", "bucketize",
+    "kthvalue", "mode", "nanmedian", "msort", "unique_consecutive", "lgamma", "digamma",
+    "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "logit", "xlogy", "xlogy_",
+    "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside", "gcd", "lcm",
+    "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "erfc_", "i0_", "sinc_",
+    "logit_", "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef",
+    "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
 ]
 
 __version__: builtins.str
@@ -225,6 +247,36 @@ def log_softmax(input: Tensor, dim: Optional[builtins.int] = None, dtype: Any = 
     """input - logsumexp(input, dim), computed stably by shifting with the max along dim."""
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """input where |input| > lambd, else 0."""
+def threshold(
+    input: Tensor,
+    threshold: builtins.float,
+    value: builtins.float,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """input where input > threshold, else value."""
+def threshold_(input: Tensor, threshold: builtins.float, value: builtins.float) -> Tensor:
+    """threshold written into input: input where input > threshold, else value."""
+def rrelu(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """The randomized leaky relu: input where positive, else input * a, with a drawn from"""
+def rrelu_(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+) -> Tensor:
+    """rrelu written into input."""
+def celu_(input: Tensor, alpha: builtins.float = 1.0) -> Tensor:
+    """celu written into input."""
+def selu_(input: Tensor) -> Tensor:
+    """selu written into input."""
 
 # ---- declared in _ops/arith.py
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -320,6 +372,10 @@ def conv1d(
     groups: builtins.int = 1,
 ) -> Tensor:
     """1-D convolution (cross-correlation) of (N, C, L) or (C, L) input."""
+def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
+def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """channel_shuffle's native kernel, which has no derivative (backward through it is"""
 
 # ---- declared in _ops/conv_transpose.py
 def conv_transpose2d(
@@ -348,6 +404,131 @@ def conv_transpose1d(
 # ---- declared in _ops/copies.py
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy of input with its own storage; differentiable (CloneBackward0)."""
+def tril(input: Tensor, diagonal: builtins.int = 0) -> Tensor:
+    """A copy of input with the entries above the diagonal set to zero."""
+def triu(input: Tensor, diagonal: builtins.int = 0) -> Tensor:
+    """A copy of input with the entries below the diagonal set to zero."""
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    """A copy of input reversed along the given dims."""
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
+def fliplr(input: Tensor) -> Tensor:
+    """A copy of input reversed left to right (along dim 1); it must be at least 2-D."""
+def flipud(input: Tensor) -> Tensor:
+    """A copy of input reversed up to down (along dim 0); it must be at least 1-D."""
+def rot90(input: Tensor, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
+    """A copy of input rotated by k quarter turns in the plane of dims, from the first dim"""
+def tile(input: Tensor, *dims: Any) -> Tensor:
+    """input tiled dims times along each dimension (leading ones filled in)."""
+def repeat_interleave(
+    input: Tensor,
+    repeats: Any = None,
+    dim: Any = None,
+    *,
+    output_size: Any = None,
+) -> Tensor:
+    """Each entry of input repeated repeats times along dim."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+def empty_strided(
+    size: Any,
+    stride: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+    pin_memory: builtins.bool = False,
+) -> Tensor:
+    """An uninitialised tensor of the given shape and strides (in elements)."""
+def frombuffer(
+    buffer: Any,
+    *,
+    dtype: Any,
+    count: builtins.int = -1,
+    offset: builtins.int = 0,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """A 1-D CPU tensor that shares the memory of a buffer (bytes, bytearray, array.array...)."""
+def hann_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1)) for n = 0 .. window_length - 1."""
+def hamming_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    alpha: builtins.float = 0.54,
+    beta: builtins.float = 0.46,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The Hamming window: alpha - beta cos(2 pi n / (N - 1)) for n = 0 .. window_length - 1."""
+def blackman_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The Blackman window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+def bartlett_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The Bartlett (triangular) window: 1 - |2n / (N - 1) - 1|."""
+def kaiser_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    beta: builtins.float = 12.0,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The Kaiser window: I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+
+# ---- declared in _ops/decompositions.py
+def det(A: Tensor) -> Tensor:
+    """The determinant of each square matrix of A (..., n, n)."""
+def slogdet(input: Tensor) -> Any:
+    """(sign, logabsdet) of det(input), as torch.return_types.slogdet (see linalg.slogdet)."""
+def logdet(input: Tensor) -> Tensor:
+    """log(det(input)): NaN where the determinant is negative, -inf where it is 0."""
+def inverse(A: Tensor) -> Tensor:
+    """The inverse of each square matrix of A (..., n, n)."""
+def cholesky(input: Tensor, upper: builtins.bool = False) -> Tensor:
+    """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.cholesky."""
+def qr(input: Tensor, some: builtins.bool = True) -> Any:
+    """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.qr."""
+def svd(input: Tensor, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
+    """torch.svd: (U, S, V) with input = U diag(S) V^T (V, not Vh), reduced unless some=False."""
+def pinverse(input: Tensor, rcond: builtins.float = 1e-15) -> Tensor:
+    """The pseudoinverse of input, dropping singular values at most rcond times the largest"""
+def matrix_power(A: Tensor, n: builtins.int) -> Tensor:
+    """A to the integer power n (A^{-1} to the power -n for negative n), by repeated squaring."""
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential of each square matrix of A (scaling and squaring, Pade 13)."""
+def cross(input: Tensor, other: Tensor, dim: Optional[builtins.int] = None) -> Tensor:
+    """torch.cross: linalg.cross along dim; without dim (deprecated, with torch's warning) along"""
 
 # ---- declared in _ops/distance.py
 def cdist(
@@ -357,6 +538,23 @@ def cdist(
     compute_mode: Optional[builtins.str] = None,
 ) -> Tensor:
     """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M)."""
+def pdist(input: Tensor, p: builtins.float = 2.0) -> Tensor:
+    """The p-norm distance between each pair of rows of input (N, M): the upper triangle of"""
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    keepdim: builtins.bool = False,
+) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last dim."""
+def cosine_similarity(
+    x1: Tensor,
+    x2: Tensor,
+    dim: builtins.int = 1,
+    eps: builtins.float = 1e-08,
+) -> Tensor:
+    """The cosine of the angle between x1 and x2 along dim."""
 
 # ---- declared in _ops/gather.py
 def index_select(input: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
@@ -396,6 +594,34 @@ def argwhere(input: Tensor) -> Tensor:
     """The indices of the non-zero entries, one row each."""
 def index_fill(input: Tensor, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
     """A copy of input with value in the slices of dim that index names."""
+def scatter_reduce(
+    input: Tensor,
+    dim: builtins.int,
+    index: Tensor,
+    src: Tensor,
+    reduce: builtins.str,
+    *,
+    include_self: builtins.bool = True,
+) -> Tensor:
+    """A copy of input with src reduced into it at index along dim."""
+def index_reduce(
+    input: Tensor,
+    dim: builtins.int,
+    index: Tensor,
+    source: Tensor,
+    reduce: builtins.str,
+    *,
+    include_self: builtins.bool = True,
+) -> Tensor:
+    """A copy of input with the slices of source reduced into the slices index names along dim."""
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of input with source's entries, in order, written where mask is True."""
+def index_copy(input: Tensor, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of input with the slices of source written at index along dim."""
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The entries of input, read as a flat tensor, at index (the result has index's shape)."""
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+    """A copy of input, read as a flat tensor, with source's entries written at index."""
 
 # ---- declared in _ops/indexing.py
 def index_add(
@@ -429,6 +655,55 @@ def embedding_renorm_(
     norm_type: builtins.float,
 ) -> Tensor:
     """Scales the rows of input at indices down to norm max_norm where it is exceeded."""
+def select_scatter(input: Tensor, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+    """A copy of input with src written into input.select(dim, index)."""
+def slice_scatter(
+    input: Tensor,
+    src: Tensor,
+    dim: builtins.int = 0,
+    start: Any = None,
+    end: Any = None,
+    step: builtins.int = 1,
+) -> Tensor:
+    """A copy of input with src written into the slice start:end:step of dim."""
+def diagonal_scatter(
+    input: Tensor,
+    src: Tensor,
+    offset: builtins.int = 0,
+    dim1: builtins.int = 0,
+    dim2: builtins.int = 1,
+) -> Tensor:
+    """A copy of input with src written into input.diagonal(offset, dim1, dim2)."""
+
+# ---- declared in _ops/joins.py
+def cat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
+    """The tensors joined along an existing dim."""
+def concat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
+    """The tensors joined along an existing dim."""
+def concatenate(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
+    """The tensors joined along an existing dim."""
+def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
+    """The tensors joined along a new dim."""
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined column-wise: along dim 1, or dim 0 when they are 1-D (0-d ones count"""
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined row-wise, along dim 0 (1-D tensors become rows); `row_stack` too."""
+def row_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined row-wise, along dim 0 (1-D tensors become rows); `row_stack` too."""
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined as columns: 0-d and 1-D tensors become columns, then hstack."""
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined depth-wise, along dim 2, after atleast_3d."""
+def block_diag(*tensors: Tensor) -> Tensor:
+    """A block diagonal matrix of the tensors (a 0-d tensor is a 1x1 block, a 1-D one a row)."""
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every tuple of one entry from each 1-D tensor, as the rows of a matrix (in order, the"""
+def combinations(
+    input: Tensor,
+    r: builtins.int = 2,
+    with_replacement: builtins.bool = False,
+) -> Tensor:
+    """Every r-element combination of a 1-D tensor's entries (Python's itertools order), as the"""
 
 # ---- declared in _ops/linalg.py
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
@@ -590,6 +865,15 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
     """input xor other, as truth values (bool result)."""
 def logical_not(input: Tensor) -> Tensor:
     """not input, as a truth value, elementwise (bool result)."""
+def nan_to_num(
+    input: Tensor,
+    nan: builtins.float = 0.0,
+    posinf: Any = None,
+    neginf: Any = None,
+) -> Tensor:
+    """input with NaN, +inf and -inf replaced by finite numbers."""
+def frac(input: Tensor) -> Tensor:
+    """The fractional part of input, input - trunc(input), elementwise."""
 def exp_(self: Tensor) -> Tensor:
     """In-place exp."""
 def sigmoid_(self: Tensor) -> Tensor:
@@ -610,15 +894,6 @@ def square_(self: Tensor) -> Tensor:
     """In-place square."""
 def relu_(self: Tensor) -> Tensor:
     """In-place relu."""
-def nan_to_num(
-    input: Tensor,
-    nan: builtins.float = 0.0,
-    posinf: Any = None,
-    neginf: Any = None,
-) -> Tensor:
-    """input with NaN, +inf and -inf replaced by finite numbers."""
-def frac(input: Tensor) -> Tensor:
-    """The fractional part of input, input - trunc(input), elementwise."""
 def log_(self: Tensor) -> Tensor:
     """In-place log."""
 def log2_(self: Tensor) -> Tensor:
@@ -708,8 +983,26 @@ def avg_pool1d(
     """The mean of each window of (N, C, L) or (C, L) input."""
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last dim."""
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """max_pool1d's maxima and their indices, always both (return_indices is ignored)."""
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """The max over output_size bins of the last dim, and each max's index."""
 
 # ---- declared in _ops/random.py
+def poisson(input: Tensor, generator: Any = None) -> Tensor:
+    """Samples of the Poisson distribution, one per entry of input, which holds the rates."""
 def randperm(
     n: builtins.int,
     *,
@@ -882,6 +1175,21 @@ def diff(
     append: Optional[Tensor] = None,
 ) -> Tensor:
     """The n-th forward difference along dim, after prepend/append are concatenated."""
+def cummax(input: Tensor, dim: builtins.int) -> Any:
+    """The running maximum along dim and the index each value came from."""
+def cummin(input: Tensor, dim: builtins.int) -> Any:
+    """The running minimum along dim and the index each value came from."""
+def logcumsumexp(input: Tensor, dim: builtins.int) -> Tensor:
+    """log(cumsum(exp(input))) along dim, computed stably."""
+def aminmax(
+    input: Tensor,
+    *,
+    dim: Optional[builtins.int] = None,
+    keepdim: builtins.bool = False,
+) -> Any:
+    """The smallest and the largest entries, overall or along dim, in one call."""
+def renorm(input: Tensor, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+    """input with each slice along dim whose p-norm exceeds maxnorm scaled down to that norm."""
 
 # ---- declared in _ops/sort.py
 @overload
@@ -941,6 +1249,177 @@ def bucketize(
     right: builtins.bool = False,
 ) -> Tensor:
     """The bucket of each value of input among 1-d sorted boundaries."""
+def kthvalue(
+    input: Tensor,
+    k: builtins.int,
+    dim: builtins.int = -1,
+    keepdim: builtins.bool = False,
+) -> Any:
+    """The k-th smallest entry along dim (k counts from 1) and its index."""
+def mode(input: Tensor, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+    """The most frequent value along dim (the smallest among equally frequent ones) and the"""
+def nanmedian(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    """median ignoring NaN: the lower median of the non-NaN entries, overall or along dim."""
+def msort(input: Tensor) -> Tensor:
+    """input sorted along its first dim (sort(input, dim=0).values)."""
+def unique_consecutive(
+    input: Tensor,
+    return_inverse: builtins.bool = False,
+    return_counts: builtins.bool = False,
+    dim: Any = None,
+) -> Any:
+    """input with each run of equal consecutive entries (or slices along dim) kept once."""
+
+# ---- declared in _ops/special.py
+def lgamma(input: Tensor) -> Tensor:
+    """The natural logarithm of the absolute value of the gamma function, elementwise."""
+def digamma(input: Tensor) -> Tensor:
+    """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input)."""
+def polygamma(n: builtins.int, input: Tensor) -> Tensor:
+    """The n-th derivative of the digamma function at input, elementwise."""
+def mvlgamma(input: Tensor, p: builtins.int) -> Tensor:
+    """The multivariate log-gamma function of dimension p, elementwise."""
+def erfinv(input: Tensor) -> Tensor:
+    """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside)."""
+def erfc(input: Tensor) -> Tensor:
+    """The complementary error function, 1 - erf(input), without its cancellation."""
+def i0(input: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind of order 0, elementwise."""
+def sinc(input: Tensor) -> Tensor:
+    """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise."""
+def logit(input: Tensor, eps: Optional[builtins.float] = None) -> Tensor:
+    """The log-odds log(input / (1 - input)), elementwise, input first clamped to"""
+def xlogy(input: Any, other: Any) -> Tensor:
+    """input * log(other), elementwise, broadcast: 0 where input is 0 (unless other is NaN)."""
+def xlogy_(self: Tensor, other: Any) -> Tensor:
+    """xlogy written into self."""
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """sqrt(input^2 + other^2), elementwise, broadcast, without overflow (floating point only)."""
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """log(exp(input) + exp(other)), elementwise, broadcast, without overflow (floating point)."""
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """log2(2^input + 2^other), elementwise, broadcast, without overflow (floating point)."""
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next representable float after input toward other, elementwise, broadcast."""
+def copysign(input: Tensor, other: Any) -> Tensor:
+    """The magnitude of input with the sign of other, elementwise, broadcast (floating result)."""
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """The Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0."""
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """The greatest common divisor of integer tensors, elementwise, broadcast (never negative)."""
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """The least common multiple of integer tensors, elementwise, broadcast (never negative)."""
+def gcd_(self: Tensor, other: Tensor) -> Tensor:
+    """gcd written into self."""
+def lcm_(self: Tensor, other: Tensor) -> Tensor:
+    """lcm written into self."""
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """input ** exponent computed in float64 (torch's pow of both cast to double)."""
+def frexp(input: Tensor) -> Any:
+    """input split as mantissa * 2 ** exponent, elementwise: mantissa in (-1, -0.5] or"""
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """input * 2 ** other, elementwise, broadcast (a floating result)."""
+def ldexp_(self: Tensor, other: Tensor) -> Tensor:
+    """ldexp written into self."""
+def sgn(input: Tensor) -> Tensor:
+    """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for"""
+def erfc_(self: Tensor) -> Tensor:
+    """erfc written into self."""
+def i0_(self: Tensor) -> Tensor:
+    """i0 written into self."""
+def sinc_(self: Tensor) -> Tensor:
+    """sinc written into self."""
+def logit_(self: Tensor, eps: Optional[builtins.float] = None) -> Tensor:
+    """logit written into self."""
+def nan_to_num_(
+    self: Tensor,
+    nan: builtins.float = 0.0,
+    posinf: Any = None,
+    neginf: Any = None,
+) -> Tensor:
+    """nan_to_num written into self."""
+def nansum(
+    input: Tensor,
+    dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    keepdim: builtins.bool = False,
+    *,
+    dtype: Any = None,
+) -> Tensor:
+    """The sum of all entries, or over dim, counting NaN as zero."""
+def nanmean(
+    input: Tensor,
+    dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    keepdim: builtins.bool = False,
+    *,
+    dtype: Any = None,
+) -> Tensor:
+    """The mean of the entries that are not NaN, of all of them or over dim (NaN where all are)."""
+
+# ---- declared in _ops/statistics.py
+def quantile(
+    input: Tensor,
+    q: Any,
+    dim: Optional[builtins.int] = None,
+    keepdim: builtins.bool = False,
+    *,
+    interpolation: builtins.str = 'linear',
+) -> Tensor:
+    """The q-th quantiles of input, overall or along dim."""
+def nanquantile(
+    input: Tensor,
+    q: Any,
+    dim: Optional[builtins.int] = None,
+    keepdim: builtins.bool = False,
+    *,
+    interpolation: builtins.str = 'linear',
+) -> Tensor:
+    """quantile ignoring NaN: the q-th quantiles of the non-NaN entries."""
+def cov(
+    input: Tensor,
+    *,
+    correction: builtins.int = 1,
+    fweights: Optional[Tensor] = None,
+    aweights: Optional[Tensor] = None,
+) -> Tensor:
+    """The covariance matrix of the variables in input's rows, observed in its columns."""
+def corrcoef(input: Tensor) -> Tensor:
+    """The Pearson correlation coefficients of the variables in input's rows."""
+def histc(
+    input: Tensor,
+    bins: builtins.int = 100,
+    min: builtins.float = 0,
+    max: builtins.float = 0,
+) -> Tensor:
+    """A histogram of input's entries in `bins` equal bins between min and max."""
+def histogram(
+    input: Tensor,
+    bins: Any = 100,
+    *,
+    range: Optional[Sequence[builtins.float]] = None,
+    weight: Optional[Tensor] = None,
+    density: builtins.bool = False,
+) -> Any:
+    """A histogram of input's entries and its bin edges."""
+def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoidal rule's integral of y along dim."""
+def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoidal rule along dim (another name of trapezoid)."""
+def cumulative_trapezoid(
+    y: Tensor,
+    x: Any = None,
+    *,
+    dx: Any = None,
+    dim: builtins.int = -1,
+) -> Tensor:
+    """The running trapezoidal-rule integral of y along dim (one entry fewer than y)."""
+def gradient(
+    input: Tensor,
+    *,
+    spacing: Any = 1,
+    dim: Any = None,
+    edge_order: builtins.int = 1,
+) -> Tuple[Tensor, ...]:
+    """Estimates of input's partial derivatives by finite differences, one tensor per dim."""
 
 # ---- declared in _ops/views.py
 def narrow(input: Tensor, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
@@ -970,28 +1449,12 @@ def moveaxis(input: Tensor, source: Any, destination: Any) -> Tensor:
     """A view of input with the dims at source moved to destination."""
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """A view of input with the dims at source moved to destination."""
-def tril(input: Tensor, diagonal: builtins.int = 0) -> Tensor:
-    """A copy of input with the entries above the diagonal set to zero."""
-def triu(input: Tensor, diagonal: builtins.int = 0) -> Tensor:
-    """A copy of input with the entries below the diagonal set to zero."""
-def flip(input: Tensor, *dims: Any) -> Tensor:
-    """A copy of input reversed along the given dims."""
-def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
-    """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
-def tile(input: Tensor, *dims: Any) -> Tensor:
-    """input tiled dims times along each dimension (leading ones filled in)."""
-def repeat_interleave(
-    input: Tensor,
-    repeats: Any = None,
-    dim: Any = None,
-    *,
-    output_size: Any = None,
-) -> Tensor:
-    """Each entry of input repeated repeats times along dim."""
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """input with another shape: a view when the strides allow it, else a copy."""
 def flatten(input: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
     """input with dims start_dim .. end_dim merged into one."""
+def unflatten(input: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+    """input with dim split into sizes."""
 def transpose(input: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of input with dims dim0 and dim1 swapped."""
 def t(input: Tensor) -> Tensor:
@@ -1002,19 +1465,47 @@ def unsqueeze(input: Tensor, dim: builtins.int) -> Tensor:
     """A view of input with a size-1 dim inserted at dim."""
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """A view of input without its size-1 dims (or only those in dim)."""
-def cat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
-    """The tensors joined along an existing dim."""
-def concat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
-    """The tensors joined along an existing dim."""
-def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
-    """The tensors joined along a new dim."""
 def broadcast_to(input: Tensor, shape: Sequence[builtins.int]) -> Tensor:
     """A view of input broadcast to shape."""
-def hstack(tensors: Sequence[Tensor]) -> Tensor:
-    """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
-def vstack(tensors: Sequence[Tensor]) -> Tensor:
-    """The tensors joined row-wise (1-D tensors become rows)."""
-def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
-    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
-def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
-    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+def swapaxes(input: Tensor, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+    """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too)."""
+def swapdims(input: Tensor, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+    """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too)."""
+def ravel(input: Tensor) -> Tensor:
+    """input flattened to one dim: a view when it is contiguous, else a contiguous copy's view."""
+def atleast_1d(*tensors: Any) -> Any:
+    """Each tensor with at least one dim (a 0-d tensor becomes shape (1,)), as views."""
+def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor with at least two dims (a 1-d one becomes a row), as views."""
+def atleast_3d(*tensors: Any) -> Any:
+    """Each tensor with at least three dims, as views: (n,) becomes (1, n, 1), (m, n) becomes"""
+def tensor_split(
+    input: Tensor,
+    indices_or_sections: Any,
+    dim: builtins.int = 0,
+) -> Tuple[Tensor, ...]:
+    """input cut along dim into views: into n nearly equal pieces, or at the given indices."""
+def hsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut column-wise (along dim 1, or dim 0 of a 1-D tensor), as tensor_split does;"""
+def vsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut row-wise (along dim 0) as tensor_split does; it must be at least 2-D."""
+def dsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut depth-wise (along dim 2) as tensor_split does; it must be at least 3-D."""
+def broadcast_shapes(*shapes: Any) -> Size:
+    """The shape tensors of the given shapes broadcast to, computed without any tensor."""
+def broadcast_tensors(*tensors: Any) -> Tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape, as views (one already of that shape"""
+def as_strided(
+    input: Tensor,
+    size: Sequence[builtins.int],
+    stride: Sequence[builtins.int],
+    storage_offset: Any = None,
+) -> Tensor:
+    """A view of input's storage with the given size, strides and offset (in elements)."""
+def as_strided_(
+    self: Tensor,
+    size: Sequence[builtins.int],
+    stride: Sequence[builtins.int],
+    storage_offset: Any = None,
+) -> Tensor:
+    """Gives self, in place, the layout (size, strides, offset) in its storage (as_strided)."""

@@ -24,7 +24,7 @@ __all__ = [
     "is_provenance_enabled", "_set_cheap_anomaly", "_is_cheap_anomaly_enabled",
     "set_strict_data", "is_strict_data", "_push_scope", "_pop_scope", "_set_hook_tracer", "_erf",
     "_gelu", "_gelu_backward", "_softmax", "_softmax_backward", "_where", "_powi", "_sgd_step",
-    "_adam_step", "_max_pool2d", "_max_pool2d_backward",
+    "_adam_step", "_max_pool2d", "_max_pool2d_backward", "_im2col", "_col2im",
 ]
 
 @disjoint_base
@@ -148,6 +148,14 @@ class NodeSpec:
         view_of: Optional[TensorBase] = None,
         **saved: Any,
     ) -> Any: ...
+    def record_multi(
+        self,
+        outputs: Tuple[Any, ...],
+        inputs: Tuple[Any, ...],
+        ctx: Any = None,
+        differentiable: Optional[Sequence[bool]] = None,
+        **saved: Any,
+    ) -> Tuple[Any, ...]: ...
 def record(
     data: Any,
     inputs: Tuple[Any, ...],
@@ -216,6 +224,14 @@ def _max_pool2d(
     dilation: Tuple[int, int], out: Tuple[int, int],
 ) -> Optional[Tuple[Any, Any]]: ...
 def _max_pool2d_backward(grad: Any, indices: Any, shape: List[int]) -> Optional[Any]: ...
+def _im2col(
+    x: Any, kernel: Tuple[int, int], dilation: Tuple[int, int],
+    pads: Tuple[int, int, int, int], stride: Tuple[int, int], fill: float, channels_first: bool,
+) -> Optional[Any]: ...
+def _col2im(
+    cols: Any, size: Tuple[int, int], dilation: Tuple[int, int],
+    pads: Tuple[int, int, int, int], stride: Tuple[int, int], channels_first: bool,
+) -> Optional[Any]: ...
 def _adam_step(
     param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Optional[Any], args: Any,
 ) -> bool: ...

@@ -622,6 +622,108 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = Non
     return _wrap(xp.eye(n, m, dtype=dt), requires_grad)
 
 
+# ---- empty_strided, frombuffer, window functions ------------------------------------------------
+def _on_device(host: Any, device: Any, requires_grad: bool) -> Tensor:
+    """A leaf tensor of a host (NumPy) array, moved to `device` (the default device if None)."""
+    if device is None:
+        device = _config.default_device()
+    if device is not None:
+        host = _target(device).from_numpy(host, device)
+    return _wrap(host, requires_grad)
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                  device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of shape size whose elements sit stride elements apart (a leaf
+    over memory of its own, just large enough)."""
+    shape = tuple(int(n) for n in size)
+    steps = tuple(int(n) for n in stride)
+    if len(shape) != len(steps):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of "
+                           f"strides ({len(steps)})")
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    if any(s < 0 for s in steps):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(steps)}")
+    if device is None:
+        device = _config.default_device()
+    xp = _target(device) if device is not None else namespace(CPU)
+    dt = _np.dtype(_dtype.to_np(dtype) if dtype is not None else _dtype.get_default_dtype().np)
+    span = 0 if any(n == 0 for n in shape) else 1 + sum((n - 1) * s for n, s in zip(shape, steps))
+    flat = xp.empty(max(span, 1), dtype=dt)
+    arr = xp.as_strided(flat, shape, tuple(s * dt.itemsize for s in steps))
+    return _wrap(arr, requires_grad)
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-D CPU tensor over the memory of an object of Python's buffer protocol (shared, not
+    copied)."""
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    length = view.nbytes
+    item = _np.dtype(_dtype.to_np(dtype)).itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    arr = _np.frombuffer(view.cast("B"), dtype=_dtype.to_np(dtype), count=count, offset=offset)
+    return _wrap(arr, requires_grad)
+
+
+def _window_points(name: str, window_length: int, periodic: bool, dtype: Any) -> Any:
+    """The positions n / (N - 1) of a window's samples (N one more for a periodic window), as
+    float64 host values; checks torch's arguments."""
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    dt = dtype or _dtype.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: "
+                           f"TensorOptions(dtype={_dtype.cpp_name(dt)})")
+    if window_length <= 1:
+        return None
+    n = window_length + 1 if periodic else window_length
+    return _np.arange(window_length, dtype=_np.float64) / (n - 1)
+
+
+def window(name: str, window_length: int, periodic: bool, dtype: Any, device: Any,
+           requires_grad: bool, params: Sequence[float] = ()) -> Tensor:
+    """torch's window `name` ("hann", "hamming", "blackman", "bartlett", "kaiser") of
+    window_length samples; params are hamming's (alpha, beta) or kaiser's (beta,)."""
+    x = _window_points(f"{name}_window", window_length, periodic, dtype)
+    dt = (dtype or _dtype.get_default_dtype()).np
+    if x is None:  # a window of 0 or 1 samples
+        w = _np.ones(window_length, dtype=_np.float64)
+    elif name == "hann":
+        w = 0.5 - 0.5 * _np.cos(2 * _math.pi * x)
+    elif name == "hamming":
+        alpha, beta = params
+        w = alpha - beta * _np.cos(2 * _math.pi * x)
+    elif name == "blackman":
+        w = 0.42 - 0.5 * _np.cos(2 * _math.pi * x) + 0.08 * _np.cos(4 * _math.pi * x)
+    elif name == "bartlett":
+        w = 1 - _np.abs(2 * x - 1)
+    else:  # kaiser
+        (beta,) = params
+        w = _np.i0(beta * _np.sqrt(_np.clip(1 - (2 * x - 1) ** 2, 0, None))) / _np.i0(beta)
+    return _on_device(w.astype(dt), device, requires_grad)
+
+
 # ---- random numbers: generators seeded by manual_seed --------------------------------------
 _DEFAULT_SEED = 67280421310721  # torch's default_rng_seed_val: a fresh generator's initial_seed()
 _STATE_BYTES = 56  # PCG64 state and increment (16 bytes each), the spare 32-bit draw, the seed

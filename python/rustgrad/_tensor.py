@@ -148,6 +148,80 @@ class Tensor(_core.TensorBase):
         """
         return int(self._backend.data_ptr(self._data))
 
+    def _storage_span(self) -> tuple:
+        """(the lowest address of this tensor's storage, its size in bytes): the storage is
+        the memory of its base's array (its own, for a tensor that is no view)."""
+        base = self._base if self._base is not None else self
+        b = base._data
+        low = int(self._backend.data_ptr(b))
+        if b.size == 0:
+            return low, 0
+        # negative strides start below the first element
+        low += sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
+        span = 1 + sum((n - 1) * abs(s) for n, s in zip(b.shape, b.strides)) // b.itemsize
+        return low, span * b.itemsize
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element sits in its storage, counted in elements.
+
+        A view (a slice, a select, a narrow) starts part way into its base's storage; a tensor
+        that is no view starts at 0.
+
+        Example::
+
+            >>> x = torch.arange(12.).reshape(3, 4)
+            >>> x[1:, 2:].storage_offset()
+            6
+        """
+        if self._base is None:
+            return 0
+        low, _ = self._storage_span()
+        return (int(self._backend.data_ptr(self._data)) - low) // int(self._data.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the tensor's elements: numel() * element_size() (an expanded tensor
+        counts every element it shows)."""
+        return int(self._data.size) * int(self._data.itemsize)
+
+    @property
+    def itemsize(self) -> int:
+        """The size of one element in bytes (element_size())."""
+        return int(self._data.itemsize)
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the tensor is on the CPU."""
+        return self.device.type == "cpu"
+
+    def get_device(self) -> int:
+        """The index of the tensor's GPU, or -1 for a tensor on the CPU.
+
+        Example::
+
+            >>> torch.zeros(2).get_device()
+            -1
+        """
+        dev = self.device
+        return -1 if dev.type == "cpu" else int(dev.index or 0)
+
+    def ndimension(self) -> int:
+        """The number of dimensions (dim())."""
+        return self._data.ndim
+
+    def untyped_storage(self) -> Any:  # an UntypedStorage (the stubs show Tensor alone)
+        """The memory this tensor reads, as a minimal storage object (its bytes and address).
+
+        A view's storage is its base's: `x[1:].untyped_storage().nbytes()` is x's byte count.
+
+        Example::
+
+            >>> torch.zeros(2, 3)[1].untyped_storage().nbytes()
+            24
+        """
+        low, nbytes = self._storage_span()
+        return UntypedStorage(low, nbytes, self.device)
+
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number.
 
@@ -600,6 +674,36 @@ class Tensor(_core.TensorBase):
     def is_leaf_tensor(self) -> bool:  # pragma: no cover - alias kept for readability
         """Whether this is a leaf tensor (alias of is_leaf)."""
         return self.is_leaf
+
+
+class UntypedStorage:
+    """The memory under a tensor, as `Tensor.untyped_storage()` gives it: its size in bytes,
+    address and device (no element access)."""
+
+    __slots__ = ("_ptr", "_nbytes", "device")
+
+    def __init__(self, ptr: int, nbytes: int, device: Any) -> None:
+        self._ptr = ptr
+        self._nbytes = nbytes
+        self.device = device
+
+    def nbytes(self) -> int:
+        """The storage's size in bytes."""
+        return self._nbytes
+
+    def size(self) -> int:
+        """The storage's size in bytes (an untyped storage counts bytes)."""
+        return self._nbytes
+
+    def __len__(self) -> int:
+        return self._nbytes
+
+    def data_ptr(self) -> int:
+        """The address of the storage's first byte."""
+        return self._ptr
+
+    def __repr__(self) -> str:
+        return f"<rustgrad.UntypedStorage of {self._nbytes} bytes on {self.device}>"
 
 
 def _wrap(array: Any, requires_grad: bool = False) -> Tensor:

@@ -70,6 +70,23 @@ class Tensor(TensorBase):
         """Whether the array is C-contiguous."""
     def data_ptr(self) -> builtins.int:
         """The address of the first element."""
+    def storage_offset(self) -> builtins.int:
+        """Where this tensor's first element sits in its storage, counted in elements."""
+    @property
+    def nbytes(self) -> builtins.int:
+        """The bytes of the tensor's elements: numel() * element_size() (an expanded tensor"""
+    @property
+    def itemsize(self) -> builtins.int:
+        """The size of one element in bytes (element_size())."""
+    @property
+    def is_cpu(self) -> builtins.bool:
+        """Whether the tensor is on the CPU."""
+    def get_device(self) -> builtins.int:
+        """The index of the tensor's GPU, or -1 for a tensor on the CPU."""
+    def ndimension(self) -> builtins.int:
+        """The number of dimensions (dim())."""
+    def untyped_storage(self) -> Any:
+        """The memory this tensor reads, as a minimal storage object (its bytes and address)."""
     def item(self) -> Union[builtins.int, builtins.float, builtins.bool]:
         """The value of a one-element tensor as a Python number."""
     def tolist(self) -> Any:
@@ -173,6 +190,8 @@ class Tensor(TensorBase):
         """input - logsumexp(input, dim), computed stably by shifting with the max along dim."""
     def prelu(self, weight: Tensor) -> Tensor:
         """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+    def hardshrink(self, lambd: builtins.float = 0.5) -> Tensor:
+        """input where |input| > lambd, else 0."""
 
     # ---- declared in _ops/arith.py
     def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -354,9 +373,20 @@ class Tensor(TensorBase):
         """This tensor on a CUDA device (the current one by default; an int is an index)."""
     @overload
     def type(self, dtype: None = None, non_blocking: builtins.bool = False) -> builtins.str:
-        """torch's Tensor.type(): the legacy type name, or a cast to a dtype or such a name."""
+        """The legacy type name of self, or self cast to a dtype or a legacy tensor type."""
     @overload
     def type(self, dtype: Any, non_blocking: builtins.bool = False) -> Tensor: ...
+    def new(self, *args: Any, device: Any = None) -> Tensor:
+        """torch's legacy constructor with self's dtype and device."""
+    def is_same_size(self, other: Tensor) -> builtins.bool:
+        """Whether self and other have the same shape."""
+    def is_nonzero(self) -> builtins.bool:
+        """Whether the one value of a one-element tensor is not zero (an error for any other)."""
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
+        """Gives self a new shape in place, keeping its first entries (new ones are uninitialised).
+        """
+    def resize_as_(self, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+        """resize_ to the_template's shape."""
     def zero_(self) -> Tensor:
         """Fills self with zeros, in place."""
     def fill_(self, value: Any) -> Tensor:
@@ -406,6 +436,60 @@ class Tensor(TensorBase):
         requires_grad: Any = False,
     ) -> Tensor:
         """A copy of data as a tensor with self's dtype and device (unless given)."""
+    def tril(self, diagonal: builtins.int = 0) -> Tensor:
+        """A copy of input with the entries above the diagonal set to zero."""
+    def triu(self, diagonal: builtins.int = 0) -> Tensor:
+        """A copy of input with the entries below the diagonal set to zero."""
+    def flip(self, *dims: Any) -> Tensor:
+        """A copy of input reversed along the given dims."""
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
+    def fliplr(self) -> Tensor:
+        """A copy of input reversed left to right (along dim 1); it must be at least 2-D."""
+    def flipud(self) -> Tensor:
+        """A copy of input reversed up to down (along dim 0); it must be at least 1-D."""
+    def rot90(self, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
+        """A copy of input rotated by k quarter turns in the plane of dims, from the first dim"""
+    def repeat(self, *sizes: Any) -> Tensor:
+        """input tiled sizes times along each dimension."""
+    def tile(self, *dims: Any) -> Tensor:
+        """input tiled dims times along each dimension (leading ones filled in)."""
+    def repeat_interleave(
+        self,
+        repeats: Any = None,
+        dim: Any = None,
+        *,
+        output_size: Any = None,
+    ) -> Tensor:
+        """Each entry of input repeated repeats times along dim."""
+
+    # ---- declared in _ops/decompositions.py
+    def det(self) -> Tensor:
+        """The determinant of each square matrix of A (..., n, n)."""
+    def slogdet(self) -> Any:
+        """(sign, logabsdet) of det(input), as torch.return_types.slogdet (see linalg.slogdet)."""
+    def logdet(self) -> Tensor:
+        """log(det(input)): NaN where the determinant is negative, -inf where it is 0."""
+    def inverse(self) -> Tensor:
+        """The inverse of each square matrix of A (..., n, n)."""
+    def cholesky(self, upper: builtins.bool = False) -> Tensor:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.cholesky.
+        """
+    def qr(self, some: builtins.bool = True) -> Any:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.qr."""
+    def svd(self, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
+        """torch.svd: (U, S, V) with input = U diag(S) V^T (V, not Vh), reduced unless some=False.
+        """
+    def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
+        """The pseudoinverse of input, dropping singular values at most rcond times the largest"""
+    def matrix_power(self, n: builtins.int) -> Tensor:
+        """A to the integer power n (A^{-1} to the power -n for negative n), by repeated squaring.
+        """
+    def matrix_exp(self) -> Tensor:
+        """The matrix exponential of each square matrix of A (scaling and squaring, Pade 13)."""
+    def cross(self, other: Tensor, dim: Optional[builtins.int] = None) -> Tensor:
+        """torch.cross: linalg.cross along dim; without dim (deprecated, with torch's warning) along
+        """
 
     # ---- declared in _ops/gather.py
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
@@ -462,6 +546,61 @@ class Tensor(TensorBase):
         """A copy of input with value in the slices of dim that index names."""
     def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
         """In-place index_fill: writes value into the slices of dim that index names."""
+    def scatter_reduce(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        src: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """A copy of input with src reduced into it at index along dim."""
+    def scatter_reduce_(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        src: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """In-place scatter_reduce: reduces src into self at index along dim."""
+    def index_reduce(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        source: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """A copy of input with the slices of source reduced into the slices index names along dim.
+        """
+    def index_reduce_(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        source: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """In-place index_reduce: reduces the slices of source into self's slices at index."""
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """A copy of input with source's entries, in order, written where mask is True."""
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        """In-place masked_scatter: writes source's entries, in order, where mask is True."""
+    def index_copy(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy of input with the slices of source written at index along dim."""
+    def index_copy_(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+        """In-place index_copy: writes the slices of source into self at index along dim."""
+    def take(self, index: Tensor) -> Tensor:
+        """The entries of input, read as a flat tensor, at index (the result has index's shape)."""
+    def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """A copy of input, read as a flat tensor, with source's entries written at index."""
+    def put_(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """In-place put: writes (or adds) source's entries into self, read as flat, at index."""
 
     # ---- declared in _ops/indexing.py
     def __getitem__(self, idx: Any) -> Tensor:
@@ -500,6 +639,25 @@ class Tensor(TensorBase):
         accumulate: builtins.bool = False,
     ) -> Tensor:
         """In-place index_put."""
+    def select_scatter(self, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+        """A copy of input with src written into input.select(dim, index)."""
+    def slice_scatter(
+        self,
+        src: Tensor,
+        dim: builtins.int = 0,
+        start: Any = None,
+        end: Any = None,
+        step: builtins.int = 1,
+    ) -> Tensor:
+        """A copy of input with src written into the slice start:end:step of dim."""
+    def diagonal_scatter(
+        self,
+        src: Tensor,
+        offset: builtins.int = 0,
+        dim1: builtins.int = 0,
+        dim2: builtins.int = 1,
+    ) -> Tensor:
+        """A copy of input with src written into input.diagonal(offset, dim1, dim2)."""
 
     # ---- declared in _ops/linalg.py
     def dot(self, tensor: Tensor) -> Tensor:
@@ -638,6 +796,15 @@ class Tensor(TensorBase):
         """input xor other, as truth values (bool result)."""
     def logical_not(self) -> Tensor:
         """not input, as a truth value, elementwise (bool result)."""
+    def nan_to_num(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: Any = None,
+        neginf: Any = None,
+    ) -> Tensor:
+        """input with NaN, +inf and -inf replaced by finite numbers."""
+    def frac(self) -> Tensor:
+        """The fractional part of input, input - trunc(input), elementwise."""
     def exp_(self) -> Tensor:
         """In-place exp."""
     def sigmoid_(self) -> Tensor:
@@ -658,15 +825,6 @@ class Tensor(TensorBase):
         """In-place square."""
     def relu_(self) -> Tensor:
         """In-place relu."""
-    def nan_to_num(
-        self,
-        nan: builtins.float = 0.0,
-        posinf: Any = None,
-        neginf: Any = None,
-    ) -> Tensor:
-        """input with NaN, +inf and -inf replaced by finite numbers."""
-    def frac(self) -> Tensor:
-        """The fractional part of input, input - trunc(input), elementwise."""
     def log_(self) -> Tensor:
         """In-place log."""
     def log2_(self) -> Tensor:
@@ -751,6 +909,31 @@ class Tensor(TensorBase):
         """Fills self in place with uniform samples from [from, to)."""
     def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         """Fills self in place with 0/1 samples that are 1 with probability p."""
+    def random_(self, from_: Any = None, to: Any = ..., *, generator: Any = None) -> Tensor:
+        """Fills self in place with integers drawn uniformly (as self's dtype)."""
+    def exponential_(self, lambd: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fills self in place with samples of the exponential distribution of rate lambd."""
+    def geometric_(self, p: builtins.float, *, generator: Any = None) -> Tensor:
+        """Fills self in place with samples of the geometric distribution: the number of Bernoulli(p)
+        """
+    def log_normal_(
+        self,
+        mean: builtins.float = 1.0,
+        std: builtins.float = 2.0,
+        *,
+        generator: Any = None,
+    ) -> Tensor:
+        """Fills self in place with samples exp(N(mean, std**2)) of the log-normal distribution."""
+    def cauchy_(
+        self,
+        median: builtins.float = 0.0,
+        sigma: builtins.float = 1.0,
+        *,
+        generator: Any = None,
+    ) -> Tensor:
+        """Fills self in place with samples of the Cauchy distribution median + sigma * tan(pi * (U -
+        1/2)).
+        """
     def bernoulli(self, p: Any = None, *, generator: Any = None) -> Tensor:
         """0/1 samples, 1 with the probability input holds (or p), in input's dtype."""
     def multinomial(
@@ -891,6 +1074,20 @@ class Tensor(TensorBase):
         append: Optional[Tensor] = None,
     ) -> Tensor:
         """The n-th forward difference along dim, after prepend/append are concatenated."""
+    def cummax(self, dim: builtins.int) -> Any:
+        """The running maximum along dim and the index each value came from."""
+    def cummin(self, dim: builtins.int) -> Any:
+        """The running minimum along dim and the index each value came from."""
+    def logcumsumexp(self, dim: builtins.int) -> Tensor:
+        """log(cumsum(exp(input))) along dim, computed stably."""
+    def cumsum_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place cumsum: self becomes its running sums along dim (in self's dtype)."""
+    def cumprod_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place cumprod: self becomes its running products along dim (in self's dtype)."""
+    def aminmax(self, *, dim: Optional[builtins.int] = None, keepdim: builtins.bool = False) -> Any:
+        """The smallest and the largest entries, overall or along dim, in one call."""
+    def renorm(self, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+        """input with each slice along dim whose p-norm exceeds maxnorm scaled down to that norm."""
 
     # ---- declared in _ops/sort.py
     @overload
@@ -932,6 +1129,190 @@ class Tensor(TensorBase):
         sorted: builtins.bool = True,
     ) -> return_types.topk:
         """The k largest (or smallest) entries along dim and their indices."""
+    def kthvalue(
+        self,
+        k: builtins.int,
+        dim: builtins.int = -1,
+        keepdim: builtins.bool = False,
+    ) -> Any:
+        """The k-th smallest entry along dim (k counts from 1) and its index."""
+    def mode(self, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """The most frequent value along dim (the smallest among equally frequent ones) and the"""
+    def nanmedian(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """median ignoring NaN: the lower median of the non-NaN entries, overall or along dim."""
+    def msort(self) -> Tensor:
+        """input sorted along its first dim (sort(input, dim=0).values)."""
+    def unique_consecutive(
+        self,
+        return_inverse: builtins.bool = False,
+        return_counts: builtins.bool = False,
+        dim: Any = None,
+    ) -> Any:
+        """input with each run of equal consecutive entries (or slices along dim) kept once."""
+
+    # ---- declared in _ops/special.py
+    def lgamma(self) -> Tensor:
+        """The natural logarithm of the absolute value of the gamma function, elementwise."""
+    def digamma(self) -> Tensor:
+        """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input)."""
+    def polygamma(self, n: builtins.int) -> Tensor:
+        """The n-th derivative of the digamma function at self (torch.polygamma(n, self))."""
+    def mvlgamma(self, p: builtins.int) -> Tensor:
+        """The multivariate log-gamma function of dimension p, elementwise."""
+    def erfinv(self) -> Tensor:
+        """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside)."""
+    def erfc(self) -> Tensor:
+        """The complementary error function, 1 - erf(input), without its cancellation."""
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind of order 0, elementwise."""
+    def sinc(self) -> Tensor:
+        """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise."""
+    def logit(self, eps: Optional[builtins.float] = None) -> Tensor:
+        """The log-odds log(input / (1 - input)), elementwise, input first clamped to"""
+    def xlogy(self, other: Any) -> Tensor:
+        """input * log(other), elementwise, broadcast: 0 where input is 0 (unless other is NaN)."""
+    def xlogy_(self, other: Any) -> Tensor:
+        """xlogy written into self."""
+    def hypot(self, other: Tensor) -> Tensor:
+        """sqrt(input^2 + other^2), elementwise, broadcast, without overflow (floating point only).
+        """
+    def hypot_(self, other: Tensor) -> Tensor:
+        """hypot written into self."""
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """log(exp(input) + exp(other)), elementwise, broadcast, without overflow (floating point).
+        """
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """log2(2^input + 2^other), elementwise, broadcast, without overflow (floating point)."""
+    def nextafter(self, other: Tensor) -> Tensor:
+        """The next representable float after input toward other, elementwise, broadcast."""
+    def nextafter_(self, other: Tensor) -> Tensor:
+        """nextafter written into self."""
+    def copysign(self, other: Any) -> Tensor:
+        """The magnitude of input with the sign of other, elementwise, broadcast (floating result).
+        """
+    def copysign_(self, other: Any) -> Tensor:
+        """copysign written into self."""
+    def heaviside(self, values: Tensor) -> Tensor:
+        """The Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0."""
+    def heaviside_(self, values: Tensor) -> Tensor:
+        """heaviside written into self."""
+    def gcd(self, other: Tensor) -> Tensor:
+        """The greatest common divisor of integer tensors, elementwise, broadcast (never negative).
+        """
+    def lcm(self, other: Tensor) -> Tensor:
+        """The least common multiple of integer tensors, elementwise, broadcast (never negative)."""
+    def gcd_(self, other: Tensor) -> Tensor:
+        """gcd written into self."""
+    def lcm_(self, other: Tensor) -> Tensor:
+        """lcm written into self."""
+    def float_power(self, exponent: Any) -> Tensor:
+        """input ** exponent computed in float64 (torch's pow of both cast to double)."""
+    def float_power_(self, exponent: Any) -> Tensor:
+        """float_power written into self, which must be float64."""
+    def frexp(self) -> Any:
+        """input split as mantissa * 2 ** exponent, elementwise: mantissa in (-1, -0.5] or"""
+    def ldexp(self, other: Tensor) -> Tensor:
+        """input * 2 ** other, elementwise, broadcast (a floating result)."""
+    def ldexp_(self, other: Tensor) -> Tensor:
+        """ldexp written into self."""
+    def sgn(self) -> Tensor:
+        """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for"""
+    def lgamma_(self) -> Tensor:
+        """lgamma written into self."""
+    def digamma_(self) -> Tensor:
+        """digamma written into self."""
+    def polygamma_(self, n: builtins.int) -> Tensor:
+        """polygamma(n, self) written into self."""
+    def mvlgamma_(self, p: builtins.int) -> Tensor:
+        """mvlgamma written into self."""
+    def erfinv_(self) -> Tensor:
+        """erfinv written into self."""
+    def erfc_(self) -> Tensor:
+        """erfc written into self."""
+    def i0_(self) -> Tensor:
+        """i0 written into self."""
+    def sinc_(self) -> Tensor:
+        """sinc written into self."""
+    def logit_(self, eps: Optional[builtins.float] = None) -> Tensor:
+        """logit written into self."""
+    def sgn_(self) -> Tensor:
+        """sgn written into self."""
+    def fmod_(self, other: Any) -> Tensor:
+        """fmod written into self."""
+    def remainder_(self, other: Any) -> Tensor:
+        """remainder written into self (Python's %=: the sign of the divisor)."""
+    def __imod__(self, other: Any) -> Tensor:
+        """remainder written into self (Python's %=: the sign of the divisor)."""
+    def nan_to_num_(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: Any = None,
+        neginf: Any = None,
+    ) -> Tensor:
+        """nan_to_num written into self."""
+    def nansum(
+        self,
+        dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+        keepdim: builtins.bool = False,
+        *,
+        dtype: Any = None,
+    ) -> Tensor:
+        """The sum of all entries, or over dim, counting NaN as zero."""
+    def nanmean(
+        self,
+        dim: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+        keepdim: builtins.bool = False,
+        *,
+        dtype: Any = None,
+    ) -> Tensor:
+        """The mean of the entries that are not NaN, of all of them or over dim (NaN where all are).
+        """
+
+    # ---- declared in _ops/statistics.py
+    def quantile(
+        self,
+        q: Any,
+        dim: Optional[builtins.int] = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = 'linear',
+    ) -> Tensor:
+        """The q-th quantiles of input, overall or along dim."""
+    def nanquantile(
+        self,
+        q: Any,
+        dim: Optional[builtins.int] = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = 'linear',
+    ) -> Tensor:
+        """quantile ignoring NaN: the q-th quantiles of the non-NaN entries."""
+    def cov(
+        self,
+        *,
+        correction: builtins.int = 1,
+        fweights: Optional[Tensor] = None,
+        aweights: Optional[Tensor] = None,
+    ) -> Tensor:
+        """The covariance matrix of the variables in input's rows, observed in its columns."""
+    def corrcoef(self) -> Tensor:
+        """The Pearson correlation coefficients of the variables in input's rows."""
+    def histc(
+        self,
+        bins: builtins.int = 100,
+        min: builtins.float = 0,
+        max: builtins.float = 0,
+    ) -> Tensor:
+        """A histogram of input's entries in `bins` equal bins between min and max."""
+    def histogram(
+        self,
+        bins: Any = 100,
+        *,
+        range: Optional[Sequence[builtins.float]] = None,
+        weight: Optional[Tensor] = None,
+        density: builtins.bool = False,
+    ) -> Any:
+        """A histogram of input's entries and its bin edges."""
 
     # ---- declared in _ops/views.py
     def narrow(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
@@ -966,26 +1347,6 @@ class Tensor(TensorBase):
         """A view of input with the dims at source moved to destination."""
     def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
         """A view of all windows of size entries, step apart, along dimension."""
-    def tril(self, diagonal: builtins.int = 0) -> Tensor:
-        """A copy of input with the entries above the diagonal set to zero."""
-    def triu(self, diagonal: builtins.int = 0) -> Tensor:
-        """A copy of input with the entries below the diagonal set to zero."""
-    def flip(self, *dims: Any) -> Tensor:
-        """A copy of input reversed along the given dims."""
-    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        """A copy of input rolled by shifts along dims (the flattened input when dims is None)."""
-    def repeat(self, *sizes: Any) -> Tensor:
-        """input tiled sizes times along each dimension."""
-    def tile(self, *dims: Any) -> Tensor:
-        """input tiled dims times along each dimension (leading ones filled in)."""
-    def repeat_interleave(
-        self,
-        repeats: Any = None,
-        dim: Any = None,
-        *,
-        output_size: Any = None,
-    ) -> Tensor:
-        """Each entry of input repeated repeats times along dim."""
     def view(self, *shape: Any) -> Tensor:
         """A view of input with another shape (the same number of entries, compatible strides)."""
     def reshape(self, *shape: Any) -> Tensor:
@@ -1017,3 +1378,47 @@ class Tensor(TensorBase):
         """The dimensions reversed (permute), as torch's `.T` for every ndim."""
     def broadcast_to(self, shape: Sequence[builtins.int]) -> Tensor:
         """A view of input broadcast to shape."""
+    def swapaxes(self, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+        """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too)."""
+    def swapdims(self, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+        """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too)."""
+    def ravel(self) -> Tensor:
+        """input flattened to one dim: a view when it is contiguous, else a contiguous copy's view.
+        """
+    def tensor_split(self, indices_or_sections: Any, dim: builtins.int = 0) -> Tuple[Tensor, ...]:
+        """input cut along dim into views: into n nearly equal pieces, or at the given indices."""
+    def hsplit(self, sections: Any) -> Tuple[Tensor, ...]:
+        """input cut column-wise (along dim 1, or dim 0 of a 1-D tensor), as tensor_split does;"""
+    def vsplit(self, sections: Any) -> Tuple[Tensor, ...]:
+        """input cut row-wise (along dim 0) as tensor_split does; it must be at least 2-D."""
+    def dsplit(self, sections: Any) -> Tuple[Tensor, ...]:
+        """input cut depth-wise (along dim 2) as tensor_split does; it must be at least 3-D."""
+    def sum_to_size(self, *size: Any) -> Tensor:
+        """input summed down to size, which it must expand to (the inverse of expand); input itself
+        """
+    def as_strided(
+        self,
+        size: Sequence[builtins.int],
+        stride: Sequence[builtins.int],
+        storage_offset: Any = None,
+    ) -> Tensor:
+        """A view of input's storage with the given size, strides and offset (in elements)."""
+    def t_(self) -> Tensor:
+        """Transposes self (at most 2-D) in place: its shape and strides change, not its memory."""
+    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """Swaps dims dim0 and dim1 of self in place (`swapaxes_`, `swapdims_` too)."""
+    def swapaxes_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """Swaps dims dim0 and dim1 of self in place (`swapaxes_`, `swapdims_` too)."""
+    def swapdims_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """Swaps dims dim0 and dim1 of self in place (`swapaxes_`, `swapdims_` too)."""
+    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+        """Inserts a size-1 dim into self at dim, in place."""
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        """Removes self's size-1 dims (or those of dim that have size 1), in place."""
+    def as_strided_(
+        self,
+        size: Sequence[builtins.int],
+        stride: Sequence[builtins.int],
+        storage_offset: Any = None,
+    ) -> Tensor:
+        """Gives self, in place, the layout (size, strides, offset) in its storage (as_strided)."""

@@ -15,12 +15,18 @@ Every read is bounded by the stream's size, and tuples that would take too deep 
 are refused. Tensors come back as `_PendingTensor`s; `_Resolver.tensor` then checks each one's
 offset, sizes and strides against its storage (`_geometry`, the one place, after unpickling)
 and copies its elements out.
+
+Whole objects (the end of this module): `dump_objects` pickles what rustgrad's safe format
+cannot hold (a Module, any Python object) in torch's layout, and `load_zip_objects` reads such
+a file, or any torch zip checkpoint, with Python's own unpickler: only for
+`load(..., weights_only=False)`, which trusts the file.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 import reprlib
 import struct
 import warnings
@@ -33,10 +39,11 @@ from . import _dtype
 from ._backends import device
 from ._creation import from_numpy
 from ._size import Size
+from ._tensor import Tensor
 from .nn.parameter import Parameter
 
-__all__ = ["LEGACY_MAGIC", "Refused", "RefusedGlobal", "TorchFormatError", "TorchTypeError",
-           "load_zip", "load_legacy"]
+__all__ = ["LEGACY_MAGIC", "Refused", "RefusedGlobal", "TorchFormatError", "TorchObject",
+           "TorchTypeError", "dump_objects", "load_zip", "load_zip_objects", "load_legacy"]
 
 # The first pickle of a legacy torch file: protocol 2, the magic number 0x1950a86a20f9469cfc6c.
 LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + b"."
@@ -112,16 +119,23 @@ class RefusedGlobal(Refused):
     """A global outside the allow-list: the load stops before anything is called."""
 
 
-_NOT_ARBITRARY = ("rustgrad never unpickles arbitrary objects, whatever weights_only says: only "
-                  "tensors, parameters, numbers, strings and plain containers load from torch "
-                  "checkpoints")
+_NOT_ARBITRARY = ("With weights_only=True (the default) rustgrad never unpickles arbitrary objects: "
+                  "only tensors, parameters, numbers, strings and plain containers load")
 
 
 def _refusal(module: str, name: str) -> RefusedGlobal:
+    # torch's message, with its two ways out (rustgrad has no add_safe_globals: the second is
+    # saving the state_dict)
     return RefusedGlobal(
-        f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} is not one of "
-        f"the tensor-rebuilding globals rustgrad allows. {_NOT_ARBITRARY} (for a pickled "
-        "nn.Module or other Python object, save and load its state_dict instead)."
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint.\n"
+        "\t(1) Re-running `rustgrad.load` with `weights_only` set to `False` will likely "
+        "succeed, but it can result in arbitrary code execution. Do it only if you got the file "
+        "from a trusted source.\n"
+        "\t(2) Alternatively, save and load the object's state_dict() instead. "
+        f"{_NOT_ARBITRARY}.\n"
+        f"\tWeightsUnpickler error: Unsupported global: GLOBAL {module}.{name} was not an "
+        "allowed global by default."
     )
 
 
@@ -678,20 +692,7 @@ class _WeightsUnpickler:
         return out
 
     def persistent_load(self, pid: Any) -> Any:
-        if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage"):
-            raise TorchFormatError(f"unknown persistent id {_short(pid)}")
-        kind, key, location, numel = pid[1:5]
-        if len(pid) == 6 and pid[5] is not None:
-            raise TorchFormatError("legacy storage views are not supported")
-        if not isinstance(kind, _StorageType):
-            raise TorchFormatError(f"persistent id {_short(pid)} names no storage type")
-        if type(key) is not str or type(numel) is not int or not 0 <= numel < _INT64:
-            raise TorchFormatError(f"malformed persistent id {_short(pid)}")
-        if type(location) is not str:
-            raise TorchFormatError(f"persistent id {_short(pid)} names no device")
-        if key not in self.storages:
-            self.storages[key] = _Storage(key, kind.dtype, numel, location)
-        return self.storages[key]
+        return _storage_of(pid, self.storages)
 
     def _rebuild_tensor_v2(self, storage: Any, storage_offset: Any, size: Any, stride: Any,
                            requires_grad: Any = False, backward_hooks: Any = None,
@@ -835,6 +836,24 @@ def _geometry(p: _PendingTensor, numel: int, itemsize: int) -> int:
 
 def _unpickle(data: bytes, storages: Dict[str, _Storage]) -> Any:
     return _WeightsUnpickler(bytes(data), storages, len(data)).load()
+
+
+def _storage_of(pid: Any, storages: Dict[str, _Storage]) -> _Storage:
+    """The storage a persistent id `('storage', type, key, location, numel)` names, checked."""
+    if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage"):
+        raise TorchFormatError(f"unknown persistent id {_short(pid)}")
+    kind, key, location, numel = pid[1:5]
+    if len(pid) == 6 and pid[5] is not None:
+        raise TorchFormatError("legacy storage views are not supported")
+    if not isinstance(kind, _StorageType):
+        raise TorchFormatError(f"persistent id {_short(pid)} names no storage type")
+    if type(key) is not str or type(numel) is not int or not 0 <= numel < _INT64:
+        raise TorchFormatError(f"malformed persistent id {_short(pid)}")
+    if type(location) is not str:
+        raise TorchFormatError(f"persistent id {_short(pid)} names no device")
+    if key not in storages:
+        storages[key] = _Storage(key, kind.dtype, numel, location)
+    return storages[key]
 
 
 # ---- turning pending tensors into rustgrad tensors -----------------------------------------
@@ -983,8 +1002,10 @@ def _finish(root: Any, storage_bytes: Callable[[_Storage], bytes], big_endian: b
     return out
 
 
-def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> Any:
-    """Loads a torch zip checkpoint; `read(name)` returns a member's bytes."""
+def _zip_parts(names: List[str], read: Callable[[str], bytes]
+               ) -> Tuple[bytes, Callable[[_Storage], bytes], bool]:
+    """A torch zip checkpoint's pickle, a reader of its storages' bytes, and whether they are
+    big-endian."""
     pkl = next((n for n in names if n.endswith("/data.pkl") and n.count("/") == 1), None)
     if pkl is None:
         raise TorchFormatError("no <name>/data.pkl member")
@@ -994,9 +1015,6 @@ def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> An
         order = read(prefix + "byteorder").strip()
         if order not in (b"little", b"big"):
             raise TorchFormatError(f"unknown byteorder {order!r}")
-    storages: Dict[str, _Storage] = {}
-    pkl_bytes = read(pkl)
-    root = _unpickle(pkl_bytes, storages)
 
     def storage_bytes(s: _Storage) -> bytes:
         name = f"{prefix}data/{s.key}"
@@ -1009,7 +1027,15 @@ def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> An
                                    f"{want}")
         return raw[:want]
 
-    return _finish(root, storage_bytes, order == b"big", place, len(pkl_bytes))
+    return read(pkl), storage_bytes, order == b"big"
+
+
+def load_zip(names: List[str], read: Callable[[str], bytes], place: Place) -> Any:
+    """Loads a torch zip checkpoint weights-only; `read(name)` returns a member's bytes."""
+    pkl_bytes, storage_bytes, big_endian = _zip_parts(names, read)
+    storages: Dict[str, _Storage] = {}
+    root = _unpickle(pkl_bytes, storages)
+    return _finish(root, storage_bytes, big_endian, place, len(pkl_bytes))
 
 
 def load_legacy(fh: Any, place: Place) -> Any:
@@ -1057,3 +1083,256 @@ def load_legacy(fh: Any, place: Place) -> Any:
 
     return _finish(root, storage_bytes, False, place, fh.tell())
 
+
+
+# ---- whole objects: torch.save(model) and torch.load(..., weights_only=False) ---------------------
+# rustgrad.save pickles what its own format cannot hold (a Module, any Python object) as torch
+# does: `data.pkl` names tensors by torch's rebuild functions and storages by persistent id, one
+# raw member per storage. The pickler writes rustgrad stand-ins for torch's globals (pickle can
+# only name objects it can import, and torch is never imported), and `_torch_globals` renames
+# them in the finished pickle. Loading it back needs Python's own unpickler, which runs whatever
+# the file names: only with weights_only=False, as torch.
+
+
+class TorchObject(pickle.UnpicklingError):
+    """A pickled object of torch's own classes (a whole torch model): rustgrad cannot build it."""
+
+
+class _TorchName:
+    """A stand-in pickled as a global of torch (`_TORCH_NAMES` says which)."""
+
+    __slots__ = ("attr",)
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __reduce__(self) -> str:
+        return self.attr  # this module's attribute of that name: pickle checks it is this object
+
+    def __call__(self, *args: Any) -> Any:  # a dtype's stand-in is REDUCEd (then the call dropped)
+        raise TypeError(f"{self.attr} is a pickling stand-in")
+
+
+# attribute of this module -> (torch's module, torch's name, whether the pickle's REDUCE of the
+# stand-in with no arguments is dropped: a dtype is pickled as the bare global torch.<name>)
+_TORCH_NAMES: Dict[Tuple[str, str], Tuple[str, str, bool]] = {
+    (__name__, "_rebuild_tensor_v2"): ("torch._utils", "_rebuild_tensor_v2", False),
+    (__name__, "_rebuild_parameter"): ("torch._utils", "_rebuild_parameter", False),
+    ("rustgrad._size", "Size"): ("torch", "Size", False),
+    ("rustgrad._backends", "device"): ("torch", "device", False),
+}
+_STORAGE_NAMES = {v: k for k, v in _STORAGE_DTYPES.items()}  # element type -> torch.<X>Storage
+for _storage in _STORAGE_DTYPES:
+    globals()[f"_storage_{_storage}"] = _TorchName(f"_storage_{_storage}")
+    _TORCH_NAMES[(__name__, f"_storage_{_storage}")] = ("torch", _storage, False)
+for _name in _NP_ITEM:
+    globals()[f"_dtype_{_name}"] = _TorchName(f"_dtype_{_name}")
+    _TORCH_NAMES[(__name__, f"_dtype_{_name}")] = ("torch", _name, True)
+
+
+class _StorageOut:
+    """A tensor's storage while pickling (its persistent id)."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self, pid: Tuple[Any, ...]) -> None:
+        self.pid = pid
+
+
+class _AsTensor:
+    """A Parameter's data, pickled as a plain tensor inside `_rebuild_parameter`."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: Any) -> None:
+        self.t = t
+
+
+def _pickler(base: Any) -> Any:
+    class Pickler(base):  # type: ignore[misc, valid-type]
+        def __init__(self, file: Any, protocol: int) -> None:
+            super().__init__(file, protocol)
+            self.storages: List[bytes] = []
+            self.keys: Dict[int, _StorageOut] = {}
+            self.keep: List[Any] = []  # ids stay unique while pickling
+
+        def persistent_id(self, obj: Any) -> Any:
+            return obj.pid if type(obj) is _StorageOut else None
+
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, Parameter):
+                return _rebuild_parameter, (_AsTensor(obj), bool(obj.requires_grad),
+                                            OrderedDict())
+            if isinstance(obj, (Tensor, _AsTensor)):
+                t = obj.t if isinstance(obj, _AsTensor) else obj
+                return _rebuild_tensor_v2, (self._storage(t), 0, tuple(t.shape),
+                                            _contiguous(tuple(t.shape)),
+                                            bool(t.requires_grad), OrderedDict())
+            if isinstance(obj, _dtype.dtype):
+                stand_in = globals().get(f"_dtype_{obj.name}")
+                if stand_in is None:
+                    raise pickle.PicklingError(f"cannot pickle the dtype {obj}")
+                return stand_in, ()
+            if isinstance(obj, Size):
+                return Size, (tuple(obj),)
+            if isinstance(obj, device):
+                return device, (str(obj),)
+            return NotImplemented
+
+        def _storage(self, t: Any) -> _StorageOut:
+            if id(t) not in self.keys:
+                self.keep.append(t)
+                name = _STORAGE_NAMES.get(t.dtype.name)
+                if name is None:
+                    raise pickle.PicklingError(f"cannot pickle a tensor of dtype {t.dtype}")
+                arr = _np.ascontiguousarray(t._backend.to_numpy(t._data))
+                arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+                key = str(len(self.storages))
+                self.storages.append(arr.tobytes())
+                self.keys[id(t)] = _StorageOut(("storage", globals()[f"_storage_{name}"], key,
+                                                str(t.device), int(arr.size)))
+            return self.keys[id(t)]
+    return Pickler
+
+
+def _torch_globals(data: bytes) -> bytes:
+    """The pickle with each stand-in's GLOBAL replaced by torch's name (a dtype's following
+    empty-argument REDUCE dropped). Protocols 2 and 3 only: their GLOBAL opcode names the
+    global in its text and nothing refers to byte offsets (no frames)."""
+    ops: List[Tuple[Any, Any, int]] = [(op, arg, int(pos or 0))
+                                       for op, arg, pos in pickletools.genops(data)]
+    out = bytearray()
+    prev = drop = 0
+    for i, (op, arg, pos) in enumerate(ops):
+        end = ops[i + 1][2] if i + 1 < len(ops) else len(data)
+        if op.name == "GLOBAL":
+            module, name = str(arg).split(" ", 1)
+            target = _TORCH_NAMES.get((module, name))
+            if target is not None:
+                out += data[prev:pos] + f"c{target[0]}\n{target[1]}\n".encode("ascii")
+                prev, drop = end, (2 if target[2] else 0)
+        elif drop and op.name in ("EMPTY_TUPLE", "REDUCE"):
+            out += data[prev:pos]
+            prev, drop = end, drop - 1
+    out += data[prev:]
+    return bytes(out)
+
+
+def dump_objects(obj: Any, pickle_module: Any = None, protocol: int = 2
+                 ) -> Tuple[bytes, List[bytes]]:
+    """Pickles `obj` as torch.save does: `data.pkl`'s bytes and each storage's bytes (member
+    `data/<i>`). Protocol 2 (torch's default) or 3; a higher one is written as 3."""
+    base = (pickle_module or pickle).Pickler
+    buf = io.BytesIO()
+    p = _pickler(base)(buf, 2 if protocol <= 2 else 3)
+    p.dump(obj)
+    return _torch_globals(buf.getvalue()), p.storages
+
+
+def _rebuild_tensor_v2(storage: Any, storage_offset: Any, size: Any, stride: Any,
+                       requires_grad: Any = False, backward_hooks: Any = None,
+                       metadata: Any = None) -> Any:
+    """torch._utils._rebuild_tensor_v2 when loading with weights_only=False."""
+    if not isinstance(storage, _LiveStorage):
+        raise TorchTypeError("_rebuild_tensor_v2 got no storage")
+    return storage.tensor(storage_offset, size, stride, requires_grad, storage.storage.dtype)
+
+
+def _rebuild_tensor_v3(storage: Any, storage_offset: Any, size: Any, stride: Any,
+                       requires_grad: Any, backward_hooks: Any, dtype: Any,
+                       metadata: Any = None) -> Any:
+    if not isinstance(storage, _LiveStorage) or not isinstance(dtype, _dtype.dtype):
+        raise TorchTypeError("_rebuild_tensor_v3 got no storage or no dtype")
+    return storage.tensor(storage_offset, size, stride, requires_grad, dtype.name)
+
+
+def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None) -> Any:
+    """torch._utils._rebuild_parameter when loading with weights_only=False."""
+    if not isinstance(data, Tensor):
+        raise TorchTypeError("_rebuild_parameter got no tensor")
+    return Parameter(data, bool(requires_grad))
+
+
+def _rebuild_parameter_with_state(data: Any, requires_grad: Any, backward_hooks: Any,
+                                  state: Any) -> Any:
+    p = _rebuild_parameter(data, requires_grad)
+    if isinstance(state, dict):
+        for k, v in state.items():
+            setattr(p, k, v)
+    return p
+
+
+class _LiveStorage:
+    """A storage while unpickling with weights_only=False: tensors are built at once."""
+
+    __slots__ = ("storage", "resolver")
+
+    def __init__(self, storage: _Storage, resolver: _Resolver) -> None:
+        self.storage, self.resolver = storage, resolver
+
+    def tensor(self, offset: Any, size: Any, stride: Any, requires_grad: Any, dtype: str) -> Any:
+        if type(offset) is not int:
+            raise TorchTypeError(f"storage offset {_short(offset)} is not an int")
+        p = _PendingTensor(self.storage, offset, _ints(size, "size"), _ints(stride, "stride"),
+                           bool(requires_grad), dtype)
+        self.resolver.keep.append(p)  # the resolver caches by id: p must outlive the load
+        return self.resolver.tensor(p)
+
+
+_LIVE_GLOBALS: Dict[Tuple[str, str], Any] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+    ("torch", "Size"): Size,
+    ("torch", "device"): device,
+}
+
+
+def _live_global(module: str, name: str) -> Any:
+    """What a global of torch's becomes with weights_only=False; None for any other module's."""
+    found = _LIVE_GLOBALS.get((module, name))
+    if found is not None:
+        return found
+    if module in ("torch", "torch.storage") and name == "UntypedStorage":
+        return _StorageType("uint8")
+    if module == "torch" and name in _STORAGE_DTYPES:
+        return _StorageType(_STORAGE_DTYPES[name])
+    if module == "torch" and name in _TORCH_DTYPE_NAMES:
+        alias = _ALIASES.get(name, name)
+        found = getattr(_dtype, "bool_" if alias == "bool" else alias, None)
+        if isinstance(found, _dtype.dtype):
+            return found
+    if module == "torch" or module.startswith("torch."):
+        raise TorchObject(
+            f"the checkpoint pickles {module}.{name}, one of torch's own classes or functions "
+            "(a whole torch model saved with torch.save(model)?): rustgrad cannot rebuild "
+            "torch's objects. In torch, save model.state_dict() instead, and load it into the "
+            "rustgrad model with load_state_dict().")
+    return None
+
+
+def load_zip_objects(names: List[str], read: Callable[[str], bytes], place: Place,
+                     pickle_module: Any = None, **pickle_load_args: Any) -> Any:
+    """Loads a torch zip checkpoint with Python's unpickler (`pickle_module`'s): any object it
+    names is built, so a hostile file can run any code. torch's tensor globals become rustgrad
+    tensors; other torch objects raise TorchObject."""
+    pkl_bytes, storage_bytes, big_endian = _zip_parts(names, read)
+    resolver = _Resolver(storage_bytes, big_endian, place, len(pkl_bytes))
+    storages: Dict[str, _Storage] = {}
+    base = (pickle_module or pickle).Unpickler
+
+    class Unpickler(base):  # type: ignore[misc, valid-type]
+        def find_class(self, module: str, name: str) -> Any:
+            found = _live_global(module, name)
+            return found if found is not None else super().find_class(module, name)
+
+        def persistent_load(self, pid: Any) -> Any:
+            return _LiveStorage(_storage_of(pid, storages), resolver)
+
+    pickle_load_args.setdefault("encoding", "utf-8")
+    out = Unpickler(io.BytesIO(pkl_bytes), **pickle_load_args).load()
+    if resolver.widened:
+        warnings.warn("rustgrad has no bfloat16: bfloat16 tensors were loaded as float32 "
+                      "(exactly, every bfloat16 value is a float32 value)", stacklevel=3)
+    return out

@@ -11,7 +11,10 @@ from typing import NamedTuple
 from ._tensor import Tensor
 
 __all__ = [
-    "max", "min", "sort", "topk",
+    "max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_inv_ex",
+    "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "svd", "linalg_eigh",
+    "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
+    "aminmax", "histogram",
 ]
 
 
@@ -38,6 +41,124 @@ class topk(NamedTuple):
 
     values: Tensor
     indices: Tensor
+
+class slogdet(NamedTuple):
+    """torch.return_types.slogdet: the named tuple of slogdet."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+class linalg_slogdet(NamedTuple):
+    """torch.return_types.linalg_slogdet: the named tuple of linalg_slogdet."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+class linalg_inv_ex(NamedTuple):
+    """torch.return_types.linalg_inv_ex: the named tuple of linalg_inv_ex."""
+
+    inverse: Tensor
+    info: Tensor
+
+class linalg_solve_ex(NamedTuple):
+    """torch.return_types.linalg_solve_ex: the named tuple of linalg_solve_ex."""
+
+    result: Tensor
+    info: Tensor
+
+class linalg_cholesky_ex(NamedTuple):
+    """torch.return_types.linalg_cholesky_ex: the named tuple of linalg_cholesky_ex."""
+
+    L: Tensor
+    info: Tensor
+
+class linalg_qr(NamedTuple):
+    """torch.return_types.linalg_qr: the named tuple of linalg_qr."""
+
+    Q: Tensor
+    R: Tensor
+
+class linalg_svd(NamedTuple):
+    """torch.return_types.linalg_svd: the named tuple of linalg_svd."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+class svd(NamedTuple):
+    """torch.return_types.svd: the named tuple of svd."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+class linalg_eigh(NamedTuple):
+    """torch.return_types.linalg_eigh: the named tuple of linalg_eigh."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+class linalg_lstsq(NamedTuple):
+    """torch.return_types.linalg_lstsq: the named tuple of linalg_lstsq."""
+
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+class frexp(NamedTuple):
+    """torch.return_types.frexp: the named tuple of frexp."""
+
+    mantissa: Tensor
+    exponent: Tensor
+
+class cummax(NamedTuple):
+    """torch.return_types.cummax: the named tuple of cummax."""
+
+    values: Tensor
+    indices: Tensor
+
+class cummin(NamedTuple):
+    """torch.return_types.cummin: the named tuple of cummin."""
+
+    values: Tensor
+    indices: Tensor
+
+class kthvalue(NamedTuple):
+    """torch.return_types.kthvalue: the named tuple of kthvalue."""
+
+    values: Tensor
+    indices: Tensor
+
+class mode(NamedTuple):
+    """torch.return_types.mode: the named tuple of mode."""
+
+    values: Tensor
+    indices: Tensor
+
+class median(NamedTuple):
+    """torch.return_types.median: the named tuple of median."""
+
+    values: Tensor
+    indices: Tensor
+
+class nanmedian(NamedTuple):
+    """torch.return_types.nanmedian: the named tuple of nanmedian."""
+
+    values: Tensor
+    indices: Tensor
+
+class aminmax(NamedTuple):
+    """torch.return_types.aminmax: the named tuple of aminmax."""
+
+    min: Tensor
+    max: Tensor
+
+class histogram(NamedTuple):
+    """torch.return_types.histogram: the named tuple of histogram."""
+
+    hist: Tensor
+    bin_edges: Tensor
 
 
 def _make(name: builtins.str) -> builtins.type: ...  # the op layer makes its named tuples

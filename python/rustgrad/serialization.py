@@ -1,18 +1,23 @@
-"""rustgrad.save / rustgrad.load: a safe format, never pickle.
+"""rustgrad.save / rustgrad.load: a safe format for weights, torch's pickles for whole objects.
 
-A checkpoint is a zip archive holding `structure.json` (the nested containers, numbers,
-strings, dtypes, devices and tensor references) and one `.npy` file per distinct tensor,
-written and read by NumPy with `allow_pickle=False`. Loading therefore never runs code from
-the file; objects of other types are refused when saving. Two references to one tensor load
-as one tensor; views are saved as copies.
+A checkpoint of tensors, numbers, strings and containers (a state_dict, an optimizer's state)
+is a zip archive holding `structure.json` (the nested containers, numbers, strings, dtypes,
+devices and tensor references) and one `.npy` file per distinct tensor, written and read by
+NumPy with `allow_pickle=False`: loading it never runs code from the file. Two references to
+one tensor load as one tensor; views are saved as copies.
+
+Anything else (a whole nn.Module, any Python object) is pickled as torch.save pickles it, in
+torch's zip layout (`_torch_pickle.dump_objects`). As in torch 2.6+, loading such a file needs
+`weights_only=False`, which unpickles it with Python's pickle and so can run any code the file
+names; the default, weights_only=True, refuses it with torch's message naming the global.
 
 `load` also reads, told apart by their first bytes:
 - safetensors files (a flat dict of tensors; `save` writes one when the path ends in
   `.safetensors`), through `rustgrad.utils.safetensors`;
 - checkpoints written by `torch.save` (its zip format, and the legacy pre-1.6 format), through
-  `_torch_pickle`: a restricted unpickler that builds tensors from an allow-list of torch's
-  rebuild functions and refuses any other global, so no code in the file runs and torch is
-  never imported.
+  `_torch_pickle`: with weights_only=True, a restricted unpickler that builds tensors from an
+  allow-list of torch's rebuild functions and refuses any other global, so no code in the file
+  runs; with weights_only=False (zip format only), Python's unpickler. torch is never imported.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ __all__ = ["save", "load"]
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 _FORMAT = "rustgrad-checkpoint/1"
 _STRUCTURE = "structure.json"
+
+
+class _NotEncodable(TypeError):
+    """An object the safe format cannot hold: `save` pickles the whole object instead."""
 
 
 class _Writer:
@@ -87,16 +96,16 @@ class _Writer:
             return {"$": "set", "items": [self.encode(v) for v in obj]}
         if isinstance(obj, _np.ndarray):
             if obj.dtype.hasobject:  # refused here, before any byte is written
-                raise TypeError(
+                raise _NotEncodable(
                     f"rustgrad.save: cannot save a NumPy array of dtype {obj.dtype} (it holds "
-                    "Python objects, which would need pickling; the format never pickles)")
+                    "Python objects, which rustgrad's safe format does not hold)")
             return {"$": "ndarray", "ref": self._array(obj)}
         if isinstance(obj, _np.generic):
             return self.encode(obj.item())
-        raise TypeError(
+        raise _NotEncodable(
             f"rustgrad.save: cannot save an object of type {type(obj).__module__}."
             f"{type(obj).__qualname__} (only tensors, numbers, strings, None, dtypes, devices "
-            "and dict/list/tuple/set containers of them are saved; the format never pickles)"
+            "and dict/list/tuple/set containers of them are saved in rustgrad's safe format)"
         )
 
     def _array(self, arr: Any) -> int:
@@ -182,16 +191,22 @@ class _Reader:
 
 def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int = 2,
          _use_new_zipfile_serialization: bool = True) -> None:
-    """Saves tensors, state_dicts and nested containers of them to a path or binary file.
+    """Saves tensors, state_dicts and nested containers of them, or any picklable object (a
+    whole model), to a path or binary file.
 
-    The file is a zip archive of a JSON structure and one ``.npy`` array per distinct tensor
-    (see the module docstring); nothing is pickled, so loading it can never run code. What can
-    be saved: tensors (Parameters stay Parameters), dicts (OrderedDict and Counter kept),
-    lists, tuples, sets, Sizes, numbers, strings, None, dtypes, devices and NumPy arrays,
-    nested freely; any other object raises a TypeError. Two references to one
-    tensor are stored once and load as one tensor; a view is stored as a copy of its values.
-    A path ending in ``.safetensors`` is written as a safetensors file instead (a flat dict of
-    tensors only).
+    Tensors, dicts (OrderedDict and Counter kept), lists, tuples, sets, Sizes, numbers,
+    strings, None, dtypes, devices and NumPy arrays, nested freely, are written in rustgrad's
+    safe format: a zip archive of a JSON structure and one ``.npy`` array per distinct tensor
+    (see the module docstring), which loading reads without unpickling anything. Two
+    references to one tensor are stored once and load as one tensor; a view is stored as a copy
+    of its values. A path ending in ``.safetensors`` is written as a safetensors file instead
+    (a flat dict of tensors only).
+
+    Anything else (``rustgrad.save(model)``, an object of your own class) is pickled as
+    ``torch.save`` pickles it, in torch's zip layout, its tensors as torch's rebuild calls and
+    raw storages. Such a file loads only with ``load(f, weights_only=False)``, which unpickles
+    it (running whatever code the file names: load only files you trust), and the classes it
+    names must be importable then. An object that cannot be pickled raises a TypeError.
 
     Saving to a path never destroys what was there: the object is checked (and refused) before
     any byte is written, the file is written to a temporary file in the same directory, fsynced
@@ -202,9 +217,11 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         obj: what to save.
         f (str, os.PathLike or binary file): where to write it; a file object is written from
             its current position and left open.
-        pickle_module: must be None: rustgrad never pickles (a ValueError otherwise).
-        pickle_protocol, _use_new_zipfile_serialization: accepted for torch compatibility and
-            ignored.
+        pickle_module: the module whose ``Pickler`` pickles whole objects (default: Python's
+            ``pickle``); the safe format never uses it.
+        pickle_protocol (int): the pickle protocol of whole objects: 2 (torch's default) or 3
+            (a higher one is written as 3).
+        _use_new_zipfile_serialization: accepted for torch compatibility and ignored.
 
     Example::
 
@@ -214,9 +231,12 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         >>> _ = buf.seek(0)
         >>> torch.load(buf)
         {'w': tensor([1., 2.]), 'step': 3}
+        >>> buf = io.BytesIO()
+        >>> torch.save(nn.Linear(2, 1), buf)  # a whole module: pickled
+        >>> _ = buf.seek(0)
+        >>> torch.load(buf, weights_only=False)
+        Linear(in_features=2, out_features=1, bias=True)
     """
-    if pickle_module is not None:
-        raise ValueError("rustgrad.save never pickles; pickle_module is not accepted")
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
         from .utils import safetensors  # cycle: utils.safetensors writes through _write_atomically
 
@@ -224,12 +244,28 @@ def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: int 
         return
 
     # Everything that can refuse the object is done before any byte is written: the structure
-    # is encoded (refusing unsupported objects) and its JSON text made.
+    # is encoded (or the object pickled) in memory.
     writer = _Writer()
-    text = json.dumps({"format": _FORMAT, "root": writer.encode(obj)})
+    try:
+        text: Optional[str] = json.dumps({"format": _FORMAT, "root": writer.encode(obj)})
+    except _NotEncodable as refused:
+        text = None
+        try:
+            pkl, storages = _torch_pickle.dump_objects(obj, pickle_module, pickle_protocol)
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise TypeError(f"{refused} and pickling it failed: {type(e).__name__}: {e}") from e
 
     def write(fh: IO[bytes]) -> None:
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
+            if text is None:  # torch's layout
+                z.writestr("archive/data.pkl", pkl)
+                z.writestr("archive/.format_version", b"1")
+                z.writestr("archive/.storage_alignment", b"64")
+                z.writestr("archive/byteorder", b"little")
+                for i, raw in enumerate(storages):
+                    z.writestr(f"archive/data/{i}", raw)
+                z.writestr("archive/version", b"3\n")
+                return
             z.writestr(_STRUCTURE, text)
             for i, arr in enumerate(writer.arrays):
                 buf = io.BytesIO()
@@ -421,9 +457,18 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
          weights_only: Optional[bool] = None, mmap: Any = None, **pickle_load_args: Any) -> Any:
     """Loads a rustgrad checkpoint, a safetensors file or a `torch.save` checkpoint.
 
-    The format is told from the file's first bytes. Loading never runs code from the file,
-    whatever ``weights_only`` says: torch checkpoints are read by an unpickler that allows only
-    the globals that rebuild tensors and raises ``pickle.UnpicklingError`` naming any other.
+    The format is told from the file's first bytes. With ``weights_only=True`` (the default,
+    as in torch 2.6+) loading never runs code from the file: torch checkpoints are read by an
+    unpickler that allows only the globals that rebuild tensors and raises
+    ``pickle.UnpicklingError`` naming any other (torch's message: a whole pickled model needs
+    ``weights_only=False``). With ``weights_only=False`` a torch-format checkpoint (what
+    ``save`` writes for a whole model or any Python object, or ``torch.save``'s zip files) is
+    unpickled by Python's pickle: **this can run arbitrary code; use it only on files you
+    trust.** Even then torch's own classes cannot be rebuilt (a whole torch model saved by
+    torch): that raises ``pickle.UnpicklingError`` saying to save its state_dict instead.
+    rustgrad's safe format, safetensors files and torch's legacy (pre-1.6) files always load
+    weights-only.
+
     A file that is not a well-formed checkpoint (truncated, corrupt, a member whose size does
     not match its header, a zip bomb, a tensor reaching past its storage) raises one
     RuntimeError naming the file and what is wrong with it; a path that is not a regular file
@@ -437,11 +482,19 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
         map_location: where the tensors go: a device (a string or ``rustgrad.device``), a dict
             from the saved device's string to the wanted one, or a callable
             ``(tensor, saved_device) -> tensor``. Default: the device each was saved on.
-        pickle_module, weights_only, mmap, pickle_load_args: accepted for torch compatibility
-            and ignored (loading is always weights-only).
+        pickle_module: the module whose ``Unpickler`` reads with ``weights_only=False``
+            (default: Python's ``pickle``). Passing one makes the default ``weights_only``
+            False, as in torch; with ``weights_only=True`` it is an error.
+        weights_only (bool, optional): whether to refuse anything but tensors, numbers,
+            strings and containers. Default: True (the environment variable
+            ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` makes it False, and
+            ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` forces True, as in torch).
+        mmap: accepted for torch compatibility and ignored.
+        pickle_load_args: passed to the unpickler with ``weights_only=False`` (e.g.
+            ``encoding``).
 
     Returns:
-        The saved object, with its containers, numbers and strings as they were saved.
+        The saved object.
 
     Example::
 
@@ -452,6 +505,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
         >>> torch.load(buf, map_location="cpu")
         [tensor([0, 1, 2]), 'tag']
     """
+    weights_only = _weights_only(weights_only, pickle_module)
     own = isinstance(f, (str, os.PathLike))
     try:
         fh: Any = _open_regular(f) if isinstance(f, (str, os.PathLike)) else _not_a_device(f)
@@ -460,7 +514,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), e.name) from None
         raise RuntimeError(f"rustgrad.load: {e}") from None
     try:
-        return _load(fh, map_location)
+        return _load(fh, map_location, weights_only, pickle_module, pickle_load_args)
     except _Malformed as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     except _torch_pickle.TorchTypeError as e:
@@ -469,11 +523,34 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     except _torch_pickle.TorchFormatError as e:
         raise RuntimeError(f"rustgrad.load: {_file_name(f)}: malformed torch checkpoint: "
                            f"{e}") from None
-    except _torch_pickle.Refused as e:
+    except (_torch_pickle.Refused, _torch_pickle.TorchObject) as e:
         raise pickle.UnpicklingError(f"rustgrad.load: {_file_name(f)}: {e}") from None
     finally:
         if own:
             fh.close()
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() in ("1", "y", "yes", "true")
+
+
+def _weights_only(weights_only: Optional[bool], pickle_module: Any) -> bool:
+    """torch.load's rule: True by default (False when a pickle_module is given or
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is set); TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True."""
+    if _env_flag("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+        weights_only = True
+    elif weights_only is None:
+        weights_only = pickle_module is None
+        if weights_only and _env_flag("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+            import warnings  # rarely: not at import time
+
+            warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since "
+                          "the `weights_only` argument was not explicitly passed to "
+                          "`rustgrad.load`, forcing weights_only=False.", stacklevel=3)
+            weights_only = False
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    return bool(weights_only)
 
 
 # ---- loading only regular files, never past their end -----------------------------------------
@@ -588,7 +665,8 @@ def _is_safetensors(head: bytes, size: int) -> bool:
             and int.from_bytes(head[:8], "little") <= size - 8)
 
 
-def _load(fh: Any, map_location: Any) -> Any:
+def _load(fh: Any, map_location: Any, weights_only: bool = True, pickle_module: Any = None,
+          pickle_load_args: Optional[Dict[str, Any]] = None) -> Any:
     if not (hasattr(fh, "seekable") and fh.seekable()):
         fh = io.BytesIO(fh.read())
     start = fh.tell()
@@ -599,7 +677,13 @@ def _load(fh: Any, map_location: Any) -> Any:
     head = fh.read(len(_torch_pickle.LEGACY_MAGIC))
     fh.seek(0)
     if head == _torch_pickle.LEGACY_MAGIC:
-        return _torch_pickle.load_legacy(fh, _placer(map_location))
+        try:
+            return _torch_pickle.load_legacy(fh, _placer(map_location))
+        except _torch_pickle.Refused as e:
+            if weights_only:
+                raise
+            raise _torch_pickle.Refused(f"{e}\n(rustgrad reads torch's legacy, pre-1.6 format "
+                                        "weights-only, whatever weights_only says)") from None
     if _is_safetensors(head, size):
         from .utils import safetensors  # cycle: utils.safetensors writes through _write_atomically
 
@@ -620,6 +704,10 @@ def _load(fh: Any, map_location: Any) -> Any:
         names = z.namelist()
         if _STRUCTURE not in names:
             if any(n.endswith("/data.pkl") and n.count("/") == 1 for n in names):
+                if not weights_only:  # Python's unpickler: the caller trusts the file
+                    return _torch_pickle.load_zip_objects(
+                        names, lambda n: _checked_read(z, n), _placer(map_location),
+                        pickle_module, **(pickle_load_args or {}))
                 return _torch_pickle.load_zip(names, lambda n: _checked_read(z, n),
                                               _placer(map_location))
             raise _Malformed("not a rustgrad checkpoint (no structure.json), nor a torch "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rustgrad as rg
-from rustgrad import _core
+from rustgrad._ops._node import node
 from rustgrad.autograd import gradcheck
 from rustgrad.autograd.gradcheck import GradcheckError
 
@@ -171,9 +171,14 @@ def test_gradcheck_multiple_outputs_checked_each():
 
 
 # ---- a wrong derivative must be caught -------------------------------------------------
+# a node of the test's own (every recorded node is a spec's)
+_BAD = node("BadBackward0", lambda g, saved, ctx: g * 3.0)
+_GOOD = node("GoodBackward0", lambda g, saved, ctx: g * 3.0)
+
+
 def _bad_identity(x):
     """y = x, whose recorded backward claims dy/dx = 3 (the true derivative is 1)."""
-    return _core.record(x._data.copy(), (x,), "BadBackward0", lambda g, saved, ctx: g * 3.0)
+    return _BAD.record(x._data.copy(), (x,))
 
 
 def test_gradcheck_wrong_derivative_returns_false_without_raise():
@@ -202,7 +207,7 @@ def test_gradcheck_correct_custom_backward_passes():
     (x,) = _inputs([(3,)], -1, 1)
 
     def good(t):
-        return _core.record(t._data * 3.0, (t,), "GoodBackward0", lambda g, saved, ctx: g * 3.0)
+        return _GOOD.record(t._data * 3.0, (t,))
 
     assert gradcheck(good, (x,))
 

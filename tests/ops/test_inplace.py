@@ -255,3 +255,18 @@ def test_inplace_unary_without_grad_bumps_version(device):
 
 def test_inplace_unary_int_cast_error(device):
     check_error(lambda lib, a: a.exp_(), ints([1, 2]), phrase="can't be cast", device=device)
+
+
+@pytest.mark.parametrize("name", ["abs_", "square_", "exp_", "sqrt_", "log_", "sin_", "relu_", "neg_"])
+def test_inplace_unary_graph_is_torchs_no_clone_node(name: str) -> None:
+    # the in-place form records the op's own node over self's history, as torch's (the input
+    # it reads is kept as a copy without a node of its own)
+    torch = pytest.importorskip("torch")
+    got = []
+    for lib in (torch, rustgrad):
+        x = lib.tensor([0.5, 1.5, 2.0], requires_grad=True)
+        y = x * 1
+        getattr(y, name)()
+        fn = y.grad_fn
+        got.append((fn.name(), [f.name() for f, _ in fn.next_functions if f is not None]))
+    assert got[0] == got[1]

@@ -134,13 +134,13 @@ def test_installs_into_a_fresh_venv(wheel: pathlib.Path, tmp_path: pathlib.Path)
     pip = [sys.executable, "-m", "pip", "--python", str(py), "--disable-pip-version-check"]
     wheelhouse = os.environ.get("RUSTGRAD_WHEELHOUSE")
     if wheelhouse:
-        # a folder of numpy/safetensors wheels: a real resolution, offline
+        # a folder of numpy/safetensors/scipy wheels: a real resolution, offline
         run([*pip, "install", "--no-index", "--find-links", wheelhouse, str(wheel)])
     else:
         # the runtime dependencies this interpreter has, linked in; the wheel installed by pip
         purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
         site = pathlib.Path(run([str(py), "-c", purelib]).stdout.strip())
-        for dep in ("numpy", "safetensors"):
+        for dep in ("numpy", "safetensors", "scipy"):
             _expose(dep, site)
         run([*pip, "install", "--no-index", "--no-deps", str(wheel)])
     run([*pip, "check"])

@@ -114,7 +114,7 @@ def state_dict_round_trip(torch):
 @program
 def save_load_mixed_objects(torch):
     nn = torch.nn
-    # (whole modules are left out: rustgrad.save never pickles, so torch.save(model) has no twin)
+    # (whole modules: tests/nn/test_save_whole_module.py; state dicts use the safe format)
     model = seed_params(torch, nn.Sequential(nn.Linear(3, 2), nn.Tanh()), 108)
     x = torch.from_numpy(data((2, 3), 109))
     with tempfile.TemporaryDirectory() as tmp:

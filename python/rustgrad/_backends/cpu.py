@@ -5,6 +5,7 @@ ma, polynomial and friends (most of `import rustgrad`'s time), which no op uses.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from ._kernels import Kernels
 
 # numpy's lazily imported submodules that ops never touch
 _SKIP = frozenset({
-    "char", "core", "ctypeslib", "dtypes", "emath", "exceptions", "f2py", "fft", "lib", "linalg",
+    "char", "core", "ctypeslib", "dtypes", "emath", "exceptions", "f2py", "fft", "lib",
     "ma", "matlib", "matrixlib", "polynomial", "random", "rec", "strings", "testing", "typing",
     "version",
 })
@@ -104,6 +105,29 @@ def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     return _core._max_pool2d_backward(grad, indices, list(shape))
 
 
+def _im2col(x: Any, k: Any, d: Any, pads: Any, s: Any, fill: float = 0.0,
+            channels_first: bool = False) -> Any:
+    """_ops/conv.py's im2col of a float32/float64 (N, C, H, W) array in one Rust pass, bit for
+    bit (a strided array copied first), with the GIL released and split over Rayon's threads
+    above a size threshold; None for other arrays."""
+    if x.dtype not in _FLOATS:
+        return None
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return _core._im2col(x, tuple(k), tuple(d), tuple(pads), tuple(s), fill, channels_first)
+
+
+def _col2im(cols: Any, size: Any, d: Any, pads: Any, s: Any,
+            channels_first: bool = False) -> Any:
+    """_ops/conv.py's col2im (im2col's adjoint) of C-contiguous float32/float64 blocks in one
+    Rust pass, bit for bit (the same order of sums), with the GIL released and split over
+    Rayon's threads above a size threshold; None for other arrays."""
+    return _core._col2im(cols, tuple(size), tuple(d), tuple(pads), tuple(s), channels_first)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _gelu(x: Any) -> Any:
     """Exact GELU of a contiguous float32/float64 array in one Rust pass; None otherwise."""
     return _core._gelu(x)
@@ -133,6 +157,47 @@ def _powi(x: Any, exponent: int) -> Any:
     return _core._powi(x, exponent)
 
 
+# ---- special functions: scipy.special ---------------------------------------------------
+_SCIPY: dict = {}  # scipy.special, once imported
+
+
+def _scipy_special() -> Any:
+    """scipy.special, imported on first use (`import scipy.special` costs `import rustgrad`
+    ~100 ms, and most programs never call a special function)."""
+    mod = _SCIPY.get("special")
+    if mod is None:
+        from scipy import special as mod  # import-time cost (above)
+
+        _SCIPY["special"] = mod
+    return mod
+
+
+def _in_own_dtype(fn: Any, x: Any) -> Any:
+    """fn(x) as an array of x's dtype: float16 and bfloat16 computed in float32 and rounded once
+    (torch's CPU kernels compute them so; SciPy has no bfloat16 loops), a 0-d result an array."""
+    x = np.asarray(x)
+    if x.dtype.itemsize < 4:
+        return np.asarray(fn(x.astype(np.float32))).astype(x.dtype)
+    return np.asarray(fn(x)).astype(x.dtype, copy=False)
+
+
+def _scipy_kernel(name: str) -> Any:
+    def kernel(x: Any) -> Any:
+        return _in_own_dtype(getattr(_scipy_special(), name), x)
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}"
+    kernel.__doc__ = f"scipy.special.{name} of a float array, in its dtype."
+    return kernel
+
+
+def _polygamma(n: int, x: Any) -> Any:
+    """digamma's n-th derivative (n >= 1) of a float array, in its dtype, as SciPy's polygamma
+    computes it: (-1)^(n+1) n! zeta(n + 1, x)."""
+    sp = _scipy_special()
+    coef = (-1.0) ** (n + 1) * math.factorial(n)
+    return _in_own_dtype(lambda a: sp.zeta(float(n + 1), a) * a.dtype.type(coef), x)
+
+
 def writable_view(view: Any) -> Any:
     """view, writable like torch's views: NumPy hands out read-only diagonals (not possible for a
     view of a read-only array, e.g. an expanded one, which stays as it is)."""
@@ -147,5 +212,10 @@ def writable_view(view: Any) -> Any:
 kernels = Kernels(
     erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, softmax=_softmax,
     softmax_backward=_softmax_backward, powi=_powi, where=_select, max_pool2d=_max_pool2d,
-    max_pool2d_backward=_max_pool2d_backward, sgd_step=_sgd_step, adam_step=_adam_step,
+    max_pool2d_backward=_max_pool2d_backward, im2col=_im2col, col2im=_col2im,
+    sgd_step=_sgd_step, adam_step=_adam_step,
+    lgamma=_scipy_kernel("gammaln"), digamma=_scipy_kernel("psi"), polygamma=_polygamma,
+    erfinv=_scipy_kernel("erfinv"), erfc=_scipy_kernel("erfc"), erfcx=_scipy_kernel("erfcx"),
+    i0=_scipy_kernel("i0"), i0e=_scipy_kernel("i0e"), i1=_scipy_kernel("i1"),
+    i1e=_scipy_kernel("i1e"), ndtri=_scipy_kernel("ndtri"), log_ndtr=_scipy_kernel("log_ndtr"),
 )

@@ -8,6 +8,7 @@ naming the fix, whatever was called first (`is_available()` included: it only an
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from typing import Any, Iterator, Optional
 
@@ -185,6 +186,36 @@ def _max_pool2d_backward(grad: Any, indices: Any, shape: Any) -> Any:
     return z.reshape(shape)
 
 
+# ---- special functions: cupyx.scipy.special ----------------------------------------------
+def _in_own_dtype(fn: Any, x: Any) -> Any:
+    """fn(x) in x's dtype: float16 computed in float32 and rounded once, as torch's kernels
+    compute it (CuPy's special-function loops give float16 float64)."""
+    if x.dtype.itemsize < 4:
+        return fn(x.astype(_cp.float32)).astype(x.dtype)
+    out = fn(x)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
+def _cupyx_kernel(name: str) -> Any:
+    def kernel(x: Any) -> Any:
+        from cupyx.scipy import special  # optional dependency (CuPy's), import-time cost
+
+        return _in_own_dtype(getattr(special, name), x)
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}"
+    kernel.__doc__ = f"cupyx.scipy.special.{name} of a float array, in its dtype."
+    return kernel
+
+
+def _polygamma(n: int, x: Any) -> Any:
+    """digamma's n-th derivative (n >= 1) of a float array, in its dtype, as cupyx's polygamma
+    computes it: (-1)^(n+1) n! zeta(n + 1, x) (its own function broadcasts n as an array)."""
+    from cupyx.scipy.special import zeta  # optional dependency (CuPy's), import-time cost
+
+    coef = (-1.0) ** (n + 1) * math.factorial(n)
+    return _in_own_dtype(lambda a: zeta(float(n + 1), a) * a.dtype.type(coef), x)
+
+
 # no where kernel: CuPy's where is one launch already
 kernels = Kernels(
     erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
@@ -193,6 +224,10 @@ kernels = Kernels(
     layer_norm=_ck.layer_norm,
     layer_norm_backward=_ck.layer_norm_backward, softmax=_ck.softmax,
     softmax_backward=_ck.softmax_backward, threshold_backward=_ck.threshold_backward,
+    lgamma=_cupyx_kernel("gammaln"), digamma=_cupyx_kernel("digamma"), polygamma=_polygamma,
+    erfinv=_cupyx_kernel("erfinv"), erfc=_cupyx_kernel("erfc"), erfcx=_cupyx_kernel("erfcx"),
+    i0=_cupyx_kernel("i0"), i0e=_cupyx_kernel("i0e"), i1=_cupyx_kernel("i1"),
+    i1e=_cupyx_kernel("i1e"), ndtri=_cupyx_kernel("ndtri"), log_ndtr=_cupyx_kernel("log_ndtr"),
 )
 # the entries that compile CUDA C (a test double without a GPU replaces them)
 CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step",

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .. import _memory_format
-from ._autocast_lists import NAMES as _AUTOCAST_NAMES
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,6 +51,8 @@ class Decl:
     doc: str = ""
     # what `function` names are bound to when it differs from fn (see `number_first`)
     function_fn: Optional[Callable[..., Any]] = None
+    # torch's autocast policy of the op by device type (see `with_autocast`)
+    autocast: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -85,6 +86,7 @@ def op(
     saved: Optional[SavedGetters] = None,
     doc: Optional[str] = None,
     number_first: Optional[Callable[..., Any]] = None,
+    autocast: Optional[Mapping[str, str]] = None,
 ) -> Callable[[F], F]:
     """Declares the decorated function as an op with these public names (see module doc).
 
@@ -94,13 +96,15 @@ def op(
     self only); grad_fn: the node names it records; saved: `_saved_<attr>` getters per node;
     doc: the one-line docstring (defaults to the first line of the function's own);
     number_first: for the `function` names, what a Python number as the first argument runs
-    instead (`rustgrad.add(2., x)`: torch's wrapped number), called with the same arguments."""
+    instead (`rustgrad.add(2., x)`: torch's wrapped number), called with the same arguments;
+    autocast: the op's policy in torch's autocast lists, by device type ("cuda" also stands
+    for other device types, as torch's lists do), e.g. `dict(cuda="lower", cpu="lower")`."""
 
     def declare(fn: F) -> F:
         line = doc or (fn.__doc__ or "").strip().split("\n")[0]
         if not fn.__doc__ and line:
             fn.__doc__ = line
-        fn = with_numpy_aliases(with_autocast(fn))
+        fn = with_numpy_aliases(with_autocast(fn, autocast))
         d = Decl(
             fn=fn,
             family=fn.__module__.rsplit(".", 1)[-1],
@@ -116,6 +120,7 @@ def op(
             saved=dict(saved or {}),
             doc=line,
             function_fn=None if number_first is None else _function_form(fn, number_first),
+            autocast=dict(autocast or {}),
         )
         DECLS.append(d)
         for node, getters in d.saved.items():
@@ -151,23 +156,34 @@ def _function_form(fn: Callable[..., Any], number_first: Callable[..., Any]) -> 
 
 
 # ---- autocast --------------------------------------------------------------------------------
-# An op torch's autocast lists name (_autocast_lists.py) is declared, and bound in its
-# family module, as an entry point that checks one flag: `autocast_dispatch`, None unless an
-# enabled autocast region is open in some thread (rustgrad.amp sets it). Other ops, the
+# An op in torch's autocast lists declares its policy there, `@op(..., autocast=dict(cuda=LOWER))`:
+# its names are bound to an entry point that checks one flag, `autocast_dispatch`, None unless
+# an enabled autocast region is open in some thread (rustgrad.amp sets it). Other ops, the
 # arithmetic hot path among them, are left as they are.
+LOWER = "lower"  # floating inputs cast to the region's lower precision dtype
+FP32 = "fp32"  # floating inputs cast to float32
+FP32_SET_OPT_DTYPE = "fp32_set_opt_dtype"  # run with dtype=float32 unless one was given
+FP32_APPEND_DTYPE = "fp32_append_dtype"  # norm: run with dtype=float32
+PROMOTE = "promote"  # floating inputs cast to the widest of their dtypes
+BANNED = "banned"  # refused in the region (binary_cross_entropy on cuda)
+POLICIES = frozenset({LOWER, FP32, FP32_SET_OPT_DTYPE, FP32_APPEND_DTYPE, PROMOTE, BANNED})
 autocast_dispatch: Optional[Callable[..., Any]] = None
 
 
-def with_autocast(fn: F) -> F:
-    """fn, or its autocast entry point where an autocast list names it (see above)."""
-    name = fn.__name__
-    if name not in _AUTOCAST_NAMES:
+def with_autocast(fn: F, policy: Optional[Mapping[str, str]]) -> F:
+    """fn, or its autocast entry point where it declares a policy (see above)."""
+    if not policy:
         return fn
+    bad = {k: v for k, v in policy.items() if k not in ("cuda", "cpu") or v not in POLICIES}
+    if bad:
+        raise ValueError(f"{fn.__qualname__}: autocast policy {bad} (device types cuda/cpu; "
+                         f"policies {sorted(POLICIES)})")
+    policies = dict(policy)
 
     def entry(*args: Any, **kwargs: Any) -> Any:
         if autocast_dispatch is None:
             return fn(*args, **kwargs)
-        return autocast_dispatch(name, fn, args, kwargs)
+        return autocast_dispatch(policies, fn, args, kwargs)
 
     entry = functools.update_wrapper(entry, fn)
     entry.autocast_of = fn  # type: ignore[attr-defined]

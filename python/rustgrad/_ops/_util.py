@@ -9,6 +9,7 @@ from .._backends import _NDARRAY
 from .._backends import check_all_same_device as same_devices  # noqa: F401  (for the families)
 from .._backends import check_same_device as _check_same_device
 from .._tensor import Tensor
+from ._node import node
 
 record = _core.record
 is_grad_enabled = _core.is_grad_enabled
@@ -283,10 +284,23 @@ def can_require_grad(array: Any) -> bool:
 
 # ---- gradients that select ---------------------------------------------------------------
 def _select_grad_bw(gg: Tensor, saved: Any, ctx: Any) -> Any:
-    (x,) = saved
     keep, slope, name = ctx
     zero = const(gg._backend.zeros_like(gg._data))
-    return select_grad(gg, x, keep, name, slope), zero
+    return select_grad(gg, saved.self, keep, name, slope), zero
+
+
+def _not_implemented_bw(g: Tensor, saved: Any, op: Any) -> Any:
+    raise RuntimeError(f"derivative for aten::{op} is not implemented")
+
+
+# torch's node for an op without a derivative (bincount, heaviside): ctx is the op's name, and
+# the error comes at backward, as torch's
+NOT_IMPLEMENTED = node("torch::autograd::NotImplemented", _not_implemented_bw)
+
+
+# the backward nodes of relu/threshold, hardtanh and leaky_relu's backwards (double backward)
+_SELECT_GRAD = {name: node(name, _select_grad_bw, saved=("self",)) for name in (
+    "ThresholdBackwardBackward0", "HardtanhBackwardBackward0", "LeakyReluBackwardBackward0")}
 
 
 def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -> Tensor:
@@ -305,7 +319,7 @@ def select_grad(g: Tensor, x: Tensor, keep: Any, name: str, slope: Any = None) -
         out = xp.where(keep, gd, other)
     if out.dtype != gd.dtype:
         out = out.astype(gd.dtype)
-    return record(out, (g, x), name, _select_grad_bw, (x,), (keep, slope, name))
+    return _SELECT_GRAD[name].record(out, (g, x), (keep, slope, name), self=x)
 
 
 # ---- memory overlap between a written tensor and its operands -----------------------------

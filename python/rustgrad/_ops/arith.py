@@ -23,6 +23,7 @@ from ._util import (
     is_grad_enabled,
     opmath,
     promote,
+    quiet_fp,
     record,
     same_device,
     scalar_operand,
@@ -46,7 +47,9 @@ def _float_dtype_for_div(ad: Any, bd: Any = None) -> Any:
 
 # ---- add / sub -------------------------------------------------------------------------
 def _add_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
-    return g, (g if alpha is None or alpha == 1 else g * alpha)
+    if alpha is None:  # the hot path: no alpha given (a scalar operand's node too)
+        return g, g
+    return g, (g if alpha == 1 else g * alpha)
 
 
 ADD = node("AddBackward0", _add_bw)
@@ -228,10 +231,10 @@ def pos(input: Tensor) -> Tensor:
 # A tensor factor is saved where the other factor's gradient needs it (torch's rule); a Python
 # scalar factor is ctx, and `_saved_other` gives it as torch's wrapped number.
 def _mul_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
-    if saved.other is None and saved.self is None:
+    if scalar is not None:  # a Python scalar operand (ctx); a tensor operand records no ctx
         return g * scalar, None
-    return (None if saved.other is None else g * saved.other,
-            None if saved.self is None else g * saved.self)
+    other, self_ = saved.other, saved.self
+    return (None if other is None else g * other, None if self_ is None else g * self_)
 
 
 def _wrapped_other(saved: Any, scalar: Any) -> Any:
@@ -292,9 +295,9 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
 # The divisor is always saved (self's gradient needs it), self where other's gradient needs it;
 # a Python scalar divisor is ctx, as mul's.
 def _div_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
-    other, self_ = saved.other, saved.self
-    if other is None:
+    if scalar is not None:  # a Python scalar divisor (ctx)
         return g / scalar, None
+    other, self_ = saved.other, saved.self
     # torch's div_tensor_other_backward: -grad * ((self / other) / other)
     return g / other, (None if self_ is None else -g * ((self_ / other) / other))
 
@@ -413,7 +416,23 @@ def rfloordiv(input: Tensor, other: Any) -> Tensor:
     return record(xp.floor_divide(_int_operand(input._data, other), input._data), (), "", None)
 
 
-@op(method="remainder", dunder="__mod__", function="remainder")
+def _remainder_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g, None
+
+
+REMAINDER_SCALAR = node("RemainderBackward0", _remainder_scalar_bw)
+
+
+def _remainder_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a, b = saved.self, saved.other
+    return g, (-g * a.div(b, rounding_mode="floor") if b.requires_grad else None)
+
+
+REMAINDER_TENSOR = node("RemainderBackward1", _remainder_tensor_bw, saved=("self", "other"))
+
+
+@op(method="remainder", dunder="__mod__", function="remainder",
+    grad_fn=("RemainderBackward0", "RemainderBackward1"))
 def remainder(input: Tensor, other: Any) -> Tensor:
     """The remainder of input / other with the sign of other (Python's %), elementwise.
 
@@ -431,8 +450,25 @@ def remainder(input: Tensor, other: Any) -> Tensor:
         tensor([-1., -1.])
     """
     xp = input._backend
-    bd = other._data if isinstance(other, Tensor) else _int_operand(input._data, other)
-    return record(xp.remainder(input._data, bd), (), "", None)
+    if isinstance(other, Tensor):
+        ad, bd = promote(input, other)
+        if ad.dtype.kind in "iu" and bool((bd == 0).any()):
+            raise RuntimeError("ZeroDivisionError")
+        with quiet_fp(xp):
+            try:
+                out = xp.remainder(ad, bd)
+            except ValueError as e:
+                raise broadcast_error(e, ad.shape, bd.shape) from None
+        return REMAINDER_TENSOR.record(out, (input, other), self=input, other=other)
+    s = as_scalar(other)
+    if s is None:
+        return NotImplemented
+    ad = scalar_operand(input._data, s)
+    if ad.dtype.kind in "iub" and type(s) is not float and s == 0:
+        raise RuntimeError("ZeroDivisionError")
+    with quiet_fp(xp):
+        out = xp.remainder(ad, _int_operand(ad, s))
+    return REMAINDER_SCALAR.record(out, (input, None))
 
 
 # ---- pow -------------------------------------------------------------------------------
@@ -487,7 +523,7 @@ RPOW = node("PowBackward2", _rpow_bw, saved=("exponent",), result=True,
 
 @op(method="pow", dunder="__pow__", function="pow",
     grad_fn=("PowBackward0", "PowBackward1", "PowBackward2"),
-    number_first=lambda n, e: _number_base(n, e))
+    number_first=lambda n, e: _number_base(n, e), autocast=dict(cuda="fp32"))
 def pow(input: Tensor, exponent: Any, *, _out_dtype: Any = None) -> Tensor:
     """input ** exponent, elementwise, broadcast, with torch's type promotion.
 
@@ -528,7 +564,7 @@ def pow(input: Tensor, exponent: Any, *, _out_dtype: Any = None) -> Tensor:
     return POW_SCALAR.record(_power(ad, s, input._backend), (input,), s, self=input)
 
 
-@op(dunder="__rpow__", grad_fn="PowBackward2")
+@op(dunder="__rpow__", grad_fn="PowBackward2", autocast=dict(cuda="fp32"))
 def rpow(input: Tensor, other: Any) -> Tensor:
     """b ** a for a Python scalar b (torch's PowBackward2)."""
     s = as_scalar(other)
@@ -698,16 +734,23 @@ def pow_(self: Tensor, other: Any) -> Tensor:
 # ---- a Python number first (torch.add(2., x)): a wrapped 0-d tensor on the other's device ----
 def _wrapped(op_fn: Any) -> Any:
     def number_first(number: Any, other: Any, *args: Any, **kwargs: Any) -> Tensor:
-        if not isinstance(other, Tensor):
-            return op_fn(number, other, *args, **kwargs)  # the op's own error for two numbers
-        return op_fn(_creation.tensor(number, device=other.device), other, *args, **kwargs)
+        # two numbers are two wrapped 0-d tensors, as torch's (torch.add(2, 3) is tensor(5))
+        device = other.device if isinstance(other, Tensor) else None
+        return op_fn(_creation.tensor(number, device=device), other, *args, **kwargs)
 
     return number_first
 
 
 def _number_base(number: Any, exponent: Any) -> Tensor:
-    """torch.pow(2, x): pow(Scalar, Tensor), PowBackward2."""
-    return rpow(exponent, number) if isinstance(exponent, Tensor) else pow(number, exponent)
+    """torch.pow(2, x): pow(Scalar, Tensor), PowBackward2; torch refuses two numbers."""
+    if not isinstance(exponent, Tensor):
+        raise TypeError(
+            f"pow() received an invalid combination of arguments - got ({type(number).__name__}, "
+            f"{type(exponent).__name__}), but expected one of:\n"
+            " * (Tensor input, Tensor exponent, *, Tensor out = None)\n"
+            " * (Number self, Tensor exponent, *, Tensor out = None)\n"
+            " * (Tensor input, Number exponent, *, Tensor out = None)\n")
+    return rpow(exponent, number)
 
 
 # ---- addcmul / addcdiv -----------------------------------------------------------------------
@@ -749,7 +792,7 @@ def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any
     return spec.record(out, (input, tensor1, tensor2), value, tensor1=tensor1, tensor2=tensor2)
 
 
-@op(method="addcmul", function="addcmul", grad_fn="AddcmulBackward0")
+@op(method="addcmul", function="addcmul", grad_fn="AddcmulBackward0", autocast=dict(cuda="promote"))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, elementwise.
 
@@ -767,7 +810,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return _addc("mul", input, tensor1, tensor2, value)
 
 
-@op(method="addcdiv", function="addcdiv", grad_fn="AddcdivBackward0")
+@op(method="addcdiv", function="addcdiv", grad_fn="AddcdivBackward0", autocast=dict(cuda="promote"))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2, elementwise.
 

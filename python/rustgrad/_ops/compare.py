@@ -7,18 +7,17 @@ from typing import Any
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
     _type_name,
     as_scalar,
     broadcast_error,
-    cast_grad,
     checked_int,
     const,
     promote,
     record,
     same_device,
     scalar_operand,
-    sum_to,
     wrap_int,
 )
 
@@ -33,14 +32,14 @@ def _operand(x: Any, like: Tensor) -> Any:
 
 
 def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch's where(condition, grad, 0): a selection, so a NaN in g stays on its own side
-    cond, shapes = ctx
+    # torch's where(condition, grad, 0): a selection, so a NaN in g stays on its own side; a
+    # scalar branch (no tensor) gets no gradient
+    cond, a_tensor, b_tensor = ctx
     c = record(cond, (), "", None)
-    ga = where(c, g, 0.0)
-    gb = where(c, 0.0, g)
-    return tuple(
-        None if s is None else cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes)
-    )
+    return (where(c, g, 0.0) if a_tensor else None), (where(c, 0.0, g) if b_tensor else None)
+
+
+WHERE = node("WhereBackward0", _where_bw)
 
 
 @op(function="where", grad_fn="WhereBackward0")
@@ -95,24 +94,24 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
             from None
     if out.dtype != rt.np:
         out = out.astype(rt.np)
-    shapes = tuple(
-        (x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None for x in (input, other)
-    )
     # a scalar branch is an input slot without an edge, as torch's wrapped numbers
-    inputs = tuple(x if isinstance(x, Tensor) else None for x in (input, other))
-    return record(out, inputs, "WhereBackward0", _where_bw, None, (cd, shapes))
+    a_tensor, b_tensor = isinstance(input, Tensor), isinstance(other, Tensor)
+    return WHERE.record(out, (input if a_tensor else None, other if b_tensor else None),
+                        (cd, a_tensor, b_tensor))
 
 
-def _maxmin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+def _maxmin_bw(g: Tensor, saved: Any, is_max: bool) -> Any:
     # torch's max/min backward: where(a == b, grad / 2, grad), zeroed where the input lost, so
     # ties split the gradient and a nan (no order) passes it to both inputs
-    a, b = saved
-    is_max, shapes = ctx
+    a, b = saved.self, saved.other
     half = where(a == b, g * 0.5, g)
     a_lost, b_lost = (a < b, a > b) if is_max else (a > b, a < b)
     # the method (bound from gather), as gather imports this module
-    ga, gb = half.masked_fill(a_lost, 0.0), half.masked_fill(b_lost, 0.0)
-    return tuple(cast_grad(sum_to(x, s[0]), s[1]) for x, s in zip((ga, gb), shapes))
+    return half.masked_fill(a_lost, 0.0), half.masked_fill(b_lost, 0.0)
+
+
+MAXIMUM = node("MaximumBackward0", _maxmin_bw, saved=("self", "other"))
+MINIMUM = node("MinimumBackward0", _maxmin_bw, saved=("self", "other"))
 
 
 def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
@@ -124,9 +123,7 @@ def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
         out = xp.maximum(ad, bd) if is_max else xp.minimum(ad, bd)
     except ValueError as e:
         raise broadcast_error(e, ad.shape, bd.shape) from None
-    name = "MaximumBackward0" if is_max else "MinimumBackward0"
-    shapes = ((a._data.shape, a._data.dtype), (b._data.shape, b._data.dtype))
-    return record(out, (a, b), name, _maxmin_bw, (a, b), (is_max, shapes))
+    return (MAXIMUM if is_max else MINIMUM).record(out, (a, b), is_max, self=a, other=b)
 
 
 @op(method="maximum", function="maximum", grad_fn="MaximumBackward0")

@@ -12,7 +12,8 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import record, same_devices
+from ._node import node
+from ._util import NOT_IMPLEMENTED, record, same_devices
 from .gather import _index_add_zeros
 
 Pads = Tuple[int, int, int, int]  # top, bottom, left, right
@@ -121,9 +122,15 @@ def col2im(xp: Any, cols: Any, size: Tuple[int, int], d: Tuple[int, int], pads: 
 
 
 # ---- unfold / fold (torch's im2col / col2im layout (N, C*kh*kw, L)) ---------------------------
-def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    size, k, d, p, s = ctx
-    return fold_pairs(g, size, k, d, p, s)
+# unfold and fold are adjoint linear maps, each the other's gradient, in torch's layout and in
+# the convolution's channels-first one (below): ctx is the adjoint and its arguments.
+def _adjoint_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    adjoint, args = ctx
+    return adjoint(g, *args)
+
+
+IM2COL = node("Im2ColBackward0", _adjoint_bw)
+COL2IM = node("Col2ImBackward0", _adjoint_bw)
 
 
 def unfold_pairs(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int, int],
@@ -133,12 +140,7 @@ def unfold_pairs(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int
     n, c, h, w = xd.shape
     cols = im2col(x._backend, xd, k, d, (p[0], p[0], p[1], p[1]), s)
     out = cols.reshape(n, c * k[0] * k[1], cols.shape[4] * cols.shape[5])
-    return record(out, (x,), "Im2ColBackward0", _unfold_bw, None, ((h, w), k, d, p, s))
-
-
-def _fold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    size, k, d, p, s = ctx
-    return unfold_pairs(g, k, d, p, s)
+    return IM2COL.record(out, (x,), (fold_pairs, ((h, w), k, d, p, s)))
 
 
 def fold_pairs(cols: Tensor, size: Tuple[int, int], k: Tuple[int, int], d: Tuple[int, int],
@@ -164,7 +166,7 @@ def fold_pairs(cols: Tensor, size: Tuple[int, int], k: Tuple[int, int], d: Tuple
         )
     out = col2im(cols._backend, cd.reshape(n, c, k[0], k[1], oh, ow), size, d,
                  (p[0], p[0], p[1], p[1]), s)
-    return record(out, (cols,), "Col2ImBackward0", _fold_bw, None, (size, k, d, p, s))
+    return COL2IM.record(out, (cols,), (unfold_pairs, (k, d, p, s)))
 
 
 @op(functional="unfold", grad_fn="Im2ColBackward0")
@@ -217,23 +219,13 @@ def fold(input: Tensor, output_size: IntOrPair, kernel_size: IntOrPair,
 # ---- conv1d / conv2d ----------------------------------------------------------------------
 # The convolution's backward uses a private unfold/fold pair in the channels-first layout
 # (C*kh*kw, N*OH*OW), so that both weight and input gradients are single GEMMs.
-def _unfold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return _fold_cf(g, *ctx)
-
-
 def _unfold_cf(x: Tensor, k: Tuple[int, int], d: Tuple[int, int], p: Tuple[int, int],
                s: Tuple[int, int]) -> Tensor:
     xd = x._data
     cols = im2col(x._backend, xd, k, d, (p[0], p[0], p[1], p[1]), s, channels_first=True)
     c, n = xd.shape[1], xd.shape[0]
     out = cols.reshape(c * k[0] * k[1], n * cols.shape[4] * cols.shape[5])
-    return record(out, (x,), "Im2ColBackward0", _unfold_cf_bw, None,
-                  (xd.shape, k, d, p, s, cols.shape[4], cols.shape[5]))
-
-
-def _fold_cf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, k, d, p, s = ctx
-    return _unfold_cf(g, k, d, p, s)
+    return IM2COL.record(out, (x,), (_fold_cf, (xd.shape, k, d, p, s, cols.shape[4], cols.shape[5])))
 
 
 def _fold_cf(cols: Tensor, shape: Tuple[int, ...], k: Tuple[int, int], d: Tuple[int, int],
@@ -242,7 +234,17 @@ def _fold_cf(cols: Tensor, shape: Tuple[int, ...], k: Tuple[int, int], d: Tuple[
     c6 = cols._data.reshape(c, k[0], k[1], n, oh, ow)
     out = col2im(cols._backend, c6, (h, w), d, (p[0], p[0], p[1], p[1]), s,
                  channels_first=True)
-    return record(out, (cols,), "Col2ImBackward0", _fold_cf_bw, None, (shape, k, d, p, s))
+    return COL2IM.record(out, (cols,), (_unfold_cf, (k, d, p, s)))
+
+
+# ConvolutionBackward0, one node for every convolution: ctx is the formula of the form recorded
+# (2-d or 1-d, here and in conv_transpose.py) and its arguments.
+def _convolution_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    formula, args = ctx
+    return formula(g, saved, args)
+
+
+CONVOLUTION = node("ConvolutionBackward0", _convolution_bw, saved=("input", "weight"))
 
 
 def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -373,7 +375,7 @@ def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tup
     return out.astype(xd.dtype, copy=False)
 
 
-@op(function="conv2d", functional="conv2d", grad_fn="ConvolutionBackward0")
+@op(function="conv2d", functional="conv2d", grad_fn="ConvolutionBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
            stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
            dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
@@ -392,7 +394,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
     ctx = (xd.shape, wd.shape, groups, d, p, s, needs, b is not None)
-    return record(out, inputs, "ConvolutionBackward0", _conv_bw, (x, w), ctx)
+    return CONVOLUTION.record(out, inputs, (_conv_bw, ctx), input=x, weight=w)
 
 
 def _conv1d_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -403,7 +405,7 @@ def _conv1d_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (gx, gw) + tuple(grads[2:])
 
 
-@op(function="conv1d", functional="conv1d", grad_fn="ConvolutionBackward0")
+@op(function="conv1d", functional="conv1d", grad_fn="ConvolutionBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
            stride: IntOrPair = 1, padding: Union[IntOrPair, str] = 0,
            dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
@@ -425,7 +427,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
     ctx = (x4.shape, w4.shape, groups, d, p, s, needs, b is not None)
-    return record(out, inputs, "ConvolutionBackward0", _conv1d_bw, (x, w), ctx)
+    return CONVOLUTION.record(out, inputs, (_conv1d_bw, ctx), input=x, weight=w)
 
 
 # ---- pad ----------------------------------------------------------------------------------
@@ -473,8 +475,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         place[dim] = slice(max(lo, 0), max(lo, 0) + kept)
     out = input._backend.full(tuple(shape), 0 if value is None else value, dtype=xd.dtype)
     out[tuple(place)] = xd[tuple(crop)]
-    return record(out, (input,), "ConstantPadNdBackward0", _pad_bw, None,
-                  (tuple(place), tuple(crop), xd.shape))
+    return CONSTANT_PAD.record(out, (input,), (tuple(place), tuple(crop), xd.shape))
 
 
 def _pad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -484,6 +485,9 @@ def _pad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if all(c == slice(None) or c.indices(n) == (0, n, 1) for c, n in zip(crop, shape)):
         return piece
     return pad(piece, _pads_from_crop(crop, shape))
+
+
+CONSTANT_PAD = node("ConstantPadNdBackward0", _pad_bw)
 
 
 def _pads_from_crop(crop: Tuple[slice, ...], shape: Tuple[int, ...]) -> List[int]:
@@ -498,6 +502,12 @@ def _pad_index_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     for dim, idx, shape in reversed(ctx):
         g = _index_add_zeros(g, shape, dim, idx)
     return g
+
+
+# torch's node of each mode and number of padded dims (circular padding's is CopySlices)
+_PAD_INDEX = {(mode, k): node(f"{name}{k}DBackward0", _pad_index_bw)
+              for mode, name in (("reflect", "ReflectionPad"), ("replicate", "ReplicationPad"))
+              for k in (1, 2, 3)}
 
 
 def _pad_index(x: Tensor, pairs: List[Tuple[int, int]], mode: str) -> Tensor:
@@ -533,8 +543,73 @@ def _pad_index(x: Tensor, pairs: List[Tuple[int, int]], mode: str) -> Tensor:
     if not steps:
         out = out.copy()
     k = len(pairs)
+    spec = _PAD_INDEX.get((mode, k))
+    if spec is not None:
+        return spec.record(out, (x,), tuple(steps))
+    # circular padding's node is torch's CopySlices (specified in copyslices.py with its own
+    # formula), and a padding of 0 or more than 3 dims (which torch refuses) has no torch node:
+    # both recorded directly
     if mode == "circular":
         name = "torch::autograd::CopySlices"
     else:
         name = f"{'ReflectionPad' if mode == 'reflect' else 'ReplicationPad'}{k}DBackward0"
     return record(out, (x,), name, _pad_index_bw, None, tuple(steps))
+
+
+# ---- channel_shuffle ------------------------------------------------------------------------
+def _channel_shuffle_bw(g: Tensor, saved: Any, groups: Any) -> Any:
+    # the inverse permutation is the shuffle with the other factor of the channel count
+    return channel_shuffle(g, g._data.shape[1] // groups)
+
+
+CHANNEL_SHUFFLE = node("ChannelShuffleBackward0", _channel_shuffle_bw,
+                       getters={"groups": lambda s, c: c})
+
+
+@op(function="channel_shuffle", functional="channel_shuffle", grad_fn="ChannelShuffleBackward0")
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,
+    channel j of group i moves to position j * groups + i.
+
+    Args:
+        input (Tensor): (N, C, *), at least 3 dims.
+        groups (int): the number of groups; must divide C.
+
+    Example::
+
+        >>> x = rustgrad.arange(4.).view(1, 4, 1)
+        >>> rustgrad.nn.functional.channel_shuffle(x, 2).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+    xd = input._data
+    if xd.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(xd.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    c = xd.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    xp = input._backend
+    n = xd.shape[0]
+    rest = xd.shape[2:]
+    out = xd.reshape((n, groups, c // groups) + rest).swapaxes(1, 2).reshape(xd.shape)
+    return CHANNEL_SHUFFLE.record(xp.ascontiguousarray(out), (input,), groups)
+
+
+@op(function="native_channel_shuffle", functional="native_channel_shuffle",
+    grad_fn="torch::autograd::NotImplemented")
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """channel_shuffle's native kernel, which has no derivative (backward through it is
+    torch's "not implemented" error).
+
+    Example::
+
+        >>> x = rustgrad.arange(4.).view(1, 4, 1)
+        >>> rustgrad.native_channel_shuffle(x, 2).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+    out = channel_shuffle(input.detach(), groups)
+    return NOT_IMPLEMENTED.record(out._data, (input,), "native_channel_shuffle")

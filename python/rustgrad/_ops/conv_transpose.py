@@ -14,8 +14,7 @@ from typing import Any, List, Optional, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import record
-from .conv import IntOrPair, _unfold_cf, col2im, conv2d, out_size, type_name
+from .conv import CONVOLUTION, IntOrPair, _unfold_cf, col2im, conv2d, out_size, type_name
 
 
 def _check_args(s: Tuple[int, int], p: Tuple[int, int], op_: Tuple[int, int],
@@ -146,8 +145,8 @@ def _transpose(x: Tensor, w: Tensor, b: Optional[Tensor], s: Tuple[int, int],
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
     ctx = (xd.shape, wd.shape, groups, s, p, d, needs, b is not None)
-    return record(out, inputs, "ConvolutionBackward0", _backward1d if one_d else _backward,
-                  (x, w), ctx)
+    return CONVOLUTION.record(out, inputs, (_backward1d if one_d else _backward, ctx), input=x,
+                              weight=w)
 
 
 def _sizes(v: Any, n: int, name: str) -> Tuple[int, ...]:
@@ -178,7 +177,8 @@ def _check_ndim(x: Tensor, w: Tensor, dims: int, name: str, stride: Tuple[int, .
         )
 
 
-@op(function="conv_transpose2d", functional="conv_transpose2d", grad_fn="ConvolutionBackward0")
+@op(function="conv_transpose2d", functional="conv_transpose2d", grad_fn="ConvolutionBackward0",
+    autocast=dict(cuda="lower", cpu="lower"))
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
                      stride: IntOrPair = 1, padding: IntOrPair = 0,
                      output_padding: IntOrPair = 0, groups: int = 1,
@@ -193,7 +193,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
     return _transpose(input, weight, bias, s, p, op_, d, int(groups), False)
 
 
-@op(function="conv_transpose1d", functional="conv_transpose1d", grad_fn="ConvolutionBackward0")
+@op(function="conv_transpose1d", functional="conv_transpose1d", grad_fn="ConvolutionBackward0",
+    autocast=dict(cuda="lower", cpu="lower"))
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
                      stride: IntOrPair = 1, padding: IntOrPair = 0,
                      output_padding: IntOrPair = 0, groups: int = 1,

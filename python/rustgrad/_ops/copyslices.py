@@ -21,7 +21,8 @@ from typing import Any, Optional, Tuple
 from .. import _core, _dtype
 from .._backends import namespace_of
 from .._tensor import Tensor
-from ._util import MODE_VIEWS, _type_name, is_grad_enabled, record
+from ._node import node
+from ._util import MODE_VIEWS, _type_name, is_grad_enabled
 
 Strided = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
 # (base, view): each placed in the base's memory, offsets in elements from the base's first
@@ -142,19 +143,23 @@ def _outside(g: Any, geometry: Geometry) -> Any:
     return m.base().copy()
 
 
-def _as_strided_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return record(_scatter(g._data, ctx), (g,), "AsStridedScatterBackward0", _scatter_bw, None,
-                  ctx)
+def _as_strided_bw(g: Tensor, saved: Any, geometry: Any) -> Any:
+    return AS_STRIDED_SCATTER.record(_scatter(g._data, geometry), (g,), geometry)
 
 
-def _scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return as_strided(g, ctx)
+AS_STRIDED = node("AsStridedBackward0", _as_strided_bw)
+
+
+def _scatter_bw(g: Tensor, saved: Any, geometry: Any) -> Any:
+    return as_strided(g, geometry)
+
+
+AS_STRIDED_SCATTER = node("AsStridedScatterBackward0", _scatter_bw)
 
 
 def as_strided(base: Tensor, geometry: Geometry) -> Tensor:
     """The view's elements of the base-shaped `base` (differentiable: AsStridedBackward0)."""
-    return record(_gather(base._data, geometry), (base,), "AsStridedBackward0", _as_strided_bw,
-                  None, geometry)
+    return AS_STRIDED.record(_gather(base._data, geometry), (base,), geometry)
 
 
 def regenerate_view(view: Tensor, base: Tensor) -> Optional[Tensor]:
@@ -164,16 +169,36 @@ def regenerate_view(view: Tensor, base: Tensor) -> Optional[Tensor]:
     geometry = geometry_of(view._data, base._data)
     if geometry is None:
         return None
-    return record(view._data, (base,), "AsStridedBackward0", _as_strided_bw, None, geometry)
+    return AS_STRIDED.record(view._data, (base,), geometry)
 
 
+# ---- CopySlices ----------------------------------------------------------------------------
+# torch::autograd::CopySlices: an in-place write into part of a tensor. The gradient outside
+# the written elements goes to the tensor's old value (input 0), the gradient at them to what
+# was written (input 1, when it is a tensor). ctx is (outside, at, region): `outside(g,
+# region)` and `at(g, region)` take those parts of g, differentiably; `at` is None when the
+# node has no input 1. `commit` writes through a view, its region the view's geometry in the
+# base; `a[idx] = value` (_ops/indexing.py) writes at an index.
 def _copy_slices_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    g_base = record(_outside(g._data, ctx), (g,), "CopySlices", _copy_slices_bw_bw, None, ctx)
-    return g_base, as_strided(g, ctx)
+    outside, at, region = ctx
+    if at is None:
+        return outside(g, region)
+    return outside(g, region), at(g, region)
 
 
-def _copy_slices_bw_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return record(_outside(g._data, ctx), (g,), "CopySlices", _copy_slices_bw_bw, None, ctx)
+COPY_SLICES = node("torch::autograd::CopySlices", _copy_slices_bw)
+
+
+def _outside_view(g: Tensor, geometry: Geometry) -> Tensor:
+    """g with the view's elements zeroed (differentiable: CopySlices, its own backward)."""
+    return OUTSIDE_VIEW.record(_outside(g._data, geometry), (g,), geometry)
+
+
+def _outside_view_bw(g: Tensor, saved: Any, geometry: Any) -> Any:
+    return _outside_view(g, geometry)
+
+
+OUTSIDE_VIEW = node("CopySlices", _outside_view_bw)
 
 
 def commit(view: Tensor, out: Tensor) -> None:
@@ -190,8 +215,7 @@ def commit(view: Tensor, out: Tensor) -> None:
             "it first"
         )
     # The base's old history is taken before the write; its new value is the same memory.
-    new_base = record(base._data, (base, out), "torch::autograd::CopySlices", _copy_slices_bw,
-                      None, geometry)
+    new_base = COPY_SLICES.record(base._data, (base, out), (_outside_view, as_strided, geometry))
     view._data[...] = out._data
     _core.rebase_history(base, new_base)
     _core.adopt_saved_output(view, out)  # a node that saved its output saved this view

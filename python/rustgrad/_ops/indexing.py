@@ -11,10 +11,10 @@ from .._backends import _NDARRAY, namespace_of
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
     MODE_VIEWS,
     _type_name,
-    cast_grad,
     check_array_overlap,
     check_array_partial_overlap,
     check_inplace,
@@ -27,10 +27,11 @@ from ._util import (
     record,
     same_device,
     same_elements,
-    sum_to,
 )
-from .copyslices import commit_inplace, write_inplace
-from .gather import _check_bounds
+from .copies import COPY, FILL
+from .copyslices import COPY_SLICES, commit_inplace, write_inplace
+from .gather import INDEX_FILL, MASKED_FILL, _check_bounds, _gather_raw
+from .views import SELECT, SLICE, UNSQUEEZE, _slice_bw
 
 
 def _normalize(idx: Any, xp: Any, like: Any = None) -> tuple:
@@ -135,25 +136,30 @@ def _is_basic(idx: tuple) -> bool:
     return True
 
 
-def _basic_name(idx: tuple, shape: tuple) -> str:
-    """torch's grad_fn name: the last indexing step that did something."""
-    name = "AliasBackward0"
+# A basic index's node, named as torch's, takes the gradient back as a slice's (_ops/views.py):
+# ctx is (input shape, index).
+ALIAS = node("AliasBackward0", _slice_bw)
+
+
+def _basic_node(idx: tuple, shape: tuple) -> Any:
+    """torch's grad_fn: the last indexing step that did something."""
+    spec = ALIAS
     dim = 0
     for i in idx:
         if i is None:
-            name = "UnsqueezeBackward0"
+            spec = UNSQUEEZE
         elif i is Ellipsis:
             dim = len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis) + dim
             continue
         elif type(i) is slice:
             n = shape[dim] if dim < len(shape) else 0
             if i.indices(n) != (0, n, 1):
-                name = "SliceBackward0"
+                spec = SLICE
             dim += 1
         else:
-            name = "SelectBackward0"
+            spec = SELECT
             dim += 1
-    return name
+    return spec
 
 
 _TOO_MANY = re.compile(r"too many indices for array: array is (\d+)-dimensional")
@@ -212,9 +218,13 @@ def _zero_dim_error(idx: Any, nidx: tuple) -> Any:
     return None
 
 
-def _getitem_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, dtype, idx, basic = ctx
-    return index_into_zeros(g, shape, idx, not basic)
+# ctx: (input shape, index)
+def _index_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    shape, idx = ctx
+    return index_into_zeros(g, shape, idx, True)
+
+
+INDEX = node("IndexBackward0", _index_bw)
 
 
 @op(dunder="__getitem__",
@@ -236,14 +246,38 @@ def getitem(a: Tensor, idx: Any) -> Tensor:
         if not hasattr(out, "shape") or out.shape == () and not isinstance(out, type(d)):
             out = d[nidx + (Ellipsis,)] if Ellipsis not in nidx else a._backend.asarray(out)
         # torch's single-slice fast path always records a slice, even a full one
-        name = "SliceBackward0" if type(idx) is slice else _basic_name(nidx, d.shape)
-        return record(out, (a,), name, _getitem_bw, None,
-                      (d.shape, d.dtype, nidx, True), False, a)
-    return record(out, (a,), "IndexBackward0", _getitem_bw, None, (d.shape, d.dtype, nidx, False))
+        spec = SLICE if type(idx) is slice else _basic_node(nidx, d.shape)
+        return spec.record(out, (a,), (d.shape, nidx), a)
+    return INDEX.record(out, (a,), (d.shape, nidx))
 
 
-def _index_into_zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, idx, accumulate = ctx
+# IndexPutBackward0: self with values written at idx (added to it, when accumulating). self's
+# gradient is g with the written entries zeroed (g itself when accumulating), values' the
+# gradient at idx. ctx is (idx, accumulate, inputs): the node's inputs are self and values, or
+# one of them where the other is no tensor (index_into_zeros writes into zeros; `a[idx] = 3`
+# writes a number).
+_SELF, _VALUES, _BOTH = "self", "values", "self, values"
+
+
+def _index_put_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    idx, accumulate, inputs = ctx
+    if inputs == _VALUES:
+        return g[idx]
+    gs = g if accumulate else _zero_at(g, idx)
+    return gs if inputs == _SELF else (gs, g[idx])
+
+
+INDEX_PUT = node("IndexPutBackward0", _index_put_bw)
+
+
+def _zero_at(g: Tensor, idx: tuple) -> Tensor:
+    """g with the entries at idx zeroed (differentiable: IndexPutBackward0)."""
+    keep = g._data.copy()
+    keep[idx] = 0
+    return INDEX_PUT.record(keep, (g,), (idx, False, _SELF))
+
+
+def _at(g: Tensor, idx: tuple) -> Tensor:
     return g[idx]
 
 
@@ -255,19 +289,12 @@ def index_into_zeros(g: Tensor, shape: tuple, idx: tuple, accumulate: bool) -> T
         xp.add_at(z, idx, g._data)
     else:
         z[idx] = g._data
-    return record(z, (g,), "IndexPutBackward0", _index_into_zeros_bw, None, (shape, idx, accumulate))
+    return INDEX_PUT.record(z, (g,), (idx, accumulate, _VALUES))
 
 
 def _scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     dim, idx = ctx
-    xp = g._backend
-    return record(xp.take_along_axis(g._data, idx, axis=dim), (g,), "GatherBackward0",
-                  _gather_bw, None, (g._data.shape, dim, idx))
-
-
-def _gather_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, dim, idx = ctx
-    return scatter_into_zeros(g, shape, dim, idx)
+    return _gather_raw(g, dim, idx)
 
 
 def scatter_into_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
@@ -278,32 +305,26 @@ def scatter_into_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
         z[...] = g._data.reshape(())
     else:
         xp.put_along_axis(z, idx, g._data, axis=dim)
+    # ScatterBackward0 is also scatter's node, specified in gather.py with scatter's formula
+    # over (self, src) (node() takes each name once): this one, over src alone, is recorded
+    # directly
     return record(z, (g,), "ScatterBackward0", _scatter_bw, None, (dim, idx))
 
 
-def _index_put_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    idx, vshape, vdtype, has_value_tensor = ctx
-    xp = g._backend
-    keep = g._data.copy()
-    keep[idx] = 0
-    ga = record(keep, (g,), "IndexPutBackward0", _mask_bw, None, idx)
-    gv = None
-    if has_value_tensor:
-        gv = sum_to(g[idx], vshape)
-        if gv._data.dtype != vdtype:
-            gv = gv.to(_dtype.from_np(vdtype))
-    _ = xp
-    return ga, gv
+def _fit(value: Tensor, out: Any, idx: tuple) -> Tensor:
+    """value without the leading size-1 dims past the rank of out[idx], which an assignment
+    drops (NumPy's, and torch's setitem): the gradient taken at idx then broadcasts to it."""
+    vd = value._data
+    if vd.ndim and vd.shape[0] == 1:
+        extra = vd.ndim - out[idx].ndim
+        if extra > 0:
+            return value.reshape(vd.shape[extra:])
+    return value
 
 
-def _mask_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    keep = g._data.copy()
-    keep[ctx] = 0
-    return record(keep, (g,), "IndexPutBackward0", _mask_bw, None, ctx)
-
-
-def _put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Tensor:
-    """Out-of-place `a[idx] = value`, differentiable in a and value."""
+def _put(a: Tensor, idx: Any, value: Any, name: str) -> Tensor:
+    """Out-of-place `a[idx] = value`, differentiable in a and value, recorded as node `name`
+    (`_setitem_name`)."""
     nidx = _normalize(idx, a._backend, a._data)
     out = a._data.copy()
     vt = isinstance(value, Tensor)
@@ -313,14 +334,22 @@ def _put(a: Tensor, idx: Any, value: Any, name: str = "IndexPutBackward0") -> Te
         raise _rephrase(e, out.shape, nidx) from None
     except ValueError as e:
         raise RuntimeError(f"shape mismatch: {e}") from None
+    if vt:
+        value = _fit(value, out, nidx)
     inputs = (a, value) if vt else (a,)
-    ctx = (nidx, value._data.shape if vt else (), value._data.dtype if vt else None, vt)
-    bw = _index_put_bw if vt else _index_put_self_bw
-    return record(out, inputs, name, bw, None, ctx)
-
-
-def _index_put_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return _index_put_bw(g, saved, ctx)[0]
+    if name == "IndexPutBackward0":
+        return INDEX_PUT.record(out, inputs, (nidx, False, _BOTH if vt else _SELF))
+    if name == "torch::autograd::CopySlices":
+        return COPY_SLICES.record(out, inputs, (_zero_at, _at if vt else None, nidx))
+    if name == "torch::autograd::CopyBackwards":  # the whole of a, from a tensor
+        return COPY.record(out, inputs)
+    if name == "FillBackward2":  # the whole of a, from a number
+        return FILL.record(out, inputs)
+    # a number at one mask or index array: masked_fill's or index_fill's node, at the mask of
+    # the written entries
+    mask = a._backend.zeros(out.shape, dtype=bool)
+    mask[nidx] = True
+    return (MASKED_FILL if name == "MaskedFillBackward0" else INDEX_FILL).record(out, inputs, mask)
 
 
 def _setitem_name(nidx: tuple, shape: tuple, value_is_tensor: bool) -> str:
@@ -420,12 +449,16 @@ def _check_index_bounds(xp: Any, index: Any, size: int, dim: int) -> None:
 
 
 # ---- index_add / index_put ---------------------------------------------------------------
+# ctx: (dim, index array, alpha, source's shape)
 def _index_add_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    dim, idx, alpha, src_shape, in_dt, src_dt = ctx
+    dim, idx, alpha, src_shape = ctx
     gs = g.index_select(dim, const(idx)) if g._data.ndim else g.reshape(1)
     if alpha != 1:
         gs = gs * alpha
-    return cast_grad(g, in_dt), cast_grad(gs.reshape(src_shape), src_dt)
+    return g, gs.reshape(src_shape)
+
+
+INDEX_ADD = node("IndexAddBackward0", _index_add_bw)
 
 
 @op(method="index_add", function="index_add", grad_fn="IndexAddBackward0")
@@ -474,8 +507,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     src = s.reshape(out.shape[:dim] + (idx.size,) + out.shape[dim + 1:])
     if idx.size:
         xp.add_at(out, (slice(None),) * dim + (idx,), src * alpha if alpha != 1 else src)
-    return record(out.reshape(d.shape), (input, source), "IndexAddBackward0", _index_add_bw,
-                  None, (dim, idx, alpha, s.shape, d.dtype, s.dtype))
+    return INDEX_ADD.record(out.reshape(d.shape), (input, source), (dim, idx, alpha, s.shape))
 
 
 @op(method="index_add_")
@@ -489,14 +521,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
     return write_inplace(self, out, self.requires_grad or source.requires_grad)
 
 
-def _index_put_op_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    mask, idx, accumulate, vshape, in_dt, v_dt = ctx
-    gi = g if accumulate else g.masked_fill(const(mask), 0)
-    gv = sum_to(g[tuple(const(i) for i in idx)], vshape)
-    return cast_grad(gi, in_dt), cast_grad(gv, v_dt)
-
-
-@op(method="index_put", function="index_put", grad_fn="IndexPutBackward0")
+@op(method="index_put", function="index_put", grad_fn="IndexPutBackward0", autocast=dict(cuda="promote"))
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
               accumulate: bool = False) -> Tensor:
     """A copy of input with values written (or accumulated) at the index tensors.
@@ -529,10 +554,8 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
         xp.add_at(out, idx, xp.broadcast_to(v, sel_shape))
     else:
         out[idx] = v
-    mask = xp.zeros(d.shape, dtype=bool)
-    mask[idx] = True
-    return record(out, (input, values), "IndexPutBackward0", _index_put_op_bw, None,
-                  (mask, idx, accumulate, v.shape, d.dtype, v.dtype))
+        values = _fit(values, out, idx)
+    return INDEX_PUT.record(out, (input, values), (idx, accumulate, _BOTH))
 
 
 @op(method="index_put_")
@@ -546,12 +569,16 @@ def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor,
 
 
 # ---- embedding -----------------------------------------------------------------------------
+# ctx: (weight's shape, indices, each index's gradient scale or None)
 def _embedding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, idx, keep = ctx
     gi = g.reshape(idx.size, shape[1])
     if keep is not None:
         gi = gi * const(keep.reshape(-1, 1).astype(g._data.dtype))
     return index_into_zeros(gi, shape, (idx.reshape(-1),), True)
+
+
+EMBEDDING = node("EmbeddingBackward0", _embedding_bw)
 
 
 # nn.functional.embedding takes (input, weight, padding_idx=None, max_norm, ...): argument
@@ -601,8 +628,7 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
         flat = idd.reshape(-1).astype(_dtype.int64.np)
         freq = xp.bincount(flat, minlength=n)[flat].reshape(idd.shape)
         keep = (1.0 / freq) if keep is None else keep / freq
-    return record(out, (weight,), "EmbeddingBackward0", _embedding_bw, None,
-                  (weight._data.shape, idd, keep))
+    return EMBEDDING.record(out, (weight,), (weight._data.shape, idd, keep))
 
 
 @op(function="embedding_renorm_")
@@ -619,3 +645,155 @@ def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,
     w[rows] *= scale[:, None]
     input._bump_version()
     return input
+
+
+# ---- select_scatter / slice_scatter / diagonal_scatter -----------------------------------------
+# Each is a copy of input with src written into one view of it (a select, a slice, a diagonal):
+# input's gradient is g with that view zeroed (the op itself, writing zeros), src's the view of g.
+def _embed(input: Tensor, src: Tensor, region: Any) -> Any:
+    """A copy of input's array with src (cast to its dtype) written through region(copy), a
+    writable view of it."""
+    d, s = input._data, src._data
+    same_device(d, s)
+    out = d.copy()
+    view = region(out)
+    if tuple(view.shape) != tuple(s.shape):
+        raise RuntimeError(
+            "expected src to have a size equal to the slice of self. src size = "
+            f"{list(s.shape)}, slice size = {list(view.shape)}")
+    view[...] = s
+    return out
+
+
+def _select_scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, index, src_shape = ctx[:3]
+    return select_scatter(g, g.new_zeros(src_shape), dim, index), g.select(dim, index)
+
+
+SELECT_SCATTER = node("SelectScatterBackward0", _select_scatter_bw,
+                      getters={"dim": lambda s, c: c[0], "index": lambda s, c: c[3]})
+
+
+@op(method="select_scatter", function="select_scatter", grad_fn="SelectScatterBackward0")
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of input with src written into input.select(dim, index).
+
+    Args:
+        input (Tensor): the input tensor.
+        src (Tensor): the values written, of the selected slice's shape (cast to input's dtype).
+        dim (int): the dim to select along.
+        index (int): the position selected (negative counts from the end).
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3).select_scatter(rustgrad.ones(3), 0, 1)
+        tensor([[0., 0., 0.],
+                [1., 1., 1.]])
+    """
+    d = input._data
+    dim = _wrap_dim(dim, d.ndim)
+    n = d.shape[dim]
+    if not -n <= index < n:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(d.shape)} at "
+            f"dimension {dim}")
+    given, index = index, index % n
+    where = (slice(None),) * dim + (index,)
+
+    def region(a: Any) -> Any:
+        return a[where + (Ellipsis,)]
+
+    out = _embed(input, src, region)
+    return SELECT_SCATTER.record(out, (input, src), (dim, index, src._data.shape, given))
+
+
+def _slice_scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, start, end, step, src_shape = ctx[:5]
+    zeros = g.new_zeros(src_shape)
+    sl = (slice(None),) * dim + (slice(start, end, step),)
+    return slice_scatter(g, zeros, dim, start, end, step), g[sl]
+
+
+SLICE_SCATTER = node("SliceScatterBackward0", _slice_scatter_bw,
+                     getters={"dim": lambda s, c: c[0], "start": lambda s, c: c[5][0],
+                              "end": lambda s, c: c[5][1], "step": lambda s, c: c[3]})
+
+
+@op(method="slice_scatter", function="slice_scatter", grad_fn="SliceScatterBackward0")
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Any = None, end: Any = None,
+                  step: int = 1) -> Tensor:
+    """A copy of input with src written into the slice start:end:step of dim.
+
+    Args:
+        input (Tensor): the input tensor.
+        src (Tensor): the values written, of the slice's shape (cast to input's dtype).
+        dim (int, optional): the dim sliced. Default: 0.
+        start (int, optional): the slice's first position. Default: the start.
+        end (int, optional): the position the slice stops before. Default: the end.
+        step (int, optional): the stride of the slice. Default: 1.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 4).slice_scatter(rustgrad.ones(2, 2), 1, start=0, step=2)
+        tensor([[1., 0., 1., 0.],
+                [1., 0., 1., 0.]])
+    """
+    d = input._data
+    dim = _wrap_dim(dim, d.ndim)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    sl = (slice(None),) * dim + (slice(start, end, step),)
+
+    def region(a: Any) -> Any:
+        return a[sl]
+
+    out = _embed(input, src, region)
+    return SLICE_SCATTER.record(out, (input, src),
+                                (dim, start, end, step, src._data.shape, (start, end)))
+
+
+def _diagonal_region(a: Any, offset: int, dim1: int, dim2: int) -> Any:
+    """The diagonal of a (its positions last, as torch's diagonal), as a writable view."""
+    backend = namespace_of(a)
+    return backend.writable_view(backend.diagonal(a, offset, dim1, dim2))
+
+
+def _diagonal_scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    offset, dim1, dim2, src_shape = ctx
+    return (diagonal_scatter(g, g.new_zeros(src_shape), offset, dim1, dim2),
+            g.diagonal(offset, dim1, dim2))
+
+
+DIAGONAL_SCATTER = node("DiagonalScatterBackward0", _diagonal_scatter_bw,
+                        getters={"offset": lambda s, c: c[0], "dim1": lambda s, c: c[1],
+                                 "dim2": lambda s, c: c[2]})
+
+
+@op(method="diagonal_scatter", function="diagonal_scatter", grad_fn="DiagonalScatterBackward0")
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of input with src written into input.diagonal(offset, dim1, dim2).
+
+    Args:
+        input (Tensor): the input tensor, at least 2-D.
+        src (Tensor): the values written, of the diagonal's shape (cast to input's dtype).
+        offset (int, optional): 0 the main diagonal, > 0 above it, < 0 below it. Default: 0.
+        dim1 (int, optional): the first dim of the diagonal's plane. Default: 0.
+        dim2 (int, optional): the second dim of the diagonal's plane. Default: 1.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3).diagonal_scatter(rustgrad.tensor([1., 2.]), 1)
+        tensor([[0., 1., 0.],
+                [0., 0., 2.]])
+    """
+    d = input._data
+    dim1, dim2 = _wrap_dim(dim1, d.ndim), _wrap_dim(dim2, d.ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+
+    def region(a: Any) -> Any:
+        return _diagonal_region(a, offset, dim1, dim2)
+
+    out = _embed(input, src, region)
+    return DIAGONAL_SCATTER.record(out, (input, src), (offset, dim1, dim2, src._data.shape))

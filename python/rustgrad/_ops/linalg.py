@@ -11,14 +11,13 @@ from .. import _dtype
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
-    cast_grad,
     check_broadcastable,
     is_bf16,
     opmath,
     record,
     same_device,
-    sum_to,
 )
 from .views import _diag_into_zeros, diagonal, permute, squeeze
 
@@ -57,9 +56,13 @@ def _same_dtype_mv(mat: Any, vec: Any) -> None:
 
 
 # ---- dot, outer, mv, mm, bmm -----------------------------------------------------------
+# Each factor is saved where the other's gradient needs it (torch's rule).
 def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
     return (None if b is None else g * b), (None if a is None else g * a)
+
+
+DOT = node("DotBackward0", _dot_bw, saved=("self", "tensor"))
 
 
 def _no_bool(kernel: str, *arrays: Any) -> None:
@@ -69,7 +72,7 @@ def _no_bool(kernel: str, *arrays: Any) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
-@op(method="dot", function="dot", grad_fn="DotBackward0")
+@op(method="dot", function="dot", grad_fn="DotBackward0", autocast=dict(cuda="promote"))
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """The dot product of two 1-D tensors.
 
@@ -99,8 +102,8 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         )
     _no_bool("dot", ad)
     out = _rounded(input._backend.asarray(ad @ bd), ad)
-    saved = (input if tensor.requires_grad else None, tensor if input.requires_grad else None)
-    return record(out, (input, tensor), "DotBackward0", _dot_bw, saved)
+    return DOT.record(out, (input, tensor), self=input if tensor.requires_grad else None,
+                      tensor=tensor if input.requires_grad else None)
 
 
 
@@ -132,7 +135,10 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gv
 
 
-@op(method="mv", function="mv", grad_fn="MvBackward0")
+MV = node("MvBackward0", _mv_bw, saved=("self", "vec"))
+
+
+@op(method="mv", function="mv", grad_fn="MvBackward0", autocast=dict(cuda="lower"))
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The matrix-vector product input @ vec.
 
@@ -159,8 +165,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     _same_dtype_mv(ad, vd)
     _no_bool("addmv_impl_cpu", ad)
     out = _rounded(ad @ vd, ad)
-    saved = (input if vec.requires_grad else None, vec if input.requires_grad else None)
-    return record(out, (input, vec), "MvBackward0", _mv_bw, saved)
+    return MV.record(out, (input, vec), self=input if vec.requires_grad else None,
+                     vec=vec if input.requires_grad else None)
 
 
 def _column_major(t: Tensor) -> bool:
@@ -178,11 +184,20 @@ def _mat2_grad(m1: Tensor, g: Tensor, column_major: bool) -> Tensor:
     return mm(m1.t(), g)
 
 
-def _mm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+def _mm_bw(g: Tensor, saved: Any, column_major: Any) -> Any:
     a, b = saved
     ga = None if b is None else mm(g, b.t())
-    gb = None if a is None else _mat2_grad(a, g, ctx)
+    gb = None if a is None else _mat2_grad(a, g, column_major)
     return ga, gb
+
+
+MM = node("MmBackward0", _mm_bw, saved=("self", "mat2"))
+
+
+def _mm_record(out: Any, a: Tensor, b: Tensor) -> Tensor:
+    """The MmBackward0 of a @ b (ctx: whether b's gradient is computed column-major)."""
+    return MM.record(out, (a, b), b.requires_grad and _column_major(b),
+                     self=a if b.requires_grad else None, mat2=b if a.requires_grad else None)
 
 
 def _check_mm(a: Any, b: Any, kernel: str = "mm") -> None:
@@ -203,7 +218,7 @@ def _check_mm(a: Any, b: Any, kernel: str = "mm") -> None:
     _no_bool("addmm_impl_cpu_", a)
 
 
-@op(method="mm", function="mm", grad_fn="MmBackward0")
+@op(method="mm", function="mm", grad_fn="MmBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product input @ mat2 of two 2-D tensors (see matmul for broadcasting).
 
@@ -221,10 +236,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     ad, bd = input._data, mat2._data
     same_device(ad, bd)
     _check_mm(ad, bd)
-    out = _rounded(ad @ bd, ad)
-    saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
-    return record(out, (input, mat2), "MmBackward0", _mm_bw, saved,
-                  mat2.requires_grad and _column_major(mat2))
+    return _mm_record(_rounded(ad @ bd, ad), input, mat2)
 
 
 def _check_bmm(a: Any, b: Any) -> None:
@@ -246,7 +258,10 @@ def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
-@op(method="bmm", function="bmm", grad_fn="BmmBackward0")
+BMM = node("BmmBackward0", _bmm_bw, saved=("self", "mat2"))
+
+
+@op(method="bmm", function="bmm", grad_fn="BmmBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix product of two 3-D tensors with the same batch size.
 
@@ -266,8 +281,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     _same_dtype(input, mat2)
     _no_bool("bmm", ad)
     out = _rounded(input._backend.matmul(ad, bd), ad)
-    saved = (input if mat2.requires_grad else None, mat2 if input.requires_grad else None)
-    return record(out, (input, mat2), "BmmBackward0", _bmm_bw, saved)
+    return BMM.record(out, (input, mat2), self=input if mat2.requires_grad else None,
+                      mat2=mat2 if input.requires_grad else None)
 
 
 def _expanded_shape(shape: tuple, target: tuple) -> None:
@@ -295,8 +310,8 @@ def _expanded_shape(shape: tuple, target: tuple) -> None:
 
 def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     m1, m2 = saved
-    in_shape, in_dt, beta, alpha, batched, layout = ctx
-    gi = cast_grad(sum_to(g if beta == 1 else g * beta, in_shape), in_dt)
+    beta, alpha, batched, layout = ctx
+    gi = g if beta == 1 else g * beta
     prod = bmm if batched else mm
     tr = (lambda t: t.transpose(1, 2)) if batched else (lambda t: t.t())
     g1 = g2 = None
@@ -309,6 +324,11 @@ def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         if alpha != 1:
             g2 = g2 * alpha
     return gi, g1, g2
+
+
+# saved: mat1 where mat2 needs a gradient, mat2 where mat1 does (as torch's)
+ADDMM = node("AddmmBackward0", _addmm_bw, saved=("mat1", "mat2"))
+BADDBMM = node("BaddbmmBackward0", _addmm_bw, saved=("batch1", "batch2"))
 
 
 def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched: bool) -> Tensor:
@@ -349,12 +369,14 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
             out = out + (input._data if beta == 1 else input._data * beta)
         out = xp.broadcast_to(out, prod.shape).astype(ad.dtype, copy=True)
     layout = not batched and m2.requires_grad and _column_major(m2)  # only m2's gradient
-    return record(out, (input, m1, m2), "BaddbmmBackward0" if batched else "AddmmBackward0",
-                  _addmm_bw, (m1 if m2.requires_grad else None, m2 if m1.requires_grad else None),
-                  (input._data.shape, input._data.dtype, beta, alpha, batched, layout))
+    s1, s2 = m1 if m2.requires_grad else None, m2 if m1.requires_grad else None
+    ctx = (beta, alpha, batched, layout)
+    if batched:
+        return BADDBMM.record(out, (input, m1, m2), ctx, batch1=s1, batch2=s2)
+    return ADDMM.record(out, (input, m1, m2), ctx, mat1=s1, mat2=s2)
 
 
-@op(method="addmm", function="addmm", grad_fn="AddmmBackward0")
+@op(method="addmm", function="addmm", grad_fn="AddmmBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2).
 
@@ -374,7 +396,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     return _addmm(input, mat1, mat2, beta, alpha, False)
 
 
-@op(method="baddbmm", function="baddbmm", grad_fn="BaddbmmBackward0")
+@op(method="baddbmm", function="baddbmm", grad_fn="BaddbmmBackward0", autocast=dict(cuda="lower", cpu="lower"))
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched.
@@ -487,6 +509,11 @@ def _einsum_core_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(grads)
 
 
+# the spec states the name; einsum records through `record` itself, saving every operand (no
+# fixed slots) and sometimes under arith.py's MulBackward0
+EINSUM = node("EinsumBackward0", _einsum_core_bw)
+
+
 def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
                  name: str = "EinsumBackward0") -> Tensor:
     """One graph node: the backend's einsum over operands whose labels are distinct within each
@@ -500,11 +527,13 @@ def _einsum_core(ops: List[Tensor], subs: List[List[str]], out_sub: List[str],
     out = xp.asarray(out)
     if out.dtype != dt:
         out = out.astype(dt)
+    # recorded directly: it saves every operand (no fixed slots for a spec) and may be named
+    # MulBackward0, arith.py's spec
     return record(out, tuple(ops), name, _einsum_core_bw, tuple(ops),
                   (tuple(tuple(s) for s in subs), tuple(out_sub)))
 
 
-@op(function="einsum", grad_fn=("MulBackward0", "EinsumBackward0"))
+@op(function="einsum", grad_fn=("MulBackward0", "EinsumBackward0"), autocast=dict(cuda="lower"))
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation: the operands' entries multiplied and summed as the equation says.
 
@@ -591,7 +620,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 
 
 # ---- tensordot, kron -------------------------------------------------------------------
-@op(function="tensordot")
+@op(function="tensordot", autocast=dict(cuda="promote"))
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contracts a and b over the given dimensions.
 
@@ -683,6 +712,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     prod = input.reshape(tuple(ai)) * other.reshape(tuple(bi))
     shape = tuple(x * y for x, y in zip(ash, bsh))
     pd = prod._data
+    # UnsafeViewBackward0 is specified in views.py (node() takes each name once): recorded directly
     return record(pd.reshape(shape).copy(), (prod,), "UnsafeViewBackward0", _unsafe_view_bw, None,
                   pd.shape)
 
@@ -694,7 +724,11 @@ def _trace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _diag_into_zeros(g.expand(k), (n, m), 0, 0, 1)
 
 
-@op(method="trace", function="trace", grad_fn=("TraceBackward0", "DiagonalBackwardBackward0"))
+TRACE = node("TraceBackward0", _trace_bw)
+
+
+@op(method="trace", function="trace", grad_fn=("TraceBackward0", "DiagonalBackwardBackward0"),
+    autocast=dict(cpu="fp32"))
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-D tensor.
 
@@ -715,12 +749,15 @@ def trace(input: Tensor) -> Tensor:
     out = xp.asarray(xp.trace(d))
     if d.dtype.kind in "biu":
         out = out.astype(_dtype.int64.np)
-    return record(out, (input,), "TraceBackward0", _trace_bw, None, d.shape)
+    return TRACE.record(out, (input,), d.shape)
 
 
 def _diag_embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     offset, d1, d2 = ctx
     return diagonal(g, offset, d1, d2)
+
+
+DIAG_EMBED = node("DiagEmbedBackward0", _diag_embed_bw)
 
 
 @op(method="diag_embed", function="diag_embed", grad_fn="DiagEmbedBackward0")
@@ -740,12 +777,15 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
         shape.append(size if i in (d1, d2) else rest.pop(0))
     z = xp.zeros(tuple(shape), dtype=d.dtype)
     xp.writable_view(xp.diagonal(z, offset, d1, d2))[...] = d
-    return record(z, (input,), "DiagEmbedBackward0", _diag_embed_bw, None, (offset, d1, d2))
+    return DIAG_EMBED.record(z, (input,), (offset, d1, d2))
 
 
 def _diag_copy_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, offset = ctx
     return _diag_into_zeros(g, shape, offset, 0, 1)
+
+
+DIAG_COPY = node("DiagonalBackward0_copy", _diag_copy_bw)
 
 
 @op(method="diag", function="diag", grad_fn=("DiagonalBackward0_copy", "DiagonalBackwardBackward0"))
@@ -770,33 +810,37 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if d.ndim != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
     out = input._backend.diagonal(d, diagonal).copy()
-    return record(out, (input,), "DiagonalBackward0_copy", _diag_copy_bw, None,
-                  (d.shape, diagonal))
+    return DIAG_COPY.record(out, (input,), (d.shape, diagonal))
 
 
 # ---- matmul: torch folds it to dot / mv / mm, or a batched product -------------------------
+# The products' gradients keep the broadcast batch dims: the engine sums them to each operand's
+# shape (an operand broadcast along a batch dim never has the output's shape).
 def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     a, b = saved
-    ash, bsh, adt, bdt = ctx
-    a2 = a.unsqueeze(0) if len(ash) == 1 else a
-    b2 = b.unsqueeze(-1) if len(bsh) == 1 else b
+    a_vec, b_vec = a._data.ndim == 1, b._data.ndim == 1
+    a2 = a.unsqueeze(0) if a_vec else a
+    b2 = b.unsqueeze(-1) if b_vec else b
     g2 = g
-    if len(ash) == 1:
+    if a_vec:
         g2 = g2.unsqueeze(-2)
-    if len(bsh) == 1:
+    if b_vec:
         g2 = g2.unsqueeze(-1)
     ga = gb = None
     if a.requires_grad:
         ga = g2 @ b2.transpose(-1, -2)
-        if len(ash) == 1:
+        if a_vec:
             ga = ga.squeeze(-2)
-        ga = cast_grad(sum_to(ga, ash), adt)
     if b.requires_grad:
         gb = a2.transpose(-1, -2) @ g2
-        if len(bsh) == 1:
+        if b_vec:
             gb = gb.squeeze(-1)
-        gb = cast_grad(sum_to(gb, bsh), bdt)
     return ga, gb
+
+
+# mm(a.unsqueeze(0), b).squeeze_(0)'s last node, which the batched matmul names (the others it
+# names are views.py's and copies.py's specs): recorded through `record` with _batched_bw
+SQUEEZE_MM = node("SqueezeBackward4", _batched_bw)
 
 
 @op(
@@ -805,6 +849,7 @@ def _batched_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     function="matmul",
     grad_fn=("DotBackward0", "MmBackward0", "MvBackward0", "UnsafeViewBackward0", "SqueezeBackward4",
              "TransposeBackward0", "CloneBackward0"),
+    autocast=dict(cuda="lower", cpu="lower"),
 )
 def matmul(input: Tensor, other: Any) -> Any:
     """The matrix product with torch's rules for 1-D, 2-D and batched operands.
@@ -869,16 +914,17 @@ def matmul(input: Tensor, other: Any) -> Any:
     else:
         _no_bool("bmm", ad)
     out = _rounded(input._backend.matmul(ad, bd), ad)
-    saved = (input if other.requires_grad else None, other if input.requires_grad else None)
     if na == 2 and nb == 2:
-        return record(out, (input, other), "MmBackward0", _mm_bw, saved,
-                      other.requires_grad and _column_major(other))
+        return _mm_record(out, input, other)
+    s1, s2 = input if other.requires_grad else None, other if input.requires_grad else None
     if na == 1 and nb == 1:
-        return record(out, (input, other), "DotBackward0", _dot_bw, saved)
+        return DOT.record(out, (input, other), self=s1, tensor=s2)
     if na == 2 and nb == 1:
-        return record(out, (input, other), "MvBackward0", _mv_bw, saved)
-    ctx = (ad.shape, bd.shape, input._data.dtype, other._data.dtype)
-    out_t = record(out, (input, other), _batched_name(input, other), _batched_bw, (input, other), ctx)
+        return MV.record(out, (input, other), self=s1, vec=s2)
+    # named as the view or copy torch's folded product ends on: UnsafeViewBackward0,
+    # TransposeBackward0 and CloneBackward0 are specified in views.py and copies.py with their
+    # own formulas (node() takes each name once), so this node is recorded directly
+    out_t = record(out, (input, other), _batched_name(input, other), _batched_bw, (input, other))
     if na == 1 and nb == 2:
         out_t._bump_version()  # torch: mm(a.unsqueeze(0), b).squeeze_(0)
     return out_t
@@ -924,7 +970,7 @@ def _batched_name(a: Tensor, b: Tensor) -> str:
     return "UnsafeViewBackward0"
 
 
-@op(dunder="__rmatmul__")
+@op(dunder="__rmatmul__", autocast=dict(cuda="lower", cpu="lower"))
 def rmatmul(input: Tensor, other: Any) -> Any:
     """other @ input, for a non-tensor on the left."""
     if not isinstance(other, Tensor):

@@ -16,7 +16,8 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.reshape(ctx)
 
 
-@op(functional="linear", grad_fn=("AddmmBackward0", "MmBackward0", "UnsafeViewBackward0"))
+@op(functional="linear", grad_fn=("AddmmBackward0", "MmBackward0", "UnsafeViewBackward0"),
+    autocast=dict(cuda="lower", cpu="lower"))
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
     xd = input._data
@@ -33,5 +34,6 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
 
 
 def _unsafe_view(out: Tensor, shape: Tuple[int, ...]) -> Tensor:
+    # UnsafeViewBackward0 is specified in views.py (node() takes each name once): recorded directly
     return record(out._data.reshape(shape), (out,), "UnsafeViewBackward0", _unsafe_view_bw,
                   None, out._data.shape)

@@ -13,19 +13,21 @@ from typing import Any, Optional, Tuple
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
+    NOT_IMPLEMENTED,
     broadcast_error,
     check_broadcastable,
     const,
+    is_grad_enabled,
     needs_grad,
     quiet_fp,
-    record,
     same_device,
     same_devices,
     sum_to,
 )
 from .activation import stable_softplus
-from .compare import where
+from .distance import pairwise_distance
 from .indexing import index_into_zeros
 
 _REDUCTIONS = ("none", "mean", "sum", "batchmean")
@@ -111,28 +113,17 @@ def _reduce_grad(g: Tensor, local: Tensor, reduction: str) -> Tensor:
     return local * g
 
 
-def _pair_grads(gl: Tensor, ctx: Any) -> Any:
-    shapes, needs = ctx
-    ga = sum_to(gl, shapes[0]) if needs[0] else None
-    gb = sum_to(-gl, shapes[1]) if needs[1] else None
+def _pair_grads(gl: Tensor, saved: Any, reduction: str, needs: Any) -> Any:
+    """The gradients of input and target from the loss's gradient gl at their broadcast shape.
+    A reduced loss is a scalar, not of that shape, so the engine cannot tell that an input of
+    the scalar's shape was broadcast: the sum back to each input's shape is done here."""
+    a, b = saved.self, saved.target
+    ga = gl if needs[0] else None
+    gb = -gl if needs[1] else None
+    if reduction != "none":
+        ga = None if ga is None else sum_to(ga, a._data.shape)
+        gb = None if gb is None else sum_to(gb, b._data.shape)
     return ga, gb
-
-
-# ---- xlogy(t, t): kl_div's entropy term ----------------------------------------------------
-def _xlogy_self_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (t,) = saved
-    # xlogy's derivatives in both of its arguments, both t: xlogy(t != 0, t) + t / t, nan
-    # at t == 0 (0 / 0) as torch's
-    return g * (where(t != 0, t.log(), 0.0) + t / t)
-
-
-def xlogy_self(t: Tensor) -> Tensor:
-    """t * log(t), 0 where t == 0 (xlogy(t, t), one node), with torch's gradient."""
-    xp = t._backend
-    td = t._data
-    with quiet_fp(xp):
-        out = xp.where(td == 0, td.dtype.type(0), td * xp.log(td)).astype(td.dtype, copy=False)
-    return record(out, (t,), "XlogyBackward0", _xlogy_self_bw, (t,))
 
 
 # ---- nll_loss -----------------------------------------------------------------------------
@@ -150,7 +141,11 @@ def _nll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return gx.reshape(moved).permute(inv)
 
 
-@op(functional="nll_loss", grad_fn=("NllLossBackward0", "NllLoss2DBackward0"))
+NLL_LOSS = node("NllLossBackward0", _nll_bw)
+NLL_LOSS_2D = node("NllLoss2DBackward0", _nll_bw)
+
+
+@op(functional="nll_loss", grad_fn=("NllLossBackward0", "NllLoss2DBackward0"), autocast=dict(cuda="fp32", cpu="fp32"))
 def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
              size_average: Optional[bool] = None, ignore_index: int = -100,
              reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
@@ -241,18 +236,20 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     else:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ctx = (x2.shape, (rows, tsafe), coef, reduction, perm, xd.shape)
-    name = "NllLoss2DBackward0" if xd.ndim == 4 else "NllLossBackward0"
-    return record(out, (input,), name, _nll_bw, None, ctx)
+    return (NLL_LOSS_2D if xd.ndim == 4 else NLL_LOSS).record(out, (input,), ctx)
 
 
 # ---- mse, smooth l1, huber ----------------------------------------------------------------
 def _mse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
-    reduction = ctx[0]
-    return _pair_grads(_reduce_grad(g, (a - b) * 2, reduction), ctx[1:])
+    reduction, needs = ctx
+    local = (saved.self - saved.target) * 2
+    return _pair_grads(_reduce_grad(g, local, reduction), saved, reduction, needs)
 
 
-@op(functional="mse_loss", grad_fn="MseLossBackward0")
+MSE_LOSS = node("MseLossBackward0", _mse_bw, saved=("self", "target"))
+
+
+@op(functional="mse_loss", grad_fn="MseLossBackward0", autocast=dict(cuda="fp32", cpu="fp32"))
 def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
              reduce: Optional[bool] = None, reduction: str = "mean",
              weight: Optional[Tensor] = None) -> Tensor:
@@ -282,21 +279,23 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     check_target_size(a, b)
     d = a._data - b._data
     out = _reduce_array(a._backend, d * d, reduction)
-    ctx = (reduction, (a._data.shape, b._data.shape), needs_grad(a, b))
-    return record(out, (a, b), "MseLossBackward0", _mse_bw, (a, b), ctx)
+    return MSE_LOSS.record(out, (a, b), (reduction, needs_grad(a, b)), self=a, target=b)
 
 
 def _smooth_l1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
-    reduction, beta, huber = ctx[0]
-    diff = a - b
+    reduction, beta, huber, needs = ctx
+    diff = saved.self - saved.target
     if beta == 0:
         local = diff.sign()
     elif huber:
         local = diff.clamp(-beta, beta)
     else:
         local = diff.clamp(-beta, beta) / beta
-    return _pair_grads(_reduce_grad(g, local, reduction), ctx[1:])
+    return _pair_grads(_reduce_grad(g, local, reduction), saved, reduction, needs)
+
+
+SMOOTH_L1_LOSS = node("SmoothL1LossBackward0", _smooth_l1_bw, saved=("self", "target"))
+HUBER_LOSS = node("HuberLossBackward0", _smooth_l1_bw, saved=("self", "target"))
 
 
 def _smooth_l1(a: Tensor, b: Tensor, reduction: str, beta: float, huber: bool) -> Tensor:
@@ -313,12 +312,11 @@ def _smooth_l1(a: Tensor, b: Tensor, reduction: str, beta: float, huber: bool) -
         loss = xp.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
     loss = loss.astype(d.dtype, copy=False)
     out = _reduce_array(xp, loss, reduction)
-    name = "HuberLossBackward0" if huber else "SmoothL1LossBackward0"
-    ctx = ((reduction, beta, huber), (a._data.shape, b._data.shape), needs_grad(a, b))
-    return record(out, (a, b), name, _smooth_l1_bw, (a, b), ctx)
+    spec = HUBER_LOSS if huber else SMOOTH_L1_LOSS
+    return spec.record(out, (a, b), (reduction, beta, huber, needs_grad(a, b)), self=a, target=b)
 
 
-@op(functional="smooth_l1_loss", grad_fn="SmoothL1LossBackward0")
+@op(functional="smooth_l1_loss", grad_fn="SmoothL1LossBackward0", autocast=dict(cuda="fp32", cpu="fp32"))
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
                    reduce: Optional[bool] = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
@@ -344,7 +342,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] =
                       False)
 
 
-@op(functional="huber_loss", grad_fn="HuberLossBackward0")
+@op(functional="huber_loss", grad_fn="HuberLossBackward0", autocast=dict(cuda="fp32", cpu="fp32"))
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Optional[Tensor] = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target), reduced."""
@@ -387,7 +385,7 @@ def _check_broadcast_fits(xs: Tuple[int, ...], ws: Tuple[int, ...]) -> None:
 
 
 def _bce_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x, t, w = saved
+    x, t, w = saved.self, saved.target, saved.weight
     reduction, has_w, needs_t = ctx
     local = (x - t) / ((1 - x) * x).clamp(min=1e-12)
     if has_w:
@@ -403,7 +401,10 @@ def _bce_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (gx, gt, None) if has_w else (gx, gt)
 
 
-@op(functional="binary_cross_entropy", grad_fn="BinaryCrossEntropyBackward0")
+BCE = node("BinaryCrossEntropyBackward0", _bce_bw, saved=("self", "target", "weight"))
+
+
+@op(functional="binary_cross_entropy", grad_fn="BinaryCrossEntropyBackward0", autocast=dict(cuda="banned", cpu="fp32"))
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                          size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                          reduction: str = "mean") -> Tensor:
@@ -451,12 +452,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     loss = loss.astype(xd.dtype, copy=False)
     out = _reduce_array(xp, loss, reduction)
     inputs = (x, t) if weight is None else (x, t, weight)
-    return record(out, inputs, "BinaryCrossEntropyBackward0", _bce_bw, (x, t, weight),
-                  (reduction, weight is not None, t.requires_grad))
+    return BCE.record(out, inputs, (reduction, weight is not None, t.requires_grad), self=x,
+                      target=t, weight=weight)
 
 
 def _bce_logits_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x, t, w, pw = saved
+    # every term is of the input's shape (weight and pos_weight broadcast to it, checked)
+    x, t, w, pw = saved.self, saved.target, saved.weight, saved.pos_weight
     reduction, has_w, has_pw, nx, nt = ctx
     gx = gt = None
     if nx:
@@ -467,13 +469,13 @@ def _bce_logits_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
             local = x.sigmoid() - t
         if has_w:
             local = local * w
-        gx = sum_to(_reduce_grad(g, local, reduction), x._data.shape)
+        gx = _reduce_grad(g, local, reduction)
     if nt:
         sp = stable_softplus(-x)
         local = (pw - 1) * sp - x if has_pw else -x
         if has_w:
             local = local * w
-        gt = sum_to(_reduce_grad(g, local, reduction), t._data.shape)
+        gt = _reduce_grad(g, local, reduction)
     out = [gx, gt]
     if has_w:
         out.append(None)
@@ -482,10 +484,14 @@ def _bce_logits_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(out)
 
 
+BCE_WITH_LOGITS = node("BinaryCrossEntropyWithLogitsBackward0", _bce_logits_bw,
+                       saved=("self", "target", "weight", "pos_weight"))
+
+
 # torch.binary_cross_entropy_with_logits takes (input, target, weight, pos_weight, reduction):
 # another order, so only the nn.functional name is declared
 @op(functional="binary_cross_entropy_with_logits",
-    grad_fn="BinaryCrossEntropyWithLogitsBackward0")
+    grad_fn="BinaryCrossEntropyWithLogitsBackward0", autocast=dict(cuda="fp32", cpu="fp32"))
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Optional[Tensor] = None,
                                      size_average: Optional[bool] = None,
@@ -536,8 +542,243 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         inputs.append(weight)
     if pos_weight is not None:
         inputs.append(pos_weight)
-    saved = (x, t, weight, pos_weight)
     ctx = (reduction, weight is not None, pos_weight is not None, x.requires_grad,
            t.requires_grad)
-    return record(out, tuple(inputs), "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_bw,
-                  saved, ctx)
+    return BCE_WITH_LOGITS.record(out, tuple(inputs), ctx, self=x, target=t, weight=weight,
+                                  pos_weight=pos_weight)
+
+
+# ---- multi_margin_loss, multilabel_margin_loss ---------------------------------------------
+def _per_sample_grad(g: Tensor, n: int, reduction: str) -> Tensor:
+    """The loss's gradient as one entry per sample, (N, 1): a reduced loss hands each sample
+    g (or g / N for the mean)."""
+    if reduction == "none":
+        return g.reshape(n, 1)
+    gs = g / n if reduction == "mean" else g
+    return gs.reshape(1, 1).expand(n, 1)
+
+
+def _multi_margin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    p, margin, reduction, coef, mask = ctx
+    x = saved.self
+    n, c = mask.shape
+    x2 = x.reshape(n, c)
+    t = saved.target.reshape(n, 1)
+    # each active class's hinge: margin - x[y] + x[i]; its derivative (p = 2: twice itself)
+    d = const(mask.astype(x._data.dtype))
+    if p == 2:
+        d = d * (margin - x2.gather(1, t) + x2) * 2
+    d = d * (_per_sample_grad(g, n, reduction) * const(coef.reshape(n, 1)))
+    onehot = const((x._backend.arange(c).reshape(1, c) == t._data).astype(x._data.dtype))
+    gx = (d - onehot * d.sum(1, keepdim=True)).reshape(x._data.shape)
+    return _first_order_only(gx, g, x, "multi_margin_loss_backward")
+
+
+def _first_order_only(gx: Tensor, g: Tensor, x: Tensor, name: str) -> Tensor:
+    """gx, recorded under create_graph as torch's node for a backward without a derivative:
+    differentiating it again is torch's "derivative for aten::<name> is not implemented"."""
+    if not is_grad_enabled():
+        return gx
+    return NOT_IMPLEMENTED.record(gx._data, (g, x), name)
+
+
+MULTI_MARGIN = node("MultiMarginLossBackward0", _multi_margin_bw, saved=("self", "target"),
+                    getters={"p": lambda s, c: c[0], "margin": lambda s, c: c[1],
+                             "reduction": lambda s, c: _REDUCTION_ENUM[c[2]]})
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _margin_input(xd: Any) -> Tuple[int, int]:
+    """(samples, classes) of a margin loss's (C,) or (N, C) input; torch's refusal of others."""
+    if xd.ndim <= 1:
+        return 1, (xd.size if xd.ndim else 1)
+    if xd.ndim == 2 and xd.shape[1] != 0:
+        return xd.shape[0], xd.shape[1]
+    raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but "
+                       f"got: {list(xd.shape)}")
+
+
+@op(functional="multi_margin_loss", grad_fn="MultiMarginLossBackward0",
+    autocast=dict(cuda="fp32", cpu="fp32"))
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
+                      reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: per sample, the sum over the other classes i of
+    max(0, margin - input[y] + input[i])^p, divided by the number of classes.
+
+    Args:
+        input (Tensor): the scores, (N, C) or (C,).
+        target (Tensor): int64 class indices, (N,) (or one for a (C,) input).
+        p (int, optional): 1 or 2. Default: 1.
+        margin (float, optional): the margin. Default: 1.
+        weight (Tensor, optional): a weight per class (C,), applied by each sample's target.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the samples. Default: "mean".
+
+    Example::
+
+        >>> x = rustgrad.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> rustgrad.nn.functional.multi_margin_loss(x, rustgrad.tensor([3]))
+        tensor(0.3250)
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    xd, td = input._data, target._data
+    same_devices((xd, td) if weight is None else (xd, td, weight._data))
+    n, c = _margin_input(xd)
+    if td.ndim > 1 or td.size != n:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{n}], but got "
+            f"{list(td.shape)}. Input has shape {list(xd.shape)}.")
+    if td.dtype != _dtype.int64.np:
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{_dtype.scalar_type_name(target.dtype)}")
+    if weight is not None and weight._data.size != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight._data.shape)}")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    xp = input._backend
+    t = td.reshape(n)
+    if n and bool(((t < 0) | (t >= c)).any()):
+        raise RuntimeError("target out of range")
+    x2 = xd.reshape(n, c)
+    with quiet_fp(xp):
+        z = margin - xp.take_along_axis(x2, t.reshape(n, 1), axis=1) + x2
+        mask = (z > 0) & (xp.arange(c).reshape(1, c) != t.reshape(n, 1))
+        hinge = xp.where(mask, z if p == 1 else z * z, 0)
+        coef = xp.full((n,), 1.0 / c, dtype=xd.dtype) if weight is None else \
+            (weight._data[t] / c).astype(xd.dtype)
+        per = (hinge.sum(1) * coef).astype(xd.dtype, copy=False)
+    if reduction == "none":
+        out = per.reshape(td.shape if xd.ndim <= 1 else (n,))
+    else:
+        out = _reduce_array(xp, per, reduction)
+    return MULTI_MARGIN.record(out, (input,), (p, margin, reduction, coef, mask), self=input,
+                               target=const(t))
+
+
+def _multilabel_margin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    reduction, active, onehot = ctx
+    x = saved.self
+    n, _, c = active.shape
+    dt = x._data.dtype
+    # each active pair (target y_j, non-target i) adds 1/C to x[i]'s gradient and takes it from
+    # x[y_j]'s: a constant pattern times the per-sample gradient (the loss is piecewise linear)
+    pairs = const(active.astype(dt)) * (_per_sample_grad(g, n, reduction) / c).reshape(n, 1, 1)
+    gx = pairs.sum(1) - (pairs.sum(2, keepdim=True) * const(onehot.astype(dt))).sum(1)
+    return _first_order_only(gx.reshape(x._data.shape), g, x, "multilabel_margin_loss_backward")
+
+
+MULTILABEL_MARGIN = node("MultilabelMarginLossBackward0", _multilabel_margin_bw,
+                         saved=("self", "target", "is_target"),
+                         getters={"reduction": lambda s, c: _REDUCTION_ENUM[c[0]]})
+
+
+@op(functional="multilabel_margin_loss", grad_fn="MultilabelMarginLossBackward0",
+    autocast=dict(cuda="fp32", cpu="fp32"))
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                           reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: per sample, the sum over its target classes j and its other
+    classes i of max(0, 1 - (input[j] - input[i])), divided by the number of classes.
+
+    Args:
+        input (Tensor): the scores, (N, C) or (C,).
+        target (Tensor): int64, input's shape: each row's target classes first, then -1 (what
+            follows the first -1 is ignored).
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum" over the samples. Default: "mean".
+
+    Example::
+
+        >>> x = rustgrad.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> y = rustgrad.tensor([[3, 0, -1, 1]])
+        >>> rustgrad.nn.functional.multilabel_margin_loss(x, y)
+        tensor(0.8500)
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    xd, td = input._data, target._data
+    same_devices((xd, td))
+    n, c = _margin_input(xd)
+    if td.shape != xd.shape and not (xd.ndim == 0 and td.size == 1):
+        raise RuntimeError(f"inconsistent target size: {list(td.shape)} for input of size: "
+                           f"{list(xd.shape)}")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    xp = input._backend
+    t = td.reshape(n, c)
+    if t.size and bool(((t < -1) | (t >= c)).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    t = t.astype(_dtype.int64.np, copy=False)
+    # the targets of a row are those before its first -1
+    valid = xp.cumprod(t != -1, axis=1).astype(bool)
+    ts = xp.where(valid, t, 0)
+    classes = xp.arange(c).reshape(1, 1, c)
+    onehot = (ts[:, :, None] == classes) & valid[:, :, None]  # (N, T, C): target j is class c
+    is_target = onehot.any(axis=1)
+    x2 = xd.reshape(n, c)
+    with quiet_fp(xp):
+        z = 1 - xp.take_along_axis(x2, ts, axis=1)[:, :, None] + x2[:, None, :]
+        active = valid[:, :, None] & ~is_target[:, None, :] & (z > 0)
+        per = (xp.where(active, z, 0).sum(axis=(1, 2)) / c).astype(xd.dtype, copy=False)
+    if reduction == "none":
+        out = per.reshape(() if xd.ndim <= 1 else (n,))
+    else:
+        out = _reduce_array(xp, per, reduction)
+    return MULTILABEL_MARGIN.record(
+        out, (input,), (reduction, active, onehot), self=input, target=const(td),
+        is_target=const(is_target.reshape(xd.shape).astype(xd.dtype)))
+
+
+# ---- triplet_margin_loss ----------------------------------------------------------------------
+def check_triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
+    """torch's refusal of triplets of different ranks."""
+    a, p, n = anchor.ndim, positive.ndim, negative.ndim
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {p}D, "
+                           f"and negative {n}D inputs")
+
+
+@op(functional="triplet_margin_loss", autocast=dict(cuda="fp32", cpu="fp32"))
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                        size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                        reduction: str = "mean") -> Tensor:
+    """The triplet loss max(0, margin + d(anchor, positive) - d(anchor, negative)), with d the
+    p-norm pairwise distance.
+
+    Args:
+        anchor (Tensor): (N, D) or (D,).
+        positive (Tensor): the samples that should be near, anchor's shape.
+        negative (Tensor): the samples that should be far, anchor's shape.
+        margin (float, optional): the margin. Default: 1.
+        p (float, optional): the norm's order. Default: 2.
+        eps (float, optional): added to the differences (pairwise_distance's). Default: 1e-6.
+        swap (bool, optional): use the smaller of d(anchor, negative) and
+            d(positive, negative) (the distance swap). Default: False.
+        size_average (bool, optional): deprecated; use reduction.
+        reduce (bool, optional): deprecated; use reduction.
+        reduction (str, optional): "none", "mean" or "sum". Default: "mean".
+
+    Example::
+
+        >>> a = rustgrad.tensor([[0., 0.]])
+        >>> rustgrad.nn.functional.triplet_margin_loss(a, a + 1, a + 2, eps=0.)
+        tensor(0.)
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_triplet_dims(anchor, positive, negative)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return apply_reduction((d_pos - d_neg + margin).clamp(min=0), reduction)

@@ -11,7 +11,8 @@ from typing import Any, Optional, Sequence, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const, is_grad_enabled, needs_grad, record, same_devices
+from ._node import node
+from ._util import const, is_grad_enabled, needs_grad, same_devices
 
 
 def _same_devices(*tensors: Optional[Tensor]) -> None:
@@ -50,7 +51,7 @@ def _stats(x: Tensor, dims: Tuple[int, ...], eps: float) -> Tuple[Tensor, Tensor
 
 # ---- layer_norm ---------------------------------------------------------------------------
 def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x, w = saved
+    x, w = saved.input, saved.weight
     dims, eps, needs, has_w, has_b = ctx
     lead = tuple(range(x._data.ndim - len(dims)))
     fused = _fused_layer_norm_bw(g, x, w, dims, eps, needs, has_w, has_b, lead)
@@ -65,6 +66,9 @@ def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if has_b:
         out.append((g.sum(lead) if lead else g) if needs[2] else None)
     return tuple(out) if len(out) > 1 else out[0]
+
+
+LAYER_NORM = node("NativeLayerNormBackward0", _layer_norm_bw, saved=("input", "weight"))
 
 
 def _rows(a: Any, dims: Tuple[int, ...]) -> Any:
@@ -115,7 +119,7 @@ def check_normalized_shape(shape: Tuple[int, ...], weight: Optional[Tensor],
             )
 
 
-@op(function="layer_norm", functional="layer_norm", grad_fn="NativeLayerNormBackward0")
+@op(function="layer_norm", functional="layer_norm", grad_fn="NativeLayerNormBackward0", autocast=dict(cuda="fp32"))
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """input normalized over its last dims (normalized_shape), then scaled and shifted."""
@@ -150,13 +154,12 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
             out = out + b._data
     inputs = tuple(t for t in (x, w, b) if t is not None)
     ctx = (dims, eps, needs_grad(x, w, b), w is not None, b is not None)
-    return record(out.astype(xd.dtype, copy=False), inputs, "NativeLayerNormBackward0",
-                  _layer_norm_bw, (x, w), ctx)
+    return LAYER_NORM.record(out.astype(xd.dtype, copy=False), inputs, ctx, input=x, weight=w)
 
 
 # ---- batch_norm ---------------------------------------------------------------------------
 def _batch_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x, w, rm, rv = saved
+    x, w, rm, rv = saved.input, saved.weight, saved.running_mean, saved.running_var
     dims, eps, training, needs, has_w, has_b = ctx
     c = x._data.shape[1]
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
@@ -176,6 +179,11 @@ def _batch_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if has_b:
         out.append(g.sum(dims) if needs[2] else None)
     return tuple(out) if len(out) > 1 else out[0]
+
+
+# the running statistics are saved in evaluation only (training reads the batch's)
+BATCH_NORM = node("NativeBatchNormBackward0", _batch_norm_bw,
+                  saved=("input", "weight", "running_mean", "running_var"))
 
 
 def _verify_batch_size(sizes: Tuple[int, ...], shown: Any) -> None:
@@ -270,11 +278,11 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     out = xd * alpha + beta
     inputs = tuple(t for t in (x, w, b) if t is not None)
     # the running stats are saved as copies: they change in place at every training step
-    saved = (x, w, None if training else const(running_mean._data.copy()),
-             None if training else const(running_var._data.copy()))
     ctx = (dims, eps, training, needs_grad(x, w, b), w is not None, b is not None)
-    return record(out.astype(xd.dtype, copy=False), inputs, "NativeBatchNormBackward0",
-                  _batch_norm_bw, saved, ctx)
+    return BATCH_NORM.record(
+        out.astype(xd.dtype, copy=False), inputs, ctx, input=x, weight=w,
+        running_mean=None if training else const(running_mean._data.copy()),
+        running_var=None if training else const(running_var._data.copy()))
 
 
 # ---- group_norm ---------------------------------------------------------------------------
@@ -308,7 +316,7 @@ def _group_norm_bw_x(g: Tensor, x: Tensor, w: Optional[Tensor], rstd: Tensor,
 
 
 def _group_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x, w = saved
+    x, w = saved.input, saved.weight
     groups, eps, needs, has_w, has_b = ctx
     shape = x._data.shape
     n = shape[0]
@@ -330,6 +338,9 @@ def _group_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if has_b:
         out.append(g.sum(dims) if needs[2] else None)
     return tuple(out) if len(out) > 1 else out[0]
+
+
+GROUP_NORM = node("NativeGroupNormBackward0", _group_norm_bw, saved=("input", "weight"))
 
 
 def _check_group_norm(shape: Tuple[int, ...], groups: int, w: Optional[Tensor],
@@ -363,7 +374,7 @@ def _check_group_norm(shape: Tuple[int, ...], groups: int, w: Optional[Tensor],
             )
 
 
-@op(function="group_norm", functional="group_norm", grad_fn="NativeGroupNormBackward0")
+@op(function="group_norm", functional="group_norm", grad_fn="NativeGroupNormBackward0", autocast=dict(cuda="fp32"))
 def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """input normalized over each group of channels, then scaled and shifted per channel."""
@@ -376,7 +387,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
         out = xd.copy()
         inputs = tuple(t for t in (x, w, b) if t is not None)
         ctx = (num_groups, eps, needs_grad(x, w, b), w is not None, b is not None)
-        return record(out, inputs, "NativeGroupNormBackward0", _group_norm_bw, (x, w), ctx)
+        return GROUP_NORM.record(out, inputs, ctx, input=x, weight=w)
     xp = x._backend
     xg = xd.reshape(n, num_groups, -1)
     mean = xg.mean(axis=2, keepdims=True)
@@ -396,5 +407,4 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     out = xd * alpha.reshape((n, c) + tail) + beta.reshape((n, c) + tail)
     inputs = tuple(t for t in (x, w, b) if t is not None)
     ctx = (num_groups, eps, needs_grad(x, w, b), w is not None, b is not None)
-    return record(out.astype(xd.dtype, copy=False), inputs, "NativeGroupNormBackward0",
-                  _group_norm_bw, (x, w), ctx)
+    return GROUP_NORM.record(out.astype(xd.dtype, copy=False), inputs, ctx, input=x, weight=w)

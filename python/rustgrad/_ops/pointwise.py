@@ -14,11 +14,11 @@ from typing import Any
 from .. import _core, _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
     _type_name,
     as_scalar,
     broadcast_error,
-    cast_grad,
     check_inplace,
     check_inplace_cast,
     check_internal_overlap,
@@ -32,7 +32,6 @@ from ._util import (
     record,
     same_device,
     scalar_operand,
-    sum_to,
 )
 from ._util import (
     const as _const,
@@ -48,44 +47,33 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # ---- helpers ---------------------------------------------------------------------------
 
 
-def _unary(a: Tensor, fn: Any, name: str, bw: Any, save: str) -> Tensor:
-    """out = fn(xp, float array of a); save: 'in' saves the input, 'out' the output."""
+def _unary(a: Tensor, fn: Any, spec: Any) -> Tensor:
+    """out = fn(xp, float array of a), recorded as `spec`'s node: it saves the output
+    (`result=True`) or the input (slot `self`)."""
     if not isinstance(a, Tensor):
-        raise TypeError(f"{name[:-9].lower()}(): argument 'input' must be Tensor, not "
+        raise TypeError(f"{spec.name[:-9].lower()}(): argument 'input' must be Tensor, not "
                         f"{type(a).__name__}")
     xp = a._backend
     with quiet_fp(xp):
         out = fn(xp, floating(a))
-    if save == "out":
-        return record(out, (a,), name, bw, (), None, True)
-    return record(out, (a,), name, bw, (a,))
+    if spec.save_output:
+        return spec.record(out, (a,))
+    return spec.record(out, (a,), self=a)
 
 
-def _binary_grads(ga: Any, gb: Any, ctx: Any) -> Any:
-    """Reduces broadcast gradients to the inputs' shapes and dtypes."""
-    ash, adt, bsh, bdt = ctx
-    ga = None if ga is None else cast_grad(sum_to(ga, ash), adt)
-    gb = None if gb is None else cast_grad(sum_to(gb, bsh), bdt)
-    return ga, gb
-
-
-def _meta(a: Tensor, b: Tensor) -> Any:
-    return (a._data.shape, a._data.dtype, b._data.shape, b._data.dtype)
+# Gradients are returned at the output's shape and dtype: the engine sums each to its input's
+# shape and casts it to its dtype (Note [Input metadata], rust/core/src/engine.rs).
 
 
 # ---- exp, log, sqrt, abs, sign, tanh, reciprocal -----------------------------------------
-# torch's `_saved_result` / `_saved_self` of a node that saves one tensor
-_SAVED_RESULT = {"result": lambda s, c: s[0]}
-_SAVED_SELF = {"self": lambda s, c: s[0]}
-
-
 def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
-    return g * out
+    return g * saved.result
 
 
-@op(method="exp", function="exp", grad_fn="ExpBackward0",
-    saved={"ExpBackward0": _SAVED_RESULT})
+EXP = node("ExpBackward0", _exp_bw, result=True)
+
+
+@op(method="exp", function="exp", grad_fn="ExpBackward0", autocast=dict(cuda="fp32"))
 def exp(input: Tensor) -> Tensor:
     """e to the power input, elementwise.
 
@@ -99,17 +87,17 @@ def exp(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).exp()
         tensor([1.0000, 2.7183])
     """
-    return record(input._backend.exp(floating(input)), (input,), "ExpBackward0", _exp_bw, (),
-                  None, True)
+    return EXP.record(input._backend.exp(floating(input)), (input,))
 
 
 def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    return g / a
+    return g / saved.self
 
 
-@op(method="log", function="log", grad_fn="LogBackward0",
-    saved={"LogBackward0": _SAVED_SELF})
+LOG = node("LogBackward0", _log_bw, saved=("self",))
+
+
+@op(method="log", function="log", grad_fn="LogBackward0", autocast=dict(cuda="fp32"))
 def log(input: Tensor) -> Tensor:
     """The natural logarithm of input, elementwise.
 
@@ -123,17 +111,17 @@ def log(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 0.5]).log()
         tensor([ 0.0000, -0.6931])
     """
-    return record(input._backend.log(floating(input)), (input,), "LogBackward0", _log_bw,
-                  (input,))
+    return LOG.record(input._backend.log(floating(input)), (input,), self=input)
 
 
 def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
-    return g / (2 * out)
+    return g / (2 * saved.result)
 
 
-@op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0",
-    saved={"SqrtBackward0": _SAVED_RESULT})
+SQRT = node("SqrtBackward0", _sqrt_bw, result=True)
+
+
+@op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0")
 def sqrt(input: Tensor) -> Tensor:
     """The square root of input, elementwise.
 
@@ -151,17 +139,17 @@ def sqrt(input: Tensor) -> Tensor:
         >>> x.grad
         tensor([   inf, 0.2500])
     """
-    return record(input._backend.sqrt(floating(input)), (input,), "SqrtBackward0", _sqrt_bw,
-                  (), None, True)
+    return SQRT.record(input._backend.sqrt(floating(input)), (input,))
 
 
 def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    return g * a.sign()
+    return g * saved.self.sign()
 
 
-@op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0",
-    saved={"AbsBackward0": _SAVED_SELF})
+ABS = node("AbsBackward0", _abs_bw, saved=("self",))
+
+
+@op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0")
 def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
     """The absolute value of input, elementwise.
 
@@ -179,12 +167,15 @@ def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
         >>> x.grad
         tensor([-1.,  0.,  1.])
     """
-    return record(input._backend.abs(input._data), (input,), "AbsBackward0", _abs_bw, (input,))
+    return ABS.record(input._backend.abs(input._data), (input,), self=input)
 
 
 def _sign_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's zeros_like(grad): a constant, whatever g holds (NaN included)
     return _const(g._backend.zeros_like(g._data))
+
+
+SIGN = node("SignBackward0", _sign_bw)
 
 
 @op(method="sign", function="sign", grad_fn="SignBackward0")
@@ -208,16 +199,18 @@ def sign(input: Tensor) -> Tensor:
         out = input._backend.sign(d)
         if _dtype.is_floating_np(d.dtype):  # torch's sign(nan) is 0, NumPy's nan
             out = input._backend.nan_to_num(out, nan=0.0)
-    return record(out, (input,), "SignBackward0", _sign_bw)
+    return SIGN.record(out, (input,))
 
 
 def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
+    out = saved.result
     return g * (1 - out * out)
 
 
-@op(method="tanh", function="tanh", functional="tanh", grad_fn="TanhBackward0",
-    saved={"TanhBackward0": _SAVED_RESULT})
+TANH = node("TanhBackward0", _tanh_bw, result=True)
+
+
+@op(method="tanh", function="tanh", functional="tanh", grad_fn="TanhBackward0")
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent of input, elementwise.
 
@@ -231,17 +224,18 @@ def tanh(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).tanh()
         tensor([0.0000, 0.7616])
     """
-    return record(input._backend.tanh(floating(input)), (input,), "TanhBackward0", _tanh_bw, (),
-                  None, True)
+    return TANH.record(input._backend.tanh(floating(input)), (input,))
 
 
 def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
+    out = saved.result
     return -g * out * out
 
 
-@op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0",
-    saved={"ReciprocalBackward0": _SAVED_RESULT})
+RECIPROCAL = node("ReciprocalBackward0", _reciprocal_bw, result=True)
+
+
+@op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0", autocast=dict(cuda="fp32"))
 def reciprocal(input: Tensor) -> Tensor:
     """1 / input, elementwise.
 
@@ -256,14 +250,14 @@ def reciprocal(input: Tensor) -> Tensor:
         tensor([0.5000, 0.2500])
     """
     d = floating(input)
-    return record(1 / d, (input,), "ReciprocalBackward0", _reciprocal_bw, (), None, True)
+    return RECIPROCAL.record(1 / d, (input,))
 
 
 # ---- clamp -----------------------------------------------------------------------------
 def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15: a value sitting on a bound gets no gradient (the bounds are strict); a
     # selection, so that a NaN in g does not leak where the input was clamped
-    (a,) = saved
+    a = saved.self
     lo, hi = ctx
     mask = None
     if lo is not None:
@@ -272,6 +266,9 @@ def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         m = a < hi
         mask = m if mask is None else mask & m
     return where(mask, g, 0.0)
+
+
+CLAMP = node("ClampBackward1", _clamp_bw, saved=("self",))
 
 
 def _int_bounds(np_dt: Any, lo: Any, hi: Any) -> Any:
@@ -343,12 +340,13 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     lo = None if min is None else as_scalar(min)
     hi = None if max is None else as_scalar(max)
     out = _clamp_array(input, lo, hi)
-    return record(out, (input,), "ClampBackward1", _clamp_bw, (input,), (lo, hi))
+    return CLAMP.record(out, (input,), (lo, hi), self=input)
 
 
 def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15's clamp_backward_min_max: a tie between the input and a bound splits the
-    # gradient in halves; a NaN input passes its gradient through
+    # gradient in halves; a NaN input passes its gradient through. A bound not given is no
+    # input of the node: it gets no gradient slot.
     a, lo, hi = saved
     zero = 0.0  # selected, never multiplied: a NaN in g must not leak
     half = g * 0.5
@@ -365,11 +363,14 @@ def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         tie = a == hi
         ga = where(a > hi, zero, where(tie, half, g))
         glo, ghi = None, where(a < hi, zero, where(tie, half, g))
-    out = []
-    for grad, (shape, dt) in zip((ga, glo, ghi), ctx):
-        if shape is not None:
-            out.append(cast_grad(sum_to(grad, shape), dt))
-    return tuple(out)
+    if lo is None:
+        return ga, ghi
+    if hi is None:
+        return ga, glo
+    return ga, glo, ghi
+
+
+CLAMP_TENSOR = node("ClampBackward0", _clamp_tensor_bw, saved=("self", "min", "max"))
 
 
 def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
@@ -398,9 +399,7 @@ def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
         raise broadcast_error(e, *(x._data.shape for x in present)) from None
     if out is a._data:
         out = out.copy()
-    ctx = tuple((x._data.shape, x._data.dtype) if x is not None else (None, None)
-                for x in (a, lo, hi))
-    return record(out, tuple(present), "ClampBackward0", _clamp_tensor_bw, (a, lo, hi), ctx)
+    return CLAMP_TENSOR.record(out, tuple(present), self=a, min=lo, max=hi)
 
 
 @op(method=("clamp_", "clip_"))
@@ -457,7 +456,10 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 # ---- trigonometric and hyperbolic ------------------------------------------------------
 def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * saved[0].cos()
+    return g * saved.self.cos()
+
+
+SIN = node("SinBackward0", _sin_bw, saved=("self",))
 
 
 @op(method="sin", function="sin", grad_fn="SinBackward0")
@@ -474,11 +476,14 @@ def sin(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.5707963]).sin()
         tensor([0., 1.])
     """
-    return _unary(input, lambda xp, d: xp.sin(d), "SinBackward0", _sin_bw, "in")
+    return _unary(input, lambda xp, d: xp.sin(d), SIN)
 
 
 def _cos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * -saved[0].sin()
+    return g * -saved.self.sin()
+
+
+COS = node("CosBackward0", _cos_bw, saved=("self",))
 
 
 @op(method="cos", function="cos", grad_fn="CosBackward0")
@@ -495,15 +500,18 @@ def cos(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 3.1415927]).cos()
         tensor([ 1., -1.])
     """
-    return _unary(input, lambda xp, d: xp.cos(d), "CosBackward0", _cos_bw, "in")
+    return _unary(input, lambda xp, d: xp.cos(d), COS)
 
 
 def _tan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
+    out = saved.result
     return g * (1 + out * out)
 
 
-@op(method="tan", function="tan", grad_fn="TanBackward0")
+TAN = node("TanBackward0", _tan_bw, result=True)
+
+
+@op(method="tan", function="tan", grad_fn="TanBackward0", autocast=dict(cuda="fp32"))
 def tan(input: Tensor) -> Tensor:
     """The tangent of input (radians), elementwise.
 
@@ -517,15 +525,18 @@ def tan(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 0.7853982]).tan()
         tensor([0., 1.])
     """
-    return _unary(input, lambda xp, d: xp.tan(d), "TanBackward0", _tan_bw, "out")
+    return _unary(input, lambda xp, d: xp.tan(d), TAN)
 
 
 def _asin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
+    a = saved.self
     return g * rsqrt(-a * a + 1)
 
 
-@op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0")
+ASIN = node("AsinBackward0", _asin_bw, saved=("self",))
+
+
+@op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0", autocast=dict(cuda="fp32"))
 def asin(input: Tensor) -> Tensor:
     """The arcsine of input, elementwise (NaN outside [-1, 1]).
 
@@ -539,15 +550,18 @@ def asin(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).asin()
         tensor([0.0000, 1.5708])
     """
-    return _unary(input, lambda xp, d: xp.arcsin(d), "AsinBackward0", _asin_bw, "in")
+    return _unary(input, lambda xp, d: xp.arcsin(d), ASIN)
 
 
 def _acos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
+    a = saved.self
     return g * -rsqrt(-a * a + 1)
 
 
-@op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0")
+ACOS = node("AcosBackward0", _acos_bw, saved=("self",))
+
+
+@op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0", autocast=dict(cuda="fp32"))
 def acos(input: Tensor) -> Tensor:
     """The arccosine of input, elementwise (NaN outside [-1, 1]).
 
@@ -561,12 +575,15 @@ def acos(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 0.]).acos()
         tensor([0.0000, 1.5708])
     """
-    return _unary(input, lambda xp, d: xp.arccos(d), "AcosBackward0", _acos_bw, "in")
+    return _unary(input, lambda xp, d: xp.arccos(d), ACOS)
 
 
 def _atan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
+    a = saved.self
     return g / (a * a + 1)
+
+
+ATAN = node("AtanBackward0", _atan_bw, saved=("self",))
 
 
 @op(method=("arctan", "atan"), function=("arctan", "atan"), grad_fn="AtanBackward0")
@@ -583,14 +600,17 @@ def atan(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).atan()
         tensor([0.0000, 0.7854])
     """
-    return _unary(input, lambda xp, d: xp.arctan(d), "AtanBackward0", _atan_bw, "in")
+    return _unary(input, lambda xp, d: xp.arctan(d), ATAN)
 
 
 def _sinh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * cosh(saved[0])
+    return g * cosh(saved.self)
 
 
-@op(method="sinh", function="sinh", grad_fn="SinhBackward0")
+SINH = node("SinhBackward0", _sinh_bw, saved=("self",))
+
+
+@op(method="sinh", function="sinh", grad_fn="SinhBackward0", autocast=dict(cuda="fp32"))
 def sinh(input: Tensor) -> Tensor:
     """The hyperbolic sine of input, elementwise.
 
@@ -602,14 +622,17 @@ def sinh(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).sinh()
         tensor([0.0000, 1.1752])
     """
-    return _unary(input, lambda xp, d: xp.sinh(d), "SinhBackward0", _sinh_bw, "in")
+    return _unary(input, lambda xp, d: xp.sinh(d), SINH)
 
 
 def _cosh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * sinh(saved[0])
+    return g * sinh(saved.self)
 
 
-@op(method="cosh", function="cosh", grad_fn="CoshBackward0")
+COSH = node("CoshBackward0", _cosh_bw, saved=("self",))
+
+
+@op(method="cosh", function="cosh", grad_fn="CoshBackward0", autocast=dict(cuda="fp32"))
 def cosh(input: Tensor) -> Tensor:
     """The hyperbolic cosine of input, elementwise.
 
@@ -621,16 +644,19 @@ def cosh(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1.]).cosh()
         tensor([1.0000, 1.5431])
     """
-    return _unary(input, lambda xp, d: xp.cosh(d), "CoshBackward0", _cosh_bw, "in")
+    return _unary(input, lambda xp, d: xp.cosh(d), COSH)
 
 
 def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
+    a, b = saved.self, saved.other
     recip = (a * a + b * b).reciprocal()
-    return _binary_grads(g * b * recip, g * -a * recip, ctx)
+    return g * b * recip, g * -a * recip
 
 
-@op(method=("arctan2", "atan2"), function=("arctan2", "atan2"), grad_fn="Atan2Backward0")
+ATAN2 = node("Atan2Backward0", _atan2_bw, saved=("self", "other"))
+
+
+@op(method=("arctan2", "atan2"), function=("arctan2", "atan2"), grad_fn="Atan2Backward0", autocast=dict(cuda="promote"))
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant.
 
@@ -654,8 +680,7 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     xp = input._backend
     with quiet_fp(xp):
         out = xp.arctan2(ad, bd)
-    return record(out, (input, other), "Atan2Backward0", _atan2_bw, (input, other),
-                  _meta(input, other))
+    return ATAN2.record(out, (input, other), self=input, other=other)
 
 
 arctan2 = atan2
@@ -664,7 +689,10 @@ arcsin, arccos, arctan = asin, acos, atan
 
 # ---- exponentials and logarithms -------------------------------------------------------
 def _exp2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (saved[0] * _LN2)
+    return g * (saved.result * _LN2)
+
+
+EXP2 = node("Exp2Backward0", _exp2_bw, result=True)
 
 
 @op(method="exp2", function="exp2", grad_fn="Exp2Backward0")
@@ -679,14 +707,17 @@ def exp2(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 3.]).exp2()
         tensor([1., 8.])
     """
-    return _unary(input, lambda xp, d: xp.exp2(d), "Exp2Backward0", _exp2_bw, "out")
+    return _unary(input, lambda xp, d: xp.exp2(d), EXP2)
 
 
 def _expm1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (saved[0] + 1)
+    return g * (saved.result + 1)
 
 
-@op(method="expm1", function="expm1", grad_fn="Expm1Backward0")
+EXPM1 = node("Expm1Backward0", _expm1_bw, result=True)
+
+
+@op(method="expm1", function="expm1", grad_fn="Expm1Backward0", autocast=dict(cuda="fp32"))
 def expm1(input: Tensor) -> Tensor:
     """exp(input) - 1, elementwise, accurate near 0.
 
@@ -698,14 +729,17 @@ def expm1(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).expm1()
         tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
     """
-    return _unary(input, lambda xp, d: xp.expm1(d), "Expm1Backward0", _expm1_bw, "out")
+    return _unary(input, lambda xp, d: xp.expm1(d), EXPM1)
 
 
 def _log2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved[0] * _LN2)
+    return g / (saved.self * _LN2)
 
 
-@op(method="log2", function="log2", grad_fn="Log2Backward0")
+LOG2 = node("Log2Backward0", _log2_bw, saved=("self",))
+
+
+@op(method="log2", function="log2", grad_fn="Log2Backward0", autocast=dict(cuda="fp32"))
 def log2(input: Tensor) -> Tensor:
     """The base-2 logarithm of input, elementwise.
 
@@ -717,14 +751,17 @@ def log2(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 8.]).log2()
         tensor([0., 3.])
     """
-    return _unary(input, lambda xp, d: xp.log2(d), "Log2Backward0", _log2_bw, "in")
+    return _unary(input, lambda xp, d: xp.log2(d), LOG2)
 
 
 def _log10_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved[0] * _LN10)
+    return g / (saved.self * _LN10)
 
 
-@op(method="log10", function="log10", grad_fn="Log10Backward0")
+LOG10 = node("Log10Backward0", _log10_bw, saved=("self",))
+
+
+@op(method="log10", function="log10", grad_fn="Log10Backward0", autocast=dict(cuda="fp32"))
 def log10(input: Tensor) -> Tensor:
     """The base-10 logarithm of input, elementwise.
 
@@ -736,14 +773,17 @@ def log10(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 10.]).log10()
         tensor([0., 1.])
     """
-    return _unary(input, lambda xp, d: xp.log10(d), "Log10Backward0", _log10_bw, "in")
+    return _unary(input, lambda xp, d: xp.log10(d), LOG10)
 
 
 def _log1p_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved[0] + 1)
+    return g / (saved.self + 1)
 
 
-@op(method="log1p", function="log1p", grad_fn="Log1PBackward0")
+LOG1P = node("Log1PBackward0", _log1p_bw, saved=("self",))
+
+
+@op(method="log1p", function="log1p", grad_fn="Log1PBackward0", autocast=dict(cuda="fp32"))
 def log1p(input: Tensor) -> Tensor:
     """log(1 + input), elementwise, accurate near 0.
 
@@ -757,15 +797,18 @@ def log1p(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).log1p()
         tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
     """
-    return _unary(input, lambda xp, d: xp.log1p(d), "Log1PBackward0", _log1p_bw, "in")
+    return _unary(input, lambda xp, d: xp.log1p(d), LOG1P)
 
 
 def _rsqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (out,) = saved
+    out = saved.result
     return -0.5 * g * out * out * out
 
 
-@op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0")
+RSQRT = node("RsqrtBackward0", _rsqrt_bw, result=True)
+
+
+@op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0", autocast=dict(cuda="fp32"))
 def rsqrt(input: Tensor) -> Tensor:
     """1 / sqrt(input), elementwise.
 
@@ -779,7 +822,7 @@ def rsqrt(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 4.]).rsqrt()
         tensor([1.0000, 0.5000])
     """
-    return _unary(input, lambda xp, d: 1 / xp.sqrt(d), "RsqrtBackward0", _rsqrt_bw, "out")
+    return _unary(input, lambda xp, d: 1 / xp.sqrt(d), RSQRT)
 
 
 @op(method="square", function="square", grad_fn="PowBackward0")
@@ -806,12 +849,19 @@ def _zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _creation.zeros_like(g)
 
 
-def _rounding(a: Tensor, fn: Any, name: str, kernel: str) -> Tensor:
+FLOOR = node("FloorBackward0", _zeros_bw)
+CEIL = node("CeilBackward0", _zeros_bw)
+TRUNC = node("TruncBackward0", _zeros_bw)
+ROUND = node("RoundBackward0", _zeros_bw)
+ROUND_DECIMALS = node("RoundBackward1", _zeros_bw)
+
+
+def _rounding(a: Tensor, fn: Any, spec: Any, kernel: str) -> Tensor:
     d = a._data
     if d.dtype.kind == "b":
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     out = d.copy() if d.dtype.kind in "iu" else fn(a._backend, d)
-    return record(out, (a,), name, _zeros_bw)
+    return spec.record(out, (a,))
 
 
 @op(method="floor", function="floor", grad_fn="FloorBackward0")
@@ -826,7 +876,7 @@ def floor(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([-1.5, 1.5]).floor()
         tensor([-2.,  1.])
     """
-    return _rounding(input, lambda xp, d: xp.floor(d), "FloorBackward0", "floor_vml_cpu")
+    return _rounding(input, lambda xp, d: xp.floor(d), FLOOR, "floor_vml_cpu")
 
 
 @op(method="ceil", function="ceil", grad_fn="CeilBackward0")
@@ -841,7 +891,7 @@ def ceil(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([-1.5, 1.5]).ceil()
         tensor([-1.,  2.])
     """
-    return _rounding(input, lambda xp, d: xp.ceil(d), "CeilBackward0", "ceil_vml_cpu")
+    return _rounding(input, lambda xp, d: xp.ceil(d), CEIL, "ceil_vml_cpu")
 
 
 @op(method=("fix", "trunc"), function=("fix", "trunc"), grad_fn="TruncBackward0")
@@ -856,7 +906,7 @@ def trunc(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([-1.5, 1.5]).trunc()
         tensor([-1.,  1.])
     """
-    return _rounding(input, lambda xp, d: xp.trunc(d), "TruncBackward0", "trunc_vml_cpu")
+    return _rounding(input, lambda xp, d: xp.trunc(d), TRUNC, "trunc_vml_cpu")
 
 
 fix = trunc
@@ -881,7 +931,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
         tensor([1.2300])
     """
     if decimals == 0:
-        return _rounding(input, lambda xp, d: xp.rint(d), "RoundBackward0", "round_vml_cpu")
+        return _rounding(input, lambda xp, d: xp.rint(d), ROUND, "round_vml_cpu")
     d = input._data
     if not _dtype.is_floating_np(d.dtype):
         raise NotImplementedError(
@@ -894,7 +944,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     else:
         p = d.dtype.type(10.0 ** -decimals)
         out = xp.rint(d / p) * p
-    return record(out.astype(d.dtype, copy=False), (input,), "RoundBackward1", _zeros_bw)
+    return ROUND_DECIMALS.record(out.astype(d.dtype, copy=False), (input,))
 
 
 # ---- erf -------------------------------------------------------------------------------
@@ -935,8 +985,11 @@ def _erf_series(xp: Any, d: Any) -> Any:
 
 
 def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
+    a = saved.self
     return g * (_TWO_OVER_SQRT_PI * (-(a * a)).exp())
+
+
+ERF = node("ErfBackward0", _erf_bw, saved=("self",))
 
 
 @op(method="erf", function="erf", grad_fn="ErfBackward0")
@@ -957,8 +1010,8 @@ def erf(input: Tensor) -> Tensor:
     kernel = None if d is None else input._backend.kernels.erf
     if kernel is not None and d.dtype.kind == "f" and d.dtype.itemsize >= 4:
         # the backend's kernel raises no floating-point warnings: no errstate to enter (~1 us)
-        return record(kernel(d), (input,), "ErfBackward0", _erf_bw, (input,))
-    return _unary(input, _erf_array, "ErfBackward0", _erf_bw, "in")
+        return ERF.record(kernel(d), (input,), self=input)
+    return _unary(input, _erf_array, ERF)
 
 
 # ---- lerp, fmod ------------------------------------------------------------------------
@@ -971,16 +1024,17 @@ def _check_same_dtype(a: Tensor, other: Tensor, what: str) -> None:
         )
 
 
-def _lerp_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    w, meta = ctx
-    return _binary_grads(g * (1 - w), g * w, meta)
+def _lerp_scalar_bw(g: Tensor, saved: Any, w: Any) -> Any:
+    return g * (1 - w), g * w
 
 
 def _lerp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    start, end, weight = saved
-    shapes = ctx
-    grads = (g * (1 - weight), g * weight, g * (end - start))
-    return tuple(sum_to(x, s) for x, s in zip(grads, shapes))
+    start, end, weight = saved.self, saved.end, saved.weight
+    return g * (1 - weight), g * weight, g * (end - start)
+
+
+LERP_SCALAR = node("LerpBackward0", _lerp_scalar_bw)
+LERP_TENSOR = node("LerpBackward1", _lerp_tensor_bw, saved=("self", "end", "weight"))
 
 
 @op(method="lerp", function="lerp", grad_fn=("LerpBackward0", "LerpBackward1"))
@@ -1004,28 +1058,31 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
         _check_same_dtype(input, weight, "weight")
         w = weight._data
         out = xp.where(xp.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (1 - w))
-        shapes = (s.shape, e.shape, w.shape)
-        return record(out.astype(s.dtype, copy=False), (input, end, weight), "LerpBackward1",
-                      _lerp_tensor_bw, (input, end, weight), shapes)
+        return LERP_TENSOR.record(out.astype(s.dtype, copy=False), (input, end, weight),
+                                  self=input, end=end, weight=weight)
     w = as_scalar(weight)
     if w is None:
         raise TypeError(f"lerp(): argument 'weight' must be Number or Tensor, not "
                         f"{type(weight).__name__}")
     out = s + w * (e - s) if -0.5 < w < 0.5 else e - (e - s) * (1 - w)
     out = xp.asarray(out).astype(s.dtype, copy=False)
-    return record(out, (input, end), "LerpBackward0", _lerp_scalar_bw, None, (w, _meta(input, end)))
+    return LERP_SCALAR.record(out, (input, end), w)
 
 
 def _fmod_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return cast_grad(g, ctx)
+    return g
 
 
 def _fmod_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b = saved
+    a, b = saved.self, saved.other
     gb = None
     if b.requires_grad:
         gb = -g * a.div(b, rounding_mode="trunc")
-    return _binary_grads(g, gb, ctx)
+    return g, gb
+
+
+FMOD_SCALAR = node("FmodBackward0", _fmod_scalar_bw)
+FMOD_TENSOR = node("FmodBackward1", _fmod_tensor_bw, saved=("self", "other"))
 
 
 @op(method="fmod", function="fmod", grad_fn=("FmodBackward0", "FmodBackward1"))
@@ -1050,8 +1107,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
             raise RuntimeError("ZeroDivisionError")
         with quiet_fp(xp):
             out = xp.fmod(ad, bd)
-        return record(out, (input, other), "FmodBackward1", _fmod_tensor_bw, (input, other),
-                      _meta(input, other))
+        return FMOD_TENSOR.record(out, (input, other), self=input, other=other)
     s = as_scalar(other)
     if s is None:
         raise TypeError(f"fmod(): argument 'other' must be Tensor or Number, not "
@@ -1063,7 +1119,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
         out = xp.fmod(ad, s)
     if out.dtype != ad.dtype:
         out = out.astype(ad.dtype)
-    return record(out, (input,), "FmodBackward0", _fmod_scalar_bw, None, input._data.dtype)
+    return FMOD_SCALAR.record(out, (input,))
 
 
 # ---- floating-point tests and logical ops (bool results, no gradient) -----------------
@@ -1186,37 +1242,12 @@ def logical_not(input: Tensor) -> Tensor:
     return _const(input._backend.logical_not(input._data))
 
 
-# ---- in-place forms and nan_to_num ----------------------------------------------------------
-def _unary_inplace(method: str, saves_input: bool = False) -> Any:
-    """saves_input: the backward formula reads the input, which the write will change, so
-    the op runs on a clone (as torch's generated in-place kernels save self.clone())."""
-    def inplace(self: Tensor) -> Tensor:
-        check_inplace(self)
-        check_internal_overlap(self)
-        src = self.clone() if saves_input and is_grad_enabled() and self.requires_grad else self
-        return write_inplace(self, getattr(src, method)(), self.requires_grad)
-
-    name_function(inplace, method + "_")
-    inplace.__doc__ = f"In-place {method}."
-    return inplace
-
-
-exp_ = op(method="exp_", function="exp_", grad_fn="ExpBackward0")(_unary_inplace("exp"))
-sigmoid_ = op(method="sigmoid_", function="sigmoid_", grad_fn="SigmoidBackward0")(_unary_inplace("sigmoid"))
-tanh_ = op(method="tanh_", function="tanh_", grad_fn="TanhBackward0")(_unary_inplace("tanh"))
-sqrt_ = op(method="sqrt_", function="sqrt_", grad_fn="SqrtBackward0")(_unary_inplace("sqrt"))
-abs_ = op(method=("abs_", "absolute_"), function=("abs_", "absolute_"), grad_fn="AbsBackward0")(
-    _unary_inplace("abs", True))
-neg_ = op(method=("neg_", "negative_"), function=("neg_", "negative_"), grad_fn="NegBackward0")(
-    _unary_inplace("neg"))
-square_ = op(method="square_", function="square_", grad_fn="PowBackward0")(_unary_inplace("square", True))
-relu_ = op(method="relu_", function="relu_", grad_fn=("ReluBackward0", "ThresholdBackwardBackward0"))(
-    _unary_inplace("relu"))
-
-
 # ---- nan_to_num ------------------------------------------------------------------------------
 def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * _const(ctx.astype(g._data.dtype))
+
+
+NAN_TO_NUM = node("NanToNumBackward0", _nan_to_num_bw)
 
 
 @op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
@@ -1242,11 +1273,10 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
     out = xp.where(xp.isnan(d), nan, d)
     out = xp.where(xp.isposinf(d), info.max if posinf is None else posinf, out)
     out = xp.where(xp.isneginf(d), info.min if neginf is None else neginf, out)
-    return record(out.astype(d.dtype), (input,), "NanToNumBackward0", _nan_to_num_bw, None,
-                  xp.isfinite(d))
+    return NAN_TO_NUM.record(out.astype(d.dtype), (input,), xp.isfinite(d))
 
 
-# ---- more in-place forms, frac, clamp_min/clamp_max, lerp_ ------------------------------------
+# ---- in-place forms, frac, clamp_min/clamp_max, lerp_ -----------------------------------------
 def _write_result(self: Tensor, compute: Any, reads_self: bool, *others: Any) -> Tensor:
     """Runs an in-place op as `compute(src)` out of place and writes the result into self.
     reads_self: the backward formula reads self as it was, so src is a copy of self that keeps
@@ -1267,7 +1297,9 @@ def _write_result(self: Tensor, compute: Any, reads_self: bool, *others: Any) ->
     return write_inplace(self, out, grad)
 
 
-def _unary_inplace_copy(method: str, reads_self: bool) -> Any:
+def _unary_inplace(method: str, reads_self: bool) -> Any:
+    """The in-place form of unary op `method`: the op runs out of place and the result is
+    written into self (one rule for every in-place form; see _write_result)."""
     def inplace(self: Tensor) -> Tensor:
         return _write_result(self, lambda src: getattr(src, method)(), reads_self)
 
@@ -1278,6 +1310,9 @@ def _unary_inplace_copy(method: str, reads_self: bool) -> Any:
 
 def _frac_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g
+
+
+FRAC = node("FracBackward0", _frac_bw)
 
 
 @op(method="frac", function="frac", grad_fn="FracBackward0")
@@ -1299,11 +1334,20 @@ def frac(input: Tensor) -> Tensor:
         raise NotImplementedError(f'"frac_cpu" not implemented for '
                                   f"'{_type_name(_dtype.from_np(d.dtype))}'")
     xp = input._backend
-    return record(d - xp.trunc(d), (input,), "FracBackward0", _frac_bw)
+    return FRAC.record(d - xp.trunc(d), (input,))
 
 
-# (method, in-place names, grad_fn, whether the backward reads the input)
-_MORE_INPLACE = (
+# The in-place forms of the unary ops, each declared from its out-of-place op: (method,
+# in-place names, grad_fn, whether the backward reads the input, which the write changes)
+_UNARY_INPLACE = (
+    ("exp", ("exp_",), "ExpBackward0", False),
+    ("sigmoid", ("sigmoid_",), "SigmoidBackward0", False),
+    ("tanh", ("tanh_",), "TanhBackward0", False),
+    ("sqrt", ("sqrt_",), "SqrtBackward0", False),
+    ("abs", ("abs_", "absolute_"), "AbsBackward0", True),
+    ("neg", ("neg_", "negative_"), "NegBackward0", False),
+    ("square", ("square_",), "PowBackward0", True),
+    ("relu", ("relu_",), ("ReluBackward0", "ThresholdBackwardBackward0"), False),
     ("log", ("log_",), "LogBackward0", True),
     ("log2", ("log2_",), "Log2Backward0", True),
     ("log10", ("log10_",), "Log10Backward0", True),
@@ -1329,8 +1373,8 @@ _MORE_INPLACE = (
 )
 # torch has no rustgrad.<name> for these in-place forms, only the Tensor method
 _METHOD_ONLY = {"sign_", "exp2_", "erf_"}
-for _m, _names_, _node, _reads in _MORE_INPLACE:
-    _fn = _unary_inplace_copy(_m, _reads)
+for _m, _names_, _node, _reads in _UNARY_INPLACE:
+    _fn = _unary_inplace(_m, _reads)
     _fn.__name__ = _fn.__qualname__ = _names_[0]
     globals()[_names_[0]] = op(
         method=_names_, function=tuple(n for n in _names_ if n not in _METHOD_ONLY),
@@ -1347,28 +1391,33 @@ def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
 def _clamp_side_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch >= 2.15's clamp_min/clamp_max: strict as clamp's, a value on the bound (or NaN)
     # gets no gradient
-    (a,) = saved
+    a = saved.self
     lo, hi = ctx
     return where((a > lo) if lo is not None else (a < hi), g, 0.0)
 
 
-def _clamp_side_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch >= 2.15: clamp(min=Tensor)'s formula (ties split, a NaN input passes g to both)
-    a, b = saved
-    is_min, (ash, adt, bsh, bdt) = ctx
-    none = (None, None)
-    if is_min:
-        return _clamp_tensor_bw(g, (a, b, None), ((ash, adt), (bsh, bdt), none))
-    return _clamp_tensor_bw(g, (a, None, b), ((ash, adt), none, (bsh, bdt)))
+# torch >= 2.15: clamp(min=Tensor)'s formula (ties split, a NaN input passes g to both)
+def _clamp_min_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return _clamp_tensor_bw(g, (saved.self, saved.min, None), None)
+
+
+def _clamp_max_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return _clamp_tensor_bw(g, (saved.self, None, saved.max), None)
+
+
+CLAMP_MIN = node("ClampMinBackward0", _clamp_side_bw, saved=("self",))
+CLAMP_MAX = node("ClampMaxBackward0", _clamp_side_bw, saved=("self",))
+CLAMP_MIN_TENSOR = node("ClampMinBackward1", _clamp_min_tensor_bw, saved=("self", "min"))
+CLAMP_MAX_TENSOR = node("ClampMaxBackward1", _clamp_max_tensor_bw, saved=("self", "max"))
 
 
 def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:
-    name = ("ClampMinBackward" if is_min else "ClampMaxBackward")
     if isinstance(bound, Tensor):
-        lo, hi = (bound, None) if is_min else (None, bound)
-        out = _clamp_tensor(a, lo, hi)._data
-        return record(out, (a, bound), name + "1", _clamp_side_tensor_bw, (a, bound),
-                      (is_min, _meta(a, bound)))
+        if is_min:
+            out = _clamp_tensor(a, bound, None)._data
+            return CLAMP_MIN_TENSOR.record(out, (a, bound), self=a, min=bound)
+        out = _clamp_tensor(a, None, bound)._data
+        return CLAMP_MAX_TENSOR.record(out, (a, bound), self=a, max=bound)
     s = as_scalar(bound)
     if s is None:
         raise TypeError(f"clamp_{'min' if is_min else 'max'}(): argument '"
@@ -1376,7 +1425,7 @@ def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:
                         f"{type(bound).__name__}")
     lo, hi = (s, None) if is_min else (None, s)
     out = _clamp_array(a, lo, hi)
-    return record(out, (a,), name + "0", _clamp_side_bw, (a,), (lo, hi))
+    return (CLAMP_MIN if is_min else CLAMP_MAX).record(out, (a,), (lo, hi), self=a)
 
 
 @op(method="clamp_min", function="clamp_min", grad_fn=("ClampMinBackward0", "ClampMinBackward1"))

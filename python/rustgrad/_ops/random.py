@@ -1,6 +1,10 @@
-"""Random numbers: the in-place fills normal_, uniform_, bernoulli_, and bernoulli, randperm and
-multinomial, drawn from a rustgrad Generator (`generator=`, else the default one: NumPy's PCG64
-on the host, the values then moved to the tensor's device)."""
+"""Random numbers: the in-place fills normal_, uniform_, bernoulli_, random_, exponential_,
+geometric_, log_normal_, cauchy_, and bernoulli, poisson, randperm and multinomial, drawn from a
+rustgrad Generator (`generator=`, else the default one: NumPy's PCG64 on the host, the values
+then moved to the tensor's device).
+
+A fill on a tensor that requires grad records torch's node for it (NormalBackward0, ...): the
+values no longer depend on the old ones, so the gradient sent back is zeros."""
 
 from __future__ import annotations
 
@@ -10,45 +14,59 @@ from .. import _creation, _dtype
 from .._backends import CPU, namespace
 from .._tensor import Tensor
 from ._declare import op
+from ._node import node
 from ._util import (
     check_inplace,
     check_internal_overlap,
+    is_grad_enabled,
     quiet_fp,
 )
+from .copies import _overwrite, _overwrite_bw
 
 # the generator draws on the host (NumPy), then the values move to the tensor's device
 host = namespace(CPU)
 
+_FILL_NODES = {name: node(name, _overwrite_bw) for name in (
+    "NormalBackward0", "UniformBackward0", "BernoulliBackward1", "BernoulliBackward2",
+    "RandomBackward0", "RandomBackward1", "RandomBackward2", "ExponentialBackward0",
+    "GeometricBackward0", "LogNormalBackward0", "CauchyBackward0")}
+
 
 # ---- in-place random fills -----------------------------------------------------------------
-def _fill_random(self: Tensor, draw: Any, generator: Any = None) -> Tensor:
+def _fill_random(self: Tensor, draw: Any, generator: Any = None, grad_fn: str = "") -> Tensor:
     check_inplace(self)
     check_internal_overlap(self)
     arr = draw(_creation.rng_of(generator), tuple(self._data.shape))
     arr = arr.astype(self._data.dtype)
-    self._data[...] = _creation._target(self.device).from_numpy(arr, self.device)
+    data = _creation._target(self.device).from_numpy(arr, self.device)
+    if grad_fn and is_grad_enabled() and self.requires_grad:
+        # the values no longer depend on the old ones: the node sends zeros back
+        return _overwrite(self, data, (self,), _FILL_NODES[grad_fn])
+    self._data[...] = data
     self._bump_version()
     return self
 
 
-@op(method="normal_")
+@op(method="normal_", grad_fn="NormalBackward0")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fills self in place with normal samples N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill_random(self, lambda rng, shape: rng.normal(mean, std, shape), generator)
+    return _fill_random(self, lambda rng, shape: rng.normal(mean, std, shape), generator,
+                        "NormalBackward0")
 
 
-@op(method="uniform_")
+@op(method="uniform_", grad_fn="UniformBackward0")
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fills self in place with uniform samples from [from, to)."""
     if a > b:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
-    return _fill_random(self, lambda rng, shape: rng.uniform(a, b, shape), generator)
+    return _fill_random(self, lambda rng, shape: rng.uniform(a, b, shape), generator,
+                        "UniformBackward0")
 
 
-@op(method="bernoulli_")
+@op(method="bernoulli_", grad_fn=("BernoulliBackward1", "BernoulliBackward2"))
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fills self in place with 0/1 samples that are 1 with probability p."""
     if isinstance(p, Tensor):
@@ -57,7 +75,217 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         pa = p
-    return _fill_random(self, lambda rng, shape: rng.random(shape) < pa, generator)
+    return _fill_random(self, lambda rng, shape: rng.random(shape) < pa, generator,
+                        "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2")
+
+
+# ---- random_, exponential_, geometric_, log_normal_, cauchy_ -------------------------------------
+# the largest integer each floating dtype holds with all the integers below it (2 ** digits)
+_FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+_UNSET: Any = object()
+
+
+def _int_range(dt: _dtype.dtype) -> Any:
+    """(lowest, highest) integer random_ may draw for dtype dt."""
+    if dt.is_floating_point:
+        top = 2 ** _FLOAT_DIGITS[dt.name]
+        return -top, top
+    if dt is _dtype.bool_:
+        return 0, 1
+    info = host.iinfo(dt.np)
+    return int(info.min), int(info.max)
+
+
+@op(method="random_", grad_fn=("RandomBackward0", "RandomBackward1", "RandomBackward2"))
+def random_(self: Tensor, from_: Any = None, to: Any = _UNSET, *, generator: Any = None) -> Tensor:
+    """Fills self in place with integers drawn uniformly (as self's dtype).
+
+    Args:
+        self (Tensor): the tensor filled.
+        from_ (int, optional): with `to`, the lowest value; alone (``random_(to)``), the
+            exclusive upper bound from 0.
+        to (int, optional): the exclusive upper bound; None draws up to the dtype's largest
+            value.
+        generator (Generator, optional): keyword-only; the generator drawn from.
+
+    With no bounds the values run from 0 to the dtype's largest integer (2**mantissa digits
+    for floating types, inclusive).
+
+    Example::
+
+        >>> g = rustgrad.Generator().manual_seed(0)
+        >>> x = rustgrad.empty(1000, dtype=rustgrad.int64).random_(3, 7, generator=g)
+        >>> (int(x.min()), int(x.max()))
+        (3, 6)
+    """
+    dt = self.dtype
+    low_ok, high_ok = _int_range(dt)
+    if from_ is None and to is _UNSET:
+        low, high, grad_fn = 0, high_ok, "RandomBackward2"
+    elif to is _UNSET:
+        low, high, grad_fn = 0, int(from_) - 1, "RandomBackward1"
+    else:
+        low, grad_fn = int(from_ or 0), "RandomBackward0"
+        high = high_ok if to is None else int(to) - 1
+        if to is not None and low >= int(to):
+            raise RuntimeError(
+                f"random_ expects 'from' to be less than 'to', but got from={low} >= to={to}")
+    if not dt.is_floating_point:
+        if not low_ok <= low <= high_ok:
+            raise RuntimeError(f"from is out of bounds for {_dtype.cpp_name(dt)}")
+        if not low_ok <= high <= high_ok:
+            raise RuntimeError(f"to - 1 is out of bounds for {_dtype.cpp_name(dt)}")
+    if high < low:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high + 1}")
+
+    def draw(rng: Any, shape: Any) -> Any:
+        return rng.integers(low, high, size=shape, dtype=host.int64, endpoint=True)
+
+    return _fill_random(self, draw, generator, grad_fn)
+
+
+def _number(v: Any) -> str:
+    """A parameter as torch's messages print it (a C++ double: 0, -1, 0.5)."""
+    return f"{float(v):g}"
+
+
+def _need_float(self: Tensor, name: str) -> None:
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{name} distribution is a continuous probability distribution. dtype must be a "
+            f"floating point but you specified "
+            f"{_dtype.scalar_type_name(self.dtype) if name == 'Exponential' else _dtype.cpp_name(self.dtype)}")
+
+
+@op(method="exponential_", grad_fn="ExponentialBackward0")
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fills self in place with samples of the exponential distribution of rate lambd.
+
+    Args:
+        self (Tensor): a floating point tensor.
+        lambd (float, optional): the rate (> 0); the mean is 1 / lambd. Default: 1.
+        generator (Generator, optional): keyword-only; the generator drawn from.
+
+    Example::
+
+        >>> x = rustgrad.empty(3).exponential_(2.0)
+        >>> bool((x >= 0).all())
+        True
+    """
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_number(lambd)}")
+    _need_float(self, "Exponential")
+    return _fill_random(self, lambda rng, shape: rng.exponential(1.0 / lambd, shape), generator,
+                        "ExponentialBackward0")
+
+
+@op(method="geometric_", grad_fn="GeometricBackward0")
+def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
+    """Fills self in place with samples of the geometric distribution: the number of Bernoulli(p)
+    trials up to and including the first success (1, 2, ...).
+
+    Args:
+        self (Tensor): the tensor filled (any numeric dtype but bool).
+        p (float): the probability of success of each trial, in (0, 1).
+        generator (Generator, optional): keyword-only; the generator drawn from.
+
+    Example::
+
+        >>> x = rustgrad.empty(3, dtype=rustgrad.int64).geometric_(0.5)
+        >>> bool((x >= 1).all())
+        True
+    """
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_number(p)}")
+    if self.dtype is _dtype.bool_:
+        raise NotImplementedError('"geometric_cpu" not implemented for \'Bool\'')
+    return _fill_random(self, lambda rng, shape: rng.geometric(p, shape), generator,
+                        "GeometricBackward0")
+
+
+@op(method="log_normal_", grad_fn="LogNormalBackward0")
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator: Any = None) -> Tensor:
+    """Fills self in place with samples exp(N(mean, std**2)) of the log-normal distribution.
+
+    Args:
+        self (Tensor): a floating point tensor.
+        mean (float, optional): the mean of the underlying normal. Default: 1.
+        std (float, optional): the standard deviation of the underlying normal (> 0). Default: 2.
+        generator (Generator, optional): keyword-only; the generator drawn from.
+
+    Example::
+
+        >>> x = rustgrad.empty(3).log_normal_(0.0, 0.5)
+        >>> bool((x > 0).all())
+        True
+    """
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_number(std)}")
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"log_normal_cpu" not implemented for \'{_dtype.scalar_type_name(self.dtype)}\'')
+    return _fill_random(self, lambda rng, shape: rng.lognormal(mean, std, shape), generator,
+                        "LogNormalBackward0")
+
+
+@op(method="cauchy_", grad_fn="CauchyBackward0")
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Any = None) -> Tensor:
+    """Fills self in place with samples of the Cauchy distribution median + sigma * tan(pi * (U - 1/2)).
+
+    Args:
+        self (Tensor): a floating point tensor.
+        median (float, optional): the location. Default: 0.
+        sigma (float, optional): the scale (> 0). Default: 1.
+        generator (Generator, optional): keyword-only; the generator drawn from.
+
+    Example::
+
+        >>> rustgrad.empty(2, 3).cauchy_(median=1.0).shape
+        torch.Size([2, 3])
+    """
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_number(sigma)}")
+    _need_float(self, "Cauchy")
+    return _fill_random(
+        self, lambda rng, shape: median + sigma * rng.standard_cauchy(shape), generator,
+        "CauchyBackward0")
+
+
+# ---- poisson -------------------------------------------------------------------------------------
+def _poisson_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.new_zeros(g.shape)
+
+
+POISSON = node("PoissonBackward0", _poisson_bw)
+
+
+@op(function="poisson", grad_fn="PoissonBackward0")
+def poisson(input: Tensor, generator: Any = None) -> Tensor:
+    """Samples of the Poisson distribution, one per entry of input, which holds the rates.
+
+    Args:
+        input (Tensor): the rates (>= 0), a floating point tensor.
+        generator (Generator, optional): the generator drawn from.
+
+    The result has input's dtype; its gradient is zero.
+
+    Example::
+
+        >>> rustgrad.poisson(rustgrad.tensor([0., 0.]))
+        tensor([0., 0.])
+    """
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"poisson_cpu" not implemented for \'{_dtype.scalar_type_name(input.dtype)}\'')
+    rates = input._backend.to_numpy(input._data).astype("float64")
+    if (rates < 0).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    arr = _creation.rng_of(generator).poisson(rates).astype(input._data.dtype)
+    out = _creation._target(input.device).from_numpy(arr, input.device)
+    return POISSON.record(out, (input,))
 
 
 # ---- randperm --------------------------------------------------------------------------------

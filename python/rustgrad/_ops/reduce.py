@@ -17,11 +17,16 @@ from .. import _creation, _dtype, return_types
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._util import _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, record, sum_to
+from ._node import node
+from ._util import NOT_IMPLEMENTED, _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, sum_to
 from ._util import const as _const
 from .compare import maximum, minimum, where
+from .copies import flip, triu
+from .gather import scatter_add_into_zeros
 from .indexing import scatter_into_zeros
-from .views import cat, flip, movedim, narrow, triu
+from .joins import cat
+from .pointwise import _write_result
+from .views import movedim, narrow
 
 Dims = Union[int, Sequence[int], None]
 _F16 = _dtype.float16.np
@@ -67,10 +72,11 @@ _SAVED_DIMS = {
     "keepdim": lambda s, c: c[2],
     "self_sym_sizes": lambda s, c: tuple(c[0]),
 }
+SUM = node("SumBackward0", _sum_bw, getters={"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]})
+SUM_DIM = node("SumBackward1", _sum_bw, getters=_SAVED_DIMS)
 
 
-@op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"),
-    saved={"SumBackward1": _SAVED_DIMS, "SumBackward0": {"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]}})
+@op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"), autocast=dict(cuda="fp32_set_opt_dtype"))
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The sum of all entries, or over dim.
 
@@ -107,8 +113,7 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
         out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=np_dtype)
     if (dims is None or not d.ndim) and not keepdim:
         out = input._backend.asarray(out)
-    name = "SumBackward0" if dim is None else "SumBackward1"
-    return record(out, (input,), name, _sum_bw, None, (d.shape, dims, keepdim))
+    return (SUM if dim is None else SUM_DIM).record(out, (input,), (d.shape, dims, keepdim))
 
 
 def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -116,8 +121,11 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim) / n
 
 
-@op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"),
-    saved={"MeanBackward1": _SAVED_DIMS})
+MEAN = node("MeanBackward0", _mean_bw)
+MEAN_DIM = node("MeanBackward1", _mean_bw, getters=_SAVED_DIMS)
+
+
+@op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The mean of all entries, or over dim.
 
@@ -164,9 +172,8 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     if dims is not None and d.ndim:
         for i in dims:
             n *= d.shape[i]
-    name = "MeanBackward0" if dim is None else "MeanBackward1"
-    return record(out.astype(d.dtype, copy=False), (input,), name, _mean_bw, None,
-                  (d.shape, dims, keepdim, n))
+    return (MEAN if dim is None else MEAN_DIM).record(out.astype(d.dtype, copy=False), (input,),
+                                                      (d.shape, dims, keepdim, n))
 
 
 max_result = return_types.max
@@ -175,7 +182,7 @@ min_result = return_types.min
 
 def _evenly_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's evenly_distribute_backward: ties share the gradient equally.
-    a, out = saved
+    a, out = saved.self, saved.result
     mask = a == out
     if _dtype.is_floating_np(a._data.dtype) and out._data != out._data:  # the result is nan: nans share
         mask = a != a
@@ -193,6 +200,12 @@ def _select_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return scatter_into_zeros(g, shape, dim, idx)
 
 
+MAX = node("MaxBackward1", _evenly_bw, saved=("self",), result=True)
+MIN = node("MinBackward1", _evenly_bw, saved=("self",), result=True)
+MAX_DIM = node("MaxBackward0", _select_bw)
+MIN_DIM = node("MinBackward0", _select_bw)
+
+
 def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     d = a._data
     xp = a._backend
@@ -203,8 +216,7 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
                 "input.numel() == 0. Specify the reduction dim with the 'dim' argument."
             )
         out = xp.asarray(d.max() if is_max else d.min())
-        name = "MaxBackward1" if is_max else "MinBackward1"
-        return record(out, (a,), name, _evenly_bw, (a,), None, True)
+        return (MAX if is_max else MIN).record(out, (a,), self=a)
     if isinstance(dim, Tensor):
         return maximum(a, dim) if is_max else minimum(a, dim)
     dim = _wrap_dim(dim, d.ndim)
@@ -223,9 +235,8 @@ def _reduce_minmax(a: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         vals = vals.squeeze(dd)
     if not d.ndim:
         keep_idx = keep_idx.reshape(())
-    name = "MaxBackward0" if is_max else "MinBackward0"
-    v = record(vals, (a,), name, _select_bw, None, (d.shape, dd, keepdim, keep_idx))
-    i = record(idx.astype(_dtype.int64.np, copy=False), (), "", None)
+    v = (MAX_DIM if is_max else MIN_DIM).record(vals, (a,), (d.shape, dd, keepdim, keep_idx))
+    i = _const(idx.astype(_dtype.int64.np, copy=False))
     return (max_result if is_max else min_result)(v, i)
 
 
@@ -333,13 +344,15 @@ def _float_name(d: Any) -> str:
 
 
 # ---- logsumexp ------------------------------------------------------------------------
-def _logsumexp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
-    kshape = ctx
-    return _back(_kept(g, kshape) * (a - _kept(out, kshape)).exp(), a._data.shape)
+def _logsumexp_bw(g: Tensor, saved: Any, kshape: Any) -> Any:
+    a = saved.self
+    return _back(_kept(g, kshape) * (a - _kept(saved.result, kshape)).exp(), a._data.shape)
 
 
-@op(method="logsumexp", function="logsumexp", grad_fn="LogsumexpBackward0")
+LOGSUMEXP = node("LogsumexpBackward0", _logsumexp_bw, saved=("self",), result=True)
+
+
+@op(method="logsumexp", function="logsumexp", grad_fn="LogsumexpBackward0", autocast=dict(cuda="fp32"))
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over dim, computed stably by shifting with the max.
 
@@ -371,7 +384,7 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
             out = xp.log(xp.exp(src).sum(axis=axes, keepdims=True))
     kshape = _keep_shape(d.shape, axes)
     out = out.reshape(_out_shape(d.shape, axes, keepdim)).astype(d.dtype, copy=False)
-    return record(out, (input,), "LogsumexpBackward0", _logsumexp_bw, (input,), kshape, True)
+    return LOGSUMEXP.record(out, (input,), kshape, self=input)
 
 
 # ---- prod, cumsum, cumprod -------------------------------------------------------------
@@ -392,9 +405,9 @@ def _prod_safe_zeros_bw(g: Tensor, a: Tensor, dim: int) -> Tensor:
 
 
 def _prod_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
+    a, out = saved.self, saved.result
     if a._data.ndim == 0:
-        return cast_grad(g, a._data.dtype)
+        return g
     zeros = int((a._data == 0).sum())
     if zeros == 0:
         return g * (out / a)
@@ -405,7 +418,7 @@ def _prod_all_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _prod_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
+    a, out = saved.self, saved.result
     dim, kshape = ctx
     if a._data.ndim == 0:
         return g.reshape(())
@@ -413,6 +426,10 @@ def _prod_dim_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if not bool((a._data == 0).any()):
         return gk * (ok / a)
     return _prod_safe_zeros_bw(gk, a, dim)
+
+
+PROD = node("ProdBackward0", _prod_all_bw, saved=("self",), result=True)
+PROD_DIM = node("ProdBackward1", _prod_dim_bw, saved=("self",), result=True)
 
 
 def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
@@ -424,7 +441,8 @@ def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
     return input
 
 
-@op(method="prod", function="prod", grad_fn=("ProdBackward0", "ProdBackward1"))
+@op(method="prod", function="prod", grad_fn=("ProdBackward0", "ProdBackward1"),
+    autocast=dict(cuda="fp32_set_opt_dtype", cpu="fp32"))
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The product of all entries, or over dim.
@@ -451,13 +469,13 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
     xp = input._backend
     if dim is None:
         out = xp.asarray(d.prod())
-        return record(out, (input,), "ProdBackward0", _prod_all_bw, (input,), None, True)
+        return PROD.record(out, (input,), self=input)
     dim = _wrap_dim(dim, d.ndim)
     src = _src(d)
     out = src.prod(axis=dim, keepdims=True)
     kshape = _keep_shape(d.shape, (dim,))
     out = out.reshape(_out_shape(d.shape, (dim,), keepdim))
-    return record(out, (input,), "ProdBackward1", _prod_dim_bw, (input,), (dim, kshape), True)
+    return PROD_DIM.record(out, (input,), (dim, kshape), self=input)
 
 
 def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
@@ -465,13 +483,18 @@ def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
 
 
 def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    # torch: the gradient is cast to the input's dtype before the reversed cumsum
+    # torch: the gradient is cast to the input's dtype before the reversed cumsum. With `dtype=`
+    # that is the dtype of the tensor before its cast (this node's input is the cast one), so
+    # the engine's cast after the formula would come too late: the cumsum is summed in it.
     dim, dt = ctx
     g = cast_grad(g, dt)
     return g if g._data.ndim == 0 else _reverse_cumsum(g, dim)
 
 
-@op(method="cumsum", function="cumsum", grad_fn="CumsumBackward0")
+CUMSUM = node("CumsumBackward0", _cumsum_bw)
+
+
+@op(method="cumsum", function="cumsum", grad_fn="CumsumBackward0", autocast=dict(cuda="fp32_set_opt_dtype"))
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sums along dim.
 
@@ -489,13 +512,12 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     input = _reduce_dtype(input, dtype)
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
-    out = input._backend.cumsum(_src(d), axis=dim).reshape(d.shape)
-    return record(out, (input,), "CumsumBackward0", _cumsum_bw, None, (dim, in_dt))
+    out = input._backend.cumsum(_src(d), axis=dim, dtype=d.dtype).reshape(d.shape)
+    return CUMSUM.record(out, (input,), (dim, in_dt))
 
 
-def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
-    dim = ctx
+def _cumprod_bw(g: Tensor, saved: Any, dim: Any) -> Any:
+    a, out = saved.self, saved.result
     if a._data.ndim == 0 or a._data.size == 0:
         return g
     if not bool((a._data == 0).any()):
@@ -511,7 +533,10 @@ def _cumprod_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return movedim((c * gm.unsqueeze(-2)).sum(-1), -1, dim)
 
 
-@op(method="cumprod", function="cumprod", grad_fn="CumprodBackward0")
+CUMPROD = node("CumprodBackward0", _cumprod_bw, saved=("self",), result=True)
+
+
+@op(method="cumprod", function="cumprod", grad_fn="CumprodBackward0", autocast=dict(cuda="fp32_set_opt_dtype"))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running products along dim.
 
@@ -528,8 +553,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     input = _reduce_dtype(input, dtype)
     d = input._data
     dim = _wrap_dim(dim, d.ndim)
-    out = input._backend.cumprod(_src(d), axis=dim).reshape(d.shape)
-    return record(out, (input,), "CumprodBackward0", _cumprod_bw, (input,), dim, True)
+    out = input._backend.cumprod(_src(d), axis=dim, dtype=d.dtype).reshape(d.shape)
+    return CUMPROD.record(out, (input,), dim, self=input)
 
 
 # ---- var, std --------------------------------------------------------------------------
@@ -579,8 +604,10 @@ def _var_grad(g: Tensor, a: Tensor, axes: tuple, kshape: tuple, dof: float) -> T
 
 
 def _var_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    (a,) = saved
-    return _var_grad(g, a, *ctx)
+    return _var_grad(g, saved.self, *ctx)
+
+
+VAR = node("VarBackward0", _var_bw, saved=("self",))
 
 
 @op(method="var", function="var", grad_fn="VarBackward0")
@@ -606,12 +633,14 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "var")
     out = out.astype(input._data.dtype, copy=False)  # bfloat16: computed in float32
-    return record(out, (input,), "VarBackward0", _var_bw, (input,), (axes, kshape, dof))
+    return VAR.record(out, (input,), (axes, kshape, dof), self=input)
 
 
 def _std_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
-    return _var_grad(g / (out * 2), a, *ctx)
+    return _var_grad(g / (saved.result * 2), saved.self, *ctx)
+
+
+STD = node("StdBackward0", _std_bw, saved=("self",), result=True)
 
 
 @op(method="std", function="std", grad_fn="StdBackward0")
@@ -634,7 +663,7 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     dim, correction = _var_args(dim, unbiased, correction)
     out, axes, kshape, dof = _var_forward(input, dim, correction, keepdim, "std")
     out = input._backend.sqrt(out).astype(input._data.dtype, copy=False)
-    return record(out, (input,), "StdBackward0", _std_bw, (input,), (axes, kshape, dof), True)
+    return STD.record(out, (input,), (axes, kshape, dof), self=input)
 
 
 @op(function="var_mean")
@@ -711,11 +740,14 @@ def _norm_grad(g: Tensor, x: Tensor, norm: Tensor, p: float, axes: tuple) -> Ten
 
 
 def _norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, out = saved
+    a = saved.self
     p, axes, kshape = ctx
     src = a if a._data.ndim else a.reshape(1)
-    gx = _norm_grad(_kept(g, kshape), src, _kept(out, kshape), p, axes)
+    gx = _norm_grad(_kept(g, kshape), src, _kept(saved.result, kshape), p, axes)
     return None if gx is None else _back(gx, a._data.shape)
+
+
+NORM = node("LinalgVectorNormBackward0", _norm_bw, saved=("self",), result=True)
 
 
 def _p_value(p: Any) -> float:
@@ -748,11 +780,10 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Dims = None, keepdim: bool = F
         out = _norm_array(xp, opmath(_src(d)), p, axes)
     kshape = _keep_shape(d.shape, axes)
     out = out.reshape(_out_shape(d.shape, axes, keepdim)).astype(d.dtype, copy=False)
-    return record(out, (input,), "LinalgVectorNormBackward0", _norm_bw, (input,),
-                  (p, axes, kshape), True)
+    return NORM.record(out, (input,), (p, axes, kshape), self=input)
 
 
-@op(method="norm", function="norm", grad_fn="LinalgVectorNormBackward0")
+@op(method="norm", function="norm", grad_fn="LinalgVectorNormBackward0", autocast=dict(cuda="fp32_append_dtype"))
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries.
@@ -792,20 +823,24 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
 
 
-def _dist_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a, b, out = saved
-    p, ash, adt, bsh, bdt = ctx
+def _dist_bw(g: Tensor, saved: Any, p: Any) -> Any:
+    a, b = saved.self, saved.other
     diff = a - b
     axes = tuple(range(diff._data.ndim))
-    gd = _norm_grad(g, diff, out, p, axes)
+    gd = _norm_grad(g, diff, saved.result, p, axes)
     if gd is None:
         return None, None
-    ga = cast_grad(sum_to(gd, ash), adt) if a.requires_grad else None
-    gb = cast_grad(sum_to(-gd, bsh), bdt) if b.requires_grad else None
+    # summed to each input's shape here: the output is 0-d, so a 0-d input broadcast against
+    # the other has the output's shape and the engine (Note [Input metadata]) would not sum it
+    ga = sum_to(gd, a._data.shape) if a.requires_grad else None
+    gb = sum_to(-gd, b._data.shape) if b.requires_grad else None
     return ga, gb
 
 
-@op(method="dist", function="dist", grad_fn="DistBackward0")
+DIST = node("DistBackward0", _dist_bw, saved=("self", "other"), result=True)
+
+
+@op(method="dist", function="dist", grad_fn="DistBackward0", autocast=dict(cuda="fp32"))
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other.
 
@@ -831,19 +866,22 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     with quiet_fp(xp):
         out = _norm_array(xp, opmath(_src(diff)), pv, tuple(range(builtins.max(diff.ndim, 1))))
     out = out.reshape(()).astype(ad.dtype, copy=False)
-    ctx = (pv, input._data.shape, input._data.dtype, other._data.shape, other._data.dtype)
-    return record(out, (input, other), "DistBackward0", _dist_bw, (input, other), ctx, True)
+    return DIST.record(out, (input, other), pv, self=input, other=other)
 
 
 # ---- amax / amin -----------------------------------------------------------------------
 def _amax_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch's scale_grad_by_count: ties share the gradient evenly
-    a, out = saved
+    a, out = saved.self, saved.result
     axes, kshape = ctx
     src = a if a._data.ndim else a.reshape(1)
     mask = src == _kept(out, kshape)
     gx = (_kept(g, kshape) / mask.sum(axes, keepdim=True)) * mask
     return _back(gx, a._data.shape)
+
+
+AMAX = node("AmaxBackward0", _amax_bw, saved=("self",), result=True)
+AMIN = node("AminBackward0", _amax_bw, saved=("self",), result=True)
 
 
 def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
@@ -865,8 +903,7 @@ def _amax(input: Tensor, dim: Dims, keepdim: bool, is_max: bool) -> Tensor:
     out = src.max(axis=axes, keepdims=True) if is_max else src.min(axis=axes, keepdims=True)
     kshape = _keep_shape(d.shape, axes)
     out = out.reshape(_out_shape(d.shape, axes, keepdim))
-    return record(out, (input,), "AmaxBackward0" if is_max else "AminBackward0", _amax_bw,
-                  (input,), (axes, kshape), True)
+    return (AMAX if is_max else AMIN).record(out, (input,), (axes, kshape), self=input)
 
 
 @op(method="amax", function="amax", grad_fn="AmaxBackward0")
@@ -1049,10 +1086,6 @@ def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
     return _const(xp.asarray(out).astype(_dtype.int64.np))
 
 
-def _bincount_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    raise RuntimeError("derivative for aten::bincount is not implemented")
-
-
 @op(method="bincount", function="bincount", grad_fn="torch::autograd::NotImplemented")
 def bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor:
     """Counts of each value in a 1-d non-negative int tensor (or sums of weights per value)."""
@@ -1079,7 +1112,7 @@ def bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0
         xp.add_at(out, idx, w.astype(wdt))
     else:
         xp.add.at(out, idx, w.astype(wdt))
-    return record(out, (weights,), "torch::autograd::NotImplemented", _bincount_bw)
+    return NOT_IMPLEMENTED.record(out, (weights,), "bincount")
 
 
 @op(method="diff", function="diff")
@@ -1122,3 +1155,314 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
         hi, lo = narrow(x, dim, 1, length - 1), narrow(x, dim, 0, length - 1)
         x = hi.logical_xor(lo) if x._data.dtype.kind == "b" else hi - lo
     return x
+
+
+# ---- cummax, cummin, logcumsumexp, cumsum_, cumprod_ ------------------------------------------
+def _scan(xp: Any, a: Any, axis: int, fn: Any) -> Any:
+    """The inclusive scan of `a` along axis under the associative `fn(earlier, later)`, in
+    log2(n) elementwise steps (CuPy's ufunc.accumulate takes only `add`)."""
+    n = a.shape[axis]
+    lead = (slice(None),) * axis
+    step = 1
+    while step < n:
+        b = a.copy()
+        b[lead + (slice(step, None),)] = fn(a[lead + (slice(0, n - step),)],
+                                            a[lead + (slice(step, None),)])
+        a = b
+        step *= 2
+    return a
+
+
+def _cum_extreme_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # each running extreme's gradient goes to the entry it was taken from (torch's scatter_add)
+    shape, dim, idx = ctx
+    if g._data.size == 0:
+        return g
+    return scatter_add_into_zeros(g, shape, dim, idx)
+
+
+_SAVED_CUM = {"dim": lambda s, c: c[1]}
+CUMMAX = node("CummaxBackward0", _cum_extreme_bw, saved=("self", "indices"), getters=_SAVED_CUM)
+CUMMIN = node("CumminBackward0", _cum_extreme_bw, saved=("self", "indices"), getters=_SAVED_CUM)
+
+
+def _cum_extreme(input: Tensor, dim: int, is_max: bool) -> Any:
+    d = input._data
+    xp = input._backend
+    dim = _wrap_dim(dim, d.ndim)
+    src = _src(d)
+    fn = xp.maximum if is_max else xp.minimum
+    run = _scan(xp, src, dim, fn)  # NaN propagates through maximum/minimum, as in torch
+    # the index is the last entry up to here that equals the running extreme (ties move it
+    # forward, as torch's); every NaN is such an entry once the running value is NaN
+    hit = src == run
+    if _dtype.is_floating_np(src.dtype):
+        hit = hit | (src != src)
+    pos_shape = tuple(-1 if i == dim else 1 for i in range(src.ndim))
+    pos = xp.arange(src.shape[dim], dtype=_dtype.int64.np).reshape(pos_shape)
+    idx = _scan(xp, xp.where(hit, pos, 0), dim, xp.maximum)
+    idx_t = _const(idx.reshape(d.shape))
+    spec = CUMMAX if is_max else CUMMIN
+    values = spec.record(run.reshape(d.shape), (input,), (src.shape, dim, idx), self=input,
+                         indices=idx_t)
+    return (return_types.cummax if is_max else return_types.cummin)(values, idx_t)
+
+
+@op(method="cummax", function="cummax", grad_fn="CummaxBackward0")
+def cummax(input: Tensor, dim: int) -> Any:
+    """The running maximum along dim and the index each value came from.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to scan along.
+
+    Returns a named tuple (values, indices). Among equal values the index is the latest one; a
+    NaN propagates. The gradient of each value goes to the entry at its index.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 3., 2., 5.]).cummax(0)
+        torch.return_types.cummax(
+        values=tensor([1., 3., 3., 5.]),
+        indices=tensor([0, 1, 1, 3]))
+    """
+    return _cum_extreme(input, dim, True)
+
+
+@op(method="cummin", function="cummin", grad_fn="CumminBackward0")
+def cummin(input: Tensor, dim: int) -> Any:
+    """The running minimum along dim and the index each value came from.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dim to scan along.
+
+    Returns a named tuple (values, indices), with cummax's rules for ties and NaN.
+
+    Example::
+
+        >>> rustgrad.tensor([4., 3., 5., 1.]).cummin(0)
+        torch.return_types.cummin(
+        values=tensor([4., 3., 3., 1.]),
+        indices=tensor([0, 1, 1, 3]))
+    """
+    return _cum_extreme(input, dim, False)
+
+
+def _rev_logcumsumexp(t: Tensor, dim: int) -> Tensor:
+    return flip(logcumsumexp(flip(t, dim), dim), dim)
+
+
+def _logcumsumexp_bw(g: Tensor, saved: Any, dim: Any) -> Any:
+    # grad_j = sum_{i >= j} g_i exp(x_j - out_i), summed in log space with g split into its
+    # positive and negative parts, so that nothing overflows (as torch's formula)
+    a, out = saved.self, saved.result
+    if a._data.size == 0:
+        return g
+    if a._data.ndim == 0:
+        return g
+    # where out_i is -inf every x_j (j <= i) is -inf too and those terms are 0: a finite
+    # stand-in keeps -inf - -inf (NaN) out of the sums, here and in double backward
+    out = where(out == -math.inf, 0.0, out)
+
+    def part_sum(part: Tensor) -> Optional[Tensor]:
+        # sum_{i >= j} part_i exp(x_j - out_i) over the positive entries of part
+        mask = part > 0
+        if not bool(mask._data.any()):
+            return None
+        logs = where(mask, where(mask, part, 1.0).log(), -math.inf)
+        return (_rev_logcumsumexp(logs - out, dim) + a).exp()
+
+    up, down = part_sum(g), part_sum(-g)
+    if up is None:
+        return g * 0 if down is None else -down
+    return up if down is None else up - down
+
+
+LOGCUMSUMEXP = node("LogcumsumexpBackward0", _logcumsumexp_bw, saved=("self",), result=True,
+                    getters={"dim": lambda s, c: c})
+
+
+@op(method="logcumsumexp", function="logcumsumexp", grad_fn="LogcumsumexpBackward0")
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input))) along dim, computed stably.
+
+    Args:
+        input (Tensor): the input tensor (floating point).
+        dim (int): the dim to scan along.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0., 1000.]).logcumsumexp(0)
+        tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
+    """
+    d = input._data
+    if not _dtype.is_floating_np(d.dtype):
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_float_name(d)}\'')
+    xp = input._backend
+    dim = _wrap_dim(dim, d.ndim)
+    src = _src(d)
+    work = src.astype(_F32) if _low_precision(src.dtype) else src
+    with quiet_fp(xp):
+        out = _scan(xp, work, dim, xp.logaddexp)
+    return LOGCUMSUMEXP.record(out.reshape(d.shape).astype(d.dtype, copy=False), (input,), dim,
+                               self=input)
+
+
+def _inplace_scan(self: Tensor, fn: Any, dim: int, dtype: Any, reads_self: bool) -> Tensor:
+    dt = self.dtype if dtype is None else dtype
+    return _write_result(self, lambda src: fn(src, dim, dtype=dt), reads_self)
+
+
+@op(method="cumsum_", grad_fn="CumsumBackward0")
+def cumsum_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """In-place cumsum: self becomes its running sums along dim (in self's dtype).
+
+    Args:
+        self (Tensor): the tensor to write.
+        dim (int): the dim to sum along.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to sum in (self's by default).
+
+    Example::
+
+        >>> x = rustgrad.tensor([1, 2, 3])
+        >>> x.cumsum_(0)
+        tensor([1, 3, 6])
+    """
+    return _inplace_scan(self, cumsum, dim, dtype, False)
+
+
+@op(method="cumprod_", grad_fn="CumprodBackward0")
+def cumprod_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """In-place cumprod: self becomes its running products along dim (in self's dtype).
+
+    Args:
+        self (Tensor): the tensor to write.
+        dim (int): the dim to multiply along.
+        dtype (rustgrad.dtype, optional): keyword-only; the dtype to multiply in (self's by
+            default).
+
+    Example::
+
+        >>> x = rustgrad.tensor([1., 2., 3.])
+        >>> x.cumprod_(0)
+        tensor([1., 2., 6.])
+    """
+    return _inplace_scan(self, cumprod, dim, dtype, True)
+
+
+# ---- aminmax, renorm -------------------------------------------------------------------------
+def _aminmax_bw(grads: Any, saved: Any, ctx: Any) -> Any:
+    gmin, gmax = grads
+    a = saved.self
+    axes, kshape = ctx[:2]
+    src = a if a._data.ndim else a.reshape(1)
+    total = None
+    for g, out in ((gmin, saved.min), (gmax, saved.max)):
+        if g is None:
+            continue
+        mask = src == _kept(out, kshape)
+        part = (_kept(g, kshape) / mask.sum(axes, keepdim=True)) * mask  # ties share evenly
+        total = part if total is None else total + part
+    return None if total is None else _back(total, a._data.shape)
+
+
+AMINMAX = node("AminmaxBackward0", _aminmax_bw, saved=("self", "min", "max"),
+               getters={"dim": lambda s, c: c[2], "keepdim": lambda s, c: c[3]})
+
+
+@op(method="aminmax", function="aminmax", grad_fn="AminmaxBackward0")
+def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    """The smallest and the largest entries, overall or along dim, in one call.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): keyword-only; the dim to reduce; all entries when None.
+        keepdim (bool, optional): keyword-only; keep the reduced dim as size 1. Default: False.
+
+    Returns a named tuple (min, max); as amin/amax, ties share the gradient evenly.
+
+    Example::
+
+        >>> rustgrad.aminmax(rustgrad.tensor([[1., 5.], [3., 0.]]), dim=1)
+        torch.return_types.aminmax(
+        min=tensor([1., 0.]),
+        max=tensor([5., 3.]))
+    """
+    d = input._data
+    src = _src(d)
+    if dim is None:
+        if src.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        axes = tuple(range(src.ndim))
+    else:
+        axes = (_wrap_dim(dim, d.ndim),)
+        if src.shape[axes[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {axes[0]} to have non-zero size.")
+    shape = _out_shape(d.shape, axes, keepdim) if dim is not None else \
+        ((1,) * d.ndim if keepdim else ())
+    mn = _const(src.min(axis=axes, keepdims=True).reshape(shape))
+    mx = _const(src.max(axis=axes, keepdims=True).reshape(shape))
+    kshape = _keep_shape(d.shape, axes)
+    outs = AMINMAX.record_multi((mn, mx), (input,), (axes, kshape, dim, keepdim), self=input,
+                                min=mn, max=mx)
+    return return_types.aminmax(*outs)
+
+
+_RENORM_EPS = 1e-7  # torch adds it to the norm before dividing
+
+
+def _renorm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    a = saved.self
+    p, axes, maxnorm, _ = ctx
+    norm = vector_norm(a, p, axes, keepdim=True)
+    over = norm > maxnorm
+    factor = where(over, maxnorm / (norm + _RENORM_EPS), 1.0)
+    # d factor / d norm is -maxnorm / (norm + eps)^2 where the slice is rescaled, else 0
+    gnorm = (g * a).sum(axes, keepdim=True) * where(over, -maxnorm / (norm + _RENORM_EPS) ** 2, 0.0)
+    gx = _norm_grad(gnorm, a, norm, p, axes)
+    return g * factor if gx is None else g * factor + gx
+
+
+RENORM = node("RenormBackward0", _renorm_bw, saved=("self",),
+              getters={"p": lambda s, c: c[0], "dim": lambda s, c: c[3],
+                       "maxnorm": lambda s, c: c[2]})
+
+
+@op(method="renorm", function="renorm", grad_fn="RenormBackward0", autocast=dict(cuda="fp32"))
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """input with each slice along dim whose p-norm exceeds maxnorm scaled down to that norm.
+
+    Args:
+        input (Tensor): the input tensor (floating point, at least 2-d).
+        p (float): the norm's order.
+        dim (int): the dim whose slices (input.select(dim, i)) are normalized.
+        maxnorm (float): the largest norm a slice keeps.
+
+    Example::
+
+        >>> rustgrad.tensor([[3., 4.], [0.3, 0.4]]).renorm(2, 0, 1.)
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+    """
+    d = input._data
+    if not _dtype.is_floating_np(d.dtype):
+        raise NotImplementedError("linalg.vector_norm: Expected a floating point or complex tensor "
+                                  f"as input. Got {_float_name(d)}")
+    pv = _p_value(p)
+    if pv <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if d.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {d.ndim} dimensions")
+    xp = input._backend
+    dim = _wrap_dim(dim, d.ndim)
+    axes = tuple(i for i in range(d.ndim) if i != dim)
+    src = opmath(d)
+    with quiet_fp(xp):
+        norm = _norm_array(xp, src, pv, axes)
+        factor = xp.where(norm > maxnorm, maxnorm / (norm + _RENORM_EPS), 1.0)
+    out = (src * factor.astype(src.dtype, copy=False)).astype(d.dtype, copy=False)
+    return RENORM.record(out, (input,), (pv, axes, float(maxnorm), dim), self=input)

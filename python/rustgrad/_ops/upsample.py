@@ -22,12 +22,12 @@ from typing import Any, List, Optional, Sequence, Tuple
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._util import record
+from ._node import node
 from .conv import type_name
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 # (mode, spatial dims) -> torch's node name
-_NODES = {
+_NAMES = {
     ("nearest", 1): "UpsampleNearest1DBackward0",
     ("nearest", 2): "UpsampleNearest2DBackward0",
     ("nearest", 3): "UpsampleNearest3DBackward0",
@@ -192,13 +192,16 @@ def _adjoint_array(xp: Any, g: Any, plans: Sequence[Optional[Plan]]) -> Any:
     return g
 
 
-# ctx of both nodes: (forward plans, backward plans, node name). torch's nearest backward picks
-# its indices its own way (see _nearest_plan), so the two maps are not always each other's
-# transpose; each node's backward is the other map, as torch's.
+# ctx of both nodes: (forward plans, backward plans, the pair of nodes). torch's nearest
+# backward picks its indices its own way (see _nearest_plan), so the two maps are not always
+# each other's transpose; each node's backward is the other map, as torch's.
+Nodes = Tuple[Any, Any]  # (the resampling's node, its backward's)
+
+
 def _resample(x: Tensor, fwd: Sequence[Optional[Plan]], bwd: Sequence[Optional[Plan]],
-              name: str) -> Tensor:
+              nodes: Nodes) -> Tensor:
     out = _resample_array(x._backend, x._data, fwd)
-    return record(out, (x,), name, _resample_bw, None, (fwd, bwd, name))
+    return nodes[0].record(out, (x,), (fwd, bwd, nodes))
 
 
 def _resample_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -206,14 +209,20 @@ def _resample_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 def _adjoint(g: Tensor, fwd: Sequence[Optional[Plan]], bwd: Sequence[Optional[Plan]],
-             name: str) -> Tensor:
+             nodes: Nodes) -> Tensor:
     out = _adjoint_array(g._backend, g._data, bwd)
-    return record(out, (g,), name.replace("Backward0", "BackwardBackward0"), _adjoint_bw, None,
-                  (fwd, bwd, name))
+    return nodes[1].record(out, (g,), (fwd, bwd, nodes))
 
 
 def _adjoint_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _resample(g, *ctx)
+
+
+# (mode, spatial dims) -> its nodes: UpsampleBilinear2DBackward0 and the node of its backward,
+# UpsampleBilinear2DBackwardBackward0
+_NODES = {key: (node(name, _resample_bw),
+                node(name.replace("Backward0", "BackwardBackward0"), _adjoint_bw))
+          for key, name in _NAMES.items()}
 
 
 # ---- interpolate ------------------------------------------------------------------------------
@@ -313,8 +322,8 @@ def _area(x: Tensor, out: List[int]) -> Tensor:
     raise NotImplementedError("interpolate: mode 'area' of 5-D input (adaptive_avg_pool3d)")
 
 
-@op(functional="interpolate", grad_fn=tuple(_NODES.values())
-    + tuple(n.replace("Backward0", "BackwardBackward0") for n in _NODES.values()))
+@op(functional="interpolate", grad_fn=tuple(f.name for f, _ in _NODES.values())
+    + tuple(b.name for _, b in _NODES.values()), autocast=dict(cuda="fp32"))
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: Optional[bool] = None,
                 recompute_scale_factor: Optional[bool] = None,
@@ -347,8 +356,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     dim = x.ndim - 2
     if mode == "area" and 1 <= dim <= 3:
         return _area(x, out)
-    name = _NODES.get((mode + ("-aa" if antialias else ""), dim))
-    if name is None:
+    nodes = _NODES.get((mode + ("-aa" if antialias else ""), dim))
+    if nodes is None:
         wants = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
         if wants is not None and 3 <= x.ndim <= 5:
             raise NotImplementedError(
@@ -382,7 +391,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         fwd.append(plan)
     if mode == "bicubic" and not antialias and list(x.shape[2:]) == out:
         bwd = [None] * dim  # torch's bicubic backward copies when no size changes
-    return _resample(x, fwd, bwd, name)
+    return _resample(x, fwd, bwd, nodes)
 
 
 def _deprecated(name: str) -> None:
@@ -390,7 +399,7 @@ def _deprecated(name: str) -> None:
                   "instead.", stacklevel=3)
 
 
-@op(functional="upsample")
+@op(functional="upsample", autocast=dict(cuda="fp32"))
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: Optional[bool] = None) -> Tensor:
     """Deprecated alias of interpolate (with torch's warning)."""
@@ -398,14 +407,14 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: st
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-@op(functional="upsample_nearest")
+@op(functional="upsample_nearest", autocast=dict(cuda="fp32"))
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: interpolate with mode='nearest' (with torch's warning)."""
     _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-@op(functional="upsample_bilinear")
+@op(functional="upsample_bilinear", autocast=dict(cuda="fp32"))
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: interpolate with mode='bilinear', align_corners=True (with torch's warning)."""
     _deprecated("upsample_bilinear")

@@ -1,7 +1,9 @@
-"""Shapes and views. Views share storage and version counter with their input: view/reshape,
-flatten, transpose/t/T/mT, permute, (un)squeeze, expand, narrow, select, unbind, split, chunk,
-diagonal, movedim, unfold, broadcast_to. Joins and rearranging copies: cat, stack, hstack,
-vstack, tril/triu, flip, roll, repeat, repeat_interleave, tile."""
+"""Shapes and views: ops whose result shares storage and version counter with their input.
+view/reshape/ravel, flatten/unflatten, transpose/swapaxes/t/T/mT, permute, movedim, (un)squeeze,
+expand/broadcast_to/broadcast_tensors, narrow, select, unbind, split/chunk/tensor_split and
+hsplit/vsplit/dsplit, diagonal, unfold, atleast_1d/2d/3d, as_strided, and the view ops done in
+place (t_, transpose_, squeeze_, unsqueeze_, as_strided_). Joins are in `joins`, rearranging
+copies (flip, roll, tril, repeat, ...) in `copies`."""
 
 from __future__ import annotations
 
@@ -9,45 +11,48 @@ import builtins
 import warnings
 from typing import Any, List, Sequence, Tuple
 
-from .. import _dtype
-from .._size import _wrap_dim
+from .. import _core, _dtype
+from .._size import Size, _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._util import const as _const
-from ._util import record, same_devices, sum_to
-from .gather import index_select
-
-
-def _int_list(args: Any) -> Tuple[int, ...]:
-    """Varargs or one sequence of ints, as torch's IntArrayRef arguments."""
-    if len(args) == 1 and not isinstance(args[0], int):
-        args = args[0]
-    if isinstance(args, int):
-        return (args,)
-    return tuple(int(a) for a in args)
+from ._node import node
+from ._util import check_broadcastable, check_inplace, is_grad_enabled, sum_to
+from .copyslices import AS_STRIDED, _as_strided_bw
 
 
 # ---- slices into zeros: the backward of the slicing views ------------------------------
-def _embed_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, idx = ctx
+def _embed_bw(g: Tensor, saved: Any, idx: Any) -> Any:
     return g[idx]
+
+
+EMBED = node("SliceBackwardBackward0", _embed_bw)
 
 
 def _embed(g: Tensor, shape: tuple, idx: tuple) -> Tensor:
     """zeros(shape) with g written at the basic index idx (differentiable in g)."""
     z = g._backend.zeros(shape, dtype=g._data.dtype)
     z[idx] = g._data
-    return record(z, (g,), "SliceBackwardBackward0", _embed_bw, None, (shape, idx))
+    return EMBED.record(z, (g,), idx)
 
 
+# The views that take elements at a basic index (narrow, select, unbind, split and basic
+# indexing, _ops/indexing.py): ctx is (input shape, index).
 def _slice_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, idx = ctx
     return _embed(g, shape, idx)
 
 
-def _view(a: Tensor, idx: tuple, name: str) -> Tensor:
+SLICE = node("SliceBackward0", _slice_bw)
+SELECT = node("SelectBackward0", _slice_bw)
+UNBIND = node("UnbindBackward0", _slice_bw)
+SPLIT = node("SplitBackward0", _slice_bw)
+SPLIT_WITH_SIZES = node("SplitWithSizesBackward0", _slice_bw)
+
+
+def _view(a: Tensor, idx: tuple, spec: Any) -> Tensor:
     d = a._data
-    return record(d[idx], (a,), name, _slice_bw, None, (d.shape, idx), False, a)
+    # record's fourth argument, view_of (positional: a keyword costs the hot path ~0.15 µs)
+    return spec.record(d[idx], (a,), (d.shape, idx), a)
 
 
 # ---- narrow, select, unbind ------------------------------------------------------------
@@ -85,7 +90,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
         raise RuntimeError(
             f"start ({start}) + length ({length}) exceeds dimension size ({size})."
         )
-    return _view(input, (slice(None),) * dim + (slice(start, start + length),), "SliceBackward0")
+    return _view(input, (slice(None),) * dim + (slice(start, start + length),), SLICE)
 
 
 @op(method="select", function="select", grad_fn=("SelectBackward0", "SliceBackwardBackward0"))
@@ -115,7 +120,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
         )
     if index < 0:
         index += size
-    return _view(input, (slice(None),) * dim + (index, Ellipsis), "SelectBackward0")
+    return _view(input, (slice(None),) * dim + (index, Ellipsis), SELECT)
 
 
 @op(method="unbind", function="unbind", grad_fn=("UnbindBackward0", "SliceBackwardBackward0"))
@@ -136,17 +141,17 @@ def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap_dim(dim, d.ndim)
     lead = (slice(None),) * dim
-    return _multi_output([_view(input, lead + (i, Ellipsis), "UnbindBackward0")
+    return _multi_output([_view(input, lead + (i, Ellipsis), UNBIND)
                           for i in range(d.shape[dim])])
 
 
 # ---- split, chunk ----------------------------------------------------------------------
-def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str) -> Tuple[Tensor, ...]:
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int], spec: Any) -> Tuple[Tensor, ...]:
     lead = (slice(None),) * dim
     out = []
     start = 0
     for n in sizes:
-        out.append(_view(input, lead + (slice(start, start + n),), name))
+        out.append(_view(input, lead + (slice(start, start + n),), spec))
         start += n
     return _multi_output(out)
 
@@ -191,7 +196,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Te
             )
         count = builtins.max((n + s - 1) // s, 1) if s else 1
         sizes = [builtins.min(s, n - i * s) for i in range(count)]
-        return _pieces(tensor, dim, sizes, "SplitBackward0")
+        return _pieces(tensor, dim, sizes, SPLIT)
     return split_with_sizes(tensor, s, dim)
 
 
@@ -214,7 +219,7 @@ def split_with_sizes(tensor: Tensor, split_sizes: Sequence[int], dim: int = 0) -
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
             f"dimension {dim}), but got split_sizes={sizes}"
         )
-    return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
+    return _pieces(tensor, dim, sizes, SPLIT_WITH_SIZES)
 
 
 @op(method="chunk", function="chunk")
@@ -246,22 +251,26 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
 
 # ---- diagonal, mT, movedim, unfold -----------------------------------------------------
 def _diag_embed_zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, offset, d1, d2 = ctx
-    return diagonal(g, offset, d1, d2)
+    return diagonal(g, *ctx)
 
 
-def _diag_into_zeros(g: Tensor, shape: tuple, offset: int, d1: int, d2: int,
-                     name: str = "DiagonalBackwardBackward0") -> Tensor:
+DIAGONAL_BACKWARD = node("DiagonalBackwardBackward0", _diag_embed_zeros_bw)
+
+
+def _diag_into_zeros(g: Tensor, shape: tuple, offset: int, d1: int, d2: int) -> Tensor:
     """zeros(shape) with g on the diagonal (offset, d1, d2) (differentiable in g)."""
     xp = g._backend
     z = xp.zeros(shape, dtype=g._data.dtype)
     xp.writable_view(xp.diagonal(z, offset, d1, d2))[...] = g._data
-    return record(z, (g,), name, _diag_embed_zeros_bw, None, (shape, offset, d1, d2))
+    return DIAGONAL_BACKWARD.record(z, (g,), (offset, d1, d2))
 
 
+# ctx: (input shape, offset, dim1, dim2)
 def _diagonal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, offset, d1, d2 = ctx
-    return _diag_into_zeros(g, shape, offset, d1, d2)
+    return _diag_into_zeros(g, *ctx)
+
+
+DIAGONAL = node("DiagonalBackward0", _diagonal_bw)
 
 
 @op(method="diagonal", function="diagonal", grad_fn=("DiagonalBackward0", "DiagonalBackwardBackward0"))
@@ -287,8 +296,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     out = input._backend.writable_view(input._backend.diagonal(d, offset, d1, d2))
-    return record(out, (input,), "DiagonalBackward0", _diagonal_bw, None,
-                  (d.shape, offset, d1, d2), False, input)
+    return DIAGONAL.record(out, (input,), (d.shape, offset, d1, d2), input)
 
 
 @op(prop="mT", grad_fn="TransposeBackward0")
@@ -352,17 +360,22 @@ def _unfold_grad(g: Tensor, shape: tuple, dim: int, size: int, step: int) -> Ten
             z[lead + (slice(k, k + step * (num - 1) + 1, step),)] += gd[..., k]
     else:
         z[...] = gd.reshape(gd.size)[:1].sum()
-    return record(z, (g,), "UnfoldBackwardBackward0", _unfold_grad_bw, None,
-                  (dim, size, step))
+    return UNFOLD_BACKWARD.record(z, (g,), (dim, size, step))
 
 
 def _unfold_grad_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return unfold(g, *ctx)
 
 
+UNFOLD_BACKWARD = node("UnfoldBackwardBackward0", _unfold_grad_bw)
+
+
+# ctx: (input shape, dim, size, step)
 def _unfold_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shape, dim, size, step = ctx
-    return _unfold_grad(g, shape, dim, size, step)
+    return _unfold_grad(g, *ctx)
+
+
+UNFOLD = node("UnfoldBackward0", _unfold_bw)
 
 
 @op(method="unfold", grad_fn=("UnfoldBackward0", "UnfoldBackwardBackward0"))
@@ -388,246 +401,9 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
         out = xp.as_strided(d, shape, strides)
         if type(out) is not type(d):  # an ndarray subclass backend keeps its array type
             out = out.view(type(d))
-    return record(out, (input,), "UnfoldBackward0", _unfold_bw, None, (d.shape, dim, size, step),
-                  False, input)
+    return UNFOLD.record(out, (input,), (d.shape, dim, size, step), input)
 
-
-# ---- tril / triu, flip, roll -----------------------------------------------------------
-def _tri_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    upper, k = ctx
-    return triu(g, k) if upper else tril(g, k)
-
-
-def _tri(input: Tensor, k: int, upper: bool) -> Tensor:
-    d = input._data
-    name = "triu" if upper else "tril"
-    if d.ndim < 2:
-        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    xp = input._backend
-    out = xp.triu(d, k) if upper else xp.tril(d, k)
-    return record(out, (input,), "TriuBackward0" if upper else "TrilBackward0", _tri_bw, None,
-                  (upper, k))
-
-
-@op(method="tril", function="tril", grad_fn="TrilBackward0")
-def tril(input: Tensor, diagonal: int = 0) -> Tensor:
-    """A copy of input with the entries above the diagonal set to zero.
-
-    Args:
-        input (Tensor): the input tensor (at least 2-D; the last two dims are the matrices).
-        diagonal (int, optional): the diagonal kept last: above the main one when positive.
-            Default: 0.
-
-    Example::
-
-        >>> rustgrad.ones(3, 3).tril()
-        tensor([[1., 0., 0.],
-                [1., 1., 0.],
-                [1., 1., 1.]])
-    """
-    return _tri(input, diagonal, False)
-
-
-@op(method="triu", function="triu", grad_fn="TriuBackward0")
-def triu(input: Tensor, diagonal: int = 0) -> Tensor:
-    """A copy of input with the entries below the diagonal set to zero.
-
-    Args:
-        input (Tensor): the input tensor (at least 2-D; the last two dims are the matrices).
-        diagonal (int, optional): the diagonal kept first: above the main one when positive.
-            Default: 0.
-
-    Example::
-
-        >>> rustgrad.ones(3, 3).triu(diagonal=1)
-        tensor([[0., 1., 1.],
-                [0., 0., 1.],
-                [0., 0., 0.]])
-    """
-    return _tri(input, diagonal, True)
-
-
-def _flip_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return flip(g, ctx)
-
-
-@op(method="flip", function="flip", grad_fn="FlipBackward0")
-def flip(input: Tensor, *dims: Any) -> Tensor:
-    """A copy of input reversed along the given dims.
-
-    Args:
-        input (Tensor): the input tensor.
-        dims (int or tuple of ints): the dims to reverse.
-
-    Example::
-
-        >>> rustgrad.tensor([[1, 2], [3, 4]]).flip(1)
-        tensor([[2, 1],
-                [4, 3]])
-    """
-    d = input._data
-    dl = _int_list(dims) if dims else ()
-    wd = tuple(_wrap_dim(x, d.ndim) for x in dl)
-    if len(set(wd)) != len(wd):
-        raise RuntimeError(f"dim {wd[0]} appears multiple times in the list of dims")
-    out = input._backend.flip(d, axis=wd).copy() if wd and d.ndim else d.copy()
-    return record(out, (input,), "FlipBackward0", _flip_bw, None, wd)
-
-
-def _roll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    shifts, dims = ctx
-    return roll(g, tuple(-s for s in shifts), dims)
-
-
-@op(method="roll", function="roll", grad_fn="RollBackward0")
-def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
-    """A copy of input rolled by shifts along dims (the flattened input when dims is None).
-
-    Args:
-        input (Tensor): the input tensor.
-        shifts (int or tuple of ints): by how many places; entries pushed off one end come back
-            at the other.
-        dims (int or tuple of ints, optional): the dims to roll along.
-
-    Example::
-
-        >>> rustgrad.tensor([1, 2, 3, 4]).roll(1)
-        tensor([4, 1, 2, 3])
-    """
-    d = input._data
-    sh = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
-    if dims is None:
-        if len(sh) != 1:
-            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
-        out = input._backend.roll(d, sh[0]) if d.size else d.copy()
-        return record(out, (input,), "RollBackward0", _roll_bw, None, (sh, None))
-    dm = (dims,) if isinstance(dims, int) else tuple(int(x) for x in dims)
-    if len(sh) != len(dm):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
-    wd = tuple(_wrap_dim(x, d.ndim) for x in dm)
-    if d.ndim == 0 or d.size == 0:
-        out = d.copy()
-    else:
-        out = input._backend.roll(d, sh, axis=wd)
-    return record(out, (input,), "RollBackward0", _roll_bw, None, (sh, dm))
-
-
-# ---- repeat, tile, repeat_interleave ---------------------------------------------------
-def _repeat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    in_shape, sizes = ctx
-    if not sizes:
-        return g
-    padded = (1,) * (len(sizes) - len(in_shape)) + tuple(in_shape)
-    inter: list = []
-    for r, s in zip(sizes, padded):
-        inter += [r, s]
-    gg = g.reshape(tuple(inter)).sum(tuple(range(0, 2 * len(sizes), 2)))
-    return gg.reshape(in_shape)
-
-
-@op(method="repeat", grad_fn="RepeatBackward0")
-def repeat(input: Tensor, *sizes: Any) -> Tensor:
-    """input tiled sizes times along each dimension.
-
-    Args:
-        input (Tensor): the input tensor.
-        sizes (ints or tuple of ints): the number of copies per dim (at least input.dim()
-            of them; extra leading ones add dims).
-
-    Example::
-
-        >>> rustgrad.tensor([1, 2]).repeat(2, 2)
-        tensor([[1, 2, 1, 2],
-                [1, 2, 1, 2]])
-    """
-    if not sizes:
-        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
-    sizes = _int_list(sizes)
-    d = input._data
-    if len(sizes) < d.ndim:
-        raise RuntimeError(
-            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
-            "of tensor"
-        )
-    padded = (1,) * (len(sizes) - d.ndim) + d.shape
-    out_shape = [r * s for r, s in zip(sizes, padded)]
-    for s in out_shape:
-        if s < 0:
-            raise RuntimeError(
-                f"Trying to create tensor with negative dimension {s}: {out_shape}"
-            )
-    out = input._backend.tile(d.reshape(padded), sizes) if sizes else d.copy()
-    return record(out, (input,), "RepeatBackward0", _repeat_bw, None, (d.shape, sizes))
-
-
-@op(method="tile", function="tile")
-def tile(input: Tensor, *dims: Any) -> Tensor:
-    """input tiled dims times along each dimension (leading ones filled in)."""
-    dims = _int_list(dims) if dims else ()
-    n = input._data.ndim
-    if len(dims) < n:
-        dims = (1,) * (n - len(dims)) + dims
-    return repeat(input, dims)
-
-
-@op(method="repeat_interleave", function="repeat_interleave")
-def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
-                      output_size: Any = None) -> Tensor:
-    """Each entry of input repeated repeats times along dim.
-
-    Args:
-        input (Tensor): the input tensor.
-        repeats (int or Tensor): the number of copies, for every entry or one per entry.
-        dim (int, optional): the dim to repeat along; the flattened input when None.
-        output_size (int, optional): keyword-only; the total size along dim, if known.
-
-    Example::
-
-        >>> rustgrad.tensor([1, 2]).repeat_interleave(2)
-        tensor([1, 1, 2, 2])
-        >>> rustgrad.tensor([[1, 2], [3, 4]]).repeat_interleave(rustgrad.tensor([1, 2]), dim=0)
-        tensor([[1, 2],
-                [3, 4],
-                [3, 4]])
-    """
-    xp = input._backend
-    if repeats is None:  # repeat_interleave(counts): the indices repeated by the counts
-        r = input._data
-        if r.ndim > 1:
-            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-        out = xp.repeat(xp.arange(r.size, dtype=_dtype.int64.np), r.reshape(-1))
-        return _const(out)
-    x = flatten(input) if dim is None else input
-    dim = 0 if dim is None else _wrap_dim(dim, x._data.ndim)
-    if x._data.ndim == 0:
-        x = x.reshape(1)
-    n = x._data.shape[dim]
-    if isinstance(repeats, Tensor):
-        rd = repeats._data
-        if rd.ndim > 1:
-            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        if rd.size == 1:
-            counts = xp.full((n,), int(rd.reshape(-1)[0]), dtype=_dtype.int64.np)
-        elif rd.size == n:
-            counts = rd.reshape(-1)
-        else:
-            raise RuntimeError(
-                "repeats must have the same size as input along dim, but got repeats.size(0) = "
-                f"{rd.size} and input.size({dim}) = {n}"
-            )
-        if counts.size and bool((counts < 0).any()):
-            raise RuntimeError("repeats can not be negative")
-        index = xp.repeat(xp.arange(n, dtype=_dtype.int64.np), counts)
-        return index_select(x, dim, _const(index))
-    r = int(repeats)
-    if r < 0:
-        raise RuntimeError("Repeats must be non-negative")
-    shape = list(x._data.shape)
-    shape.insert(dim + 1, r)
-    return flatten(x.unsqueeze(dim + 1).expand(tuple(shape)).clone(), dim, dim + 1)
-
-
-# ---- reshape, transpose, permute, squeeze, expand, joins --------------------------------------
+# ---- reshape, transpose, permute, squeeze, expand ----------------------------------------------
 def _shape_arg(shape: Any) -> tuple:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
@@ -652,8 +428,17 @@ def _infer(shape: tuple, numel: int) -> tuple:
     return shape
 
 
-def _reshape_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g.reshape(ctx)
+# The views and copies that reshape: ctx is the input's shape.
+def _reshape_bw(g: Tensor, saved: Any, shape: Any) -> Any:
+    return g.reshape(shape)
+
+
+VIEW = node("ViewBackward0", _reshape_bw)
+RESHAPE_ALIAS = node("ReshapeAliasBackward0", _reshape_bw)
+UNSAFE_VIEW = node("UnsafeViewBackward0", _reshape_bw)
+SQUEEZE = node("SqueezeBackward0", _reshape_bw)  # squeeze(): every size-1 dim
+SQUEEZE_DIM = node("SqueezeBackward1", _reshape_bw)  # squeeze(int)
+SQUEEZE_DIMS = node("SqueezeBackward2", _reshape_bw)  # squeeze(tuple)
 
 
 def _try_view(d: Any, shape: tuple) -> Any:
@@ -694,7 +479,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
-    return record(v, (input,), "ViewBackward0", _reshape_bw, None, d.shape, False, input)
+    return VIEW.record(v, (input,), d.shape, input)
 
 
 @op(method="reshape", function="reshape",
@@ -718,9 +503,9 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     v = _try_view(d, shape)
     if v is not None:
         # torch views a contiguous input, and aliases a strided one (_reshape_alias)
-        name = "ViewBackward0" if d.flags.c_contiguous else "ReshapeAliasBackward0"
-        return record(v, (input,), name, _reshape_bw, None, d.shape, False, input)
-    return record(d.reshape(shape), (input,), "UnsafeViewBackward0", _reshape_bw, None, d.shape)
+        spec = VIEW if d.flags.c_contiguous else RESHAPE_ALIAS
+        return spec.record(v, (input,), d.shape, input)
+    return UNSAFE_VIEW.record(d.reshape(shape), (input,), d.shape)
 
 
 @op(method="flatten", function="flatten")
@@ -754,7 +539,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, d.shape[:s] + (n,) + d.shape[e + 1 :])
 
 
-@op(method="unflatten")
+@op(method="unflatten", function="unflatten", grad_fn="ViewBackward0")
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """input with dim split into sizes.
 
@@ -773,8 +558,11 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     return view(input, d.shape[:dim] + tuple(sizes) + d.shape[dim + 1 :])
 
 
-def _transpose_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g.transpose(*ctx)
+def _transpose_bw(g: Tensor, saved: Any, dims: Any) -> Any:
+    return g.transpose(*dims)
+
+
+TRANSPOSE = node("TransposeBackward0", _transpose_bw)
 
 
 @op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
@@ -796,11 +584,14 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     d = input._data
     d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
     out = input._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
-    return record(out, (input,), "TransposeBackward0", _transpose_bw, None, (d0, d1), False, input)
+    return TRANSPOSE.record(out, (input,), (d0, d1), input)
 
 
 def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.t()
+
+
+T_NODE = node("TBackward0", _t_bw)
 
 
 @op(method="t", function="t", grad_fn="TBackward0")
@@ -819,11 +610,14 @@ def t(input: Tensor) -> Tensor:
     d = input._data
     if d.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
-    return record(d.T, (input,), "TBackward0", _t_bw, None, None, False, input)
+    return T_NODE.record(d.T, (input,), None, input)
 
 
-def _permute_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g.permute(ctx)
+def _permute_bw(g: Tensor, saved: Any, inverse: Any) -> Any:
+    return g.permute(inverse)
+
+
+PERMUTE = node("PermuteBackward0", _permute_bw)
 
 
 @op(method="permute", function="permute", grad_fn="PermuteBackward0")
@@ -853,12 +647,18 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     inverse = [0] * len(dims)
     for i, x in enumerate(dims):
         inverse[x] = i
-    return record(d.transpose(dims), (input,), "PermuteBackward0", _permute_bw, None,
-                  tuple(inverse), False, input)
+    return PERMUTE.record(d.transpose(dims), (input,), tuple(inverse), input)
 
 
+# ctx: the dim unsqueeze inserted; or, for an index with None (_ops/indexing.py's getitem),
+# (input shape, index), whose gradient is embedded as a slice's
 def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g.squeeze(ctx)
+    if type(ctx) is int:
+        return g.squeeze(ctx)
+    return _slice_bw(g, saved, ctx)
+
+
+UNSQUEEZE = node("UnsqueezeBackward0", _unsqueeze_bw)
 
 
 @op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")
@@ -880,7 +680,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = input._data
     dim = _wrap_dim(dim, d.ndim + 1)
     out = d.reshape(d.shape[:dim] + (1,) + d.shape[dim:])
-    return record(out, (input,), "UnsqueezeBackward0", _unsqueeze_bw, None, dim, False, input)
+    return UNSQUEEZE.record(out, (input,), dim, input)
 
 
 @op(
@@ -905,17 +705,21 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     d = input._data
     if dim is None:
         shape = tuple(s for s in d.shape if s != 1)
-        name = "SqueezeBackward0"
+        spec = SQUEEZE
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = {_wrap_dim(x, d.ndim) for x in dims} if d.ndim else set()
         shape = tuple(s for i, s in enumerate(d.shape) if not (i in dims and s == 1))
-        name = "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
-    return record(d.reshape(shape), (input,), name, _reshape_bw, None, d.shape, False, input)
+        spec = SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS
+    return spec.record(d.reshape(shape), (input,), d.shape, input)
 
 
-def _expand_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return sum_to(g, ctx)
+# torch's formula, sum_to(grad, self.sizes()): the reduction is the op's own derivative
+def _expand_bw(g: Tensor, saved: Any, shape: Any) -> Any:
+    return sum_to(g, shape)
+
+
+EXPAND = node("ExpandBackward0", _expand_bw)
 
 
 @op(method="expand", grad_fn="ExpandBackward0")
@@ -966,134 +770,13 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
             )
         shape.append(s)
     out = input._backend.writable_view(input._backend.broadcast_to(d, tuple(shape)))  # torch's expand is writable
-    return record(out, (input,), "ExpandBackward0", _expand_bw, None, d.shape, False, input)
+    return EXPAND.record(out, (input,), d.shape, input)
 
 
 @op(method="expand_as")
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """input expanded to other's shape."""
     return expand(input, other._data.shape)
-
-
-def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    dim, sizes, dtypes = ctx
-    out = []
-    start = 0
-    lead = (slice(None),) * dim
-    for n, dt in zip(sizes, dtypes):
-        if n is None:  # a skipped legacy empty 1-D input: torch gives it zeros({0})
-            piece = g[lead + (slice(0, 0),)].reshape(0)
-            out.append(piece if piece._data.dtype == dt else piece.to(_dtype.from_np(dt)))
-            continue
-        piece = g[lead + (slice(start, start + n),)]
-        out.append(piece if piece._data.dtype == dt else piece.to(_dtype.from_np(dt)))
-        start += n
-    return tuple(out)
-
-
-@op(function=("cat", "concat"), grad_fn="CatBackward0")
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along an existing dim.
-
-    Args:
-        tensors (sequence of Tensors): tensors of the same shape except along dim (1-D empty
-            tensors are skipped, as torch's).
-        dim (int, optional): the dim to join along. Default: 0.
-
-    `concat` is the same op.
-
-    Example::
-
-        >>> a = rustgrad.tensor([[1, 2]])
-        >>> rustgrad.cat([a, a], dim=0)
-        tensor([[1, 2],
-                [1, 2]])
-        >>> rustgrad.cat([a, a], dim=1)
-        tensor([[1, 2, 1, 2]])
-    """
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(
-                f"expected Tensor as element {tensors.index(t)} in argument 0, but got "
-                f"{type(t).__name__}"
-            )
-    # torch skips legacy empty 1-D tensors of shape (0,)
-    used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
-    ref = used[0] if used else tensors[0]
-    if ref._data.ndim == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    dim = _wrap_dim(dim, ref._data.ndim)
-    rt = _dtype.result_type(*[t for t in tensors]) if len({t._data.dtype for t in tensors}) > 1\
-        else _dtype.from_np(ref._data.dtype)
-    for i, t in enumerate(used):
-        s, r = t._data.shape, ref._data.shape
-        if len(s) != len(r):
-            raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {len(r)} and {len(s)}"
-            )
-        for k in range(len(s)):
-            if k != dim and s[k] != r[k]:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
-                    f"{r[k]} but got size {s[k]} for tensor number {i} in the list."
-                )
-    xp = ref._backend
-    arrays = [t._data.astype(rt.np, copy=False) for t in used] or [ref._data]
-    same_devices(arrays)
-    out = xp.concatenate(arrays, axis=dim)
-    sizes = tuple(
-        None if (t._data.ndim == 1 and t._data.shape[0] == 0 and used) else t._data.shape[dim]
-        for t in tensors
-    )
-    dtypes = tuple(t._data.dtype for t in tensors)
-    return record(out, tuple(tensors), "CatBackward0", _cat_bw, None, (dim, sizes, dtypes))
-
-
-concat = concatenate = cat
-
-
-def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    dim, n = ctx
-    lead = (slice(None),) * dim
-    return tuple(g[lead + (i,)] for i in range(n))
-
-
-@op(function="stack", grad_fn="StackBackward0")
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along a new dim.
-
-    Args:
-        tensors (sequence of Tensors): tensors of the same shape.
-        dim (int, optional): where the new dim goes. Default: 0.
-
-    Example::
-
-        >>> rustgrad.stack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])], dim=1)
-        tensor([[1, 3],
-                [2, 4]])
-    """
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    shape = tensors[0]._data.shape
-    for i, t in enumerate(tensors):
-        if t._data.shape != shape:
-            raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
-                f"and {list(t._data.shape)} at entry {i}"
-            )
-    dim = _wrap_dim(dim, len(shape) + 1)
-    rt = _dtype.result_type(*tensors).np if len({t._data.dtype for t in tensors}) > 1 else None
-    arrays = [t._data if rt is None else t._data.astype(rt) for t in tensors]
-    same_devices(arrays)
-    out = tensors[0]._backend.stack(arrays, axis=dim)
-    return record(out, tuple(tensors), "StackBackward0", _stack_bw, None, (dim, len(tensors)))
-
-
-
 
 @op(method="view_as", grad_fn="ViewBackward0")
 def view_as(input: Tensor, other: Tensor) -> Tensor:
@@ -1130,7 +813,7 @@ def T(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
     return permute(input, tuple(reversed(range(input._data.ndim))))
 
 
-# ---- shapes and joins ------------------------------------------------------------------------
+# ---- broadcast_to ------------------------------------------------------------------------------
 @op(method="broadcast_to", function="broadcast_to")
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     """A view of input broadcast to shape.
@@ -1148,83 +831,529 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     return input.expand(tuple(shape))
 
 
-@op(function="hstack")
-def hstack(tensors: Sequence[Tensor]) -> Tensor:
-    """The tensors joined column-wise (along dim 1, or 0 for 1-D tensors)."""
-    ts = [t.reshape(1) if t.dim() == 0 else t for t in tensors]
-    return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
+@op(method=("swapaxes", "swapdims"), function=("swapaxes", "swapdims"), grad_fn="TransposeBackward0")
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too).
+
+    Args:
+        input (Tensor): the input tensor.
+        axis0 (int): the first dim.
+        axis1 (int): the second dim.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3, 4).swapaxes(0, 2).shape
+        torch.Size([4, 3, 2])
+    """
+    return transpose(input, axis0, axis1)
 
 
-@op(function="vstack")
-def vstack(tensors: Sequence[Tensor]) -> Tensor:
-    """The tensors joined row-wise (1-D tensors become rows)."""
-    ts = []
-    for t in tensors:
-        if t.dim() == 0:
-            t = t.reshape(1, 1)
-        elif t.dim() == 1:
-            t = t.unsqueeze(0)
-        ts.append(t)
-    return cat(ts, 0)
+@op(method="ravel", function="ravel", grad_fn=("ViewBackward0", "CloneBackward0"))
+def ravel(input: Tensor) -> Tensor:
+    """input flattened to one dim: a view when it is contiguous, else a contiguous copy's view.
+
+    Args:
+        input (Tensor): the input tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([[1, 2], [3, 4]]).t().ravel()
+        tensor([1, 3, 2, 4])
+    """
+    return view(input.contiguous(), -1)
 
 
-# ---- pixel_shuffle, pixel_unshuffle -----------------------------------------------------------
-def _shuffle_array(d: Any, r: int, up: bool) -> Any:
-    """(*, C*r*r, H, W) -> (*, C, H*r, W*r) when up, and the inverse when not (a copy)."""
-    lead = d.shape[:-3]
-    c, h, w = d.shape[-3:]
-    k = len(lead)
-    if up:
-        oc = c // (r * r)
-        x = d.reshape(lead + (oc, r, r, h, w))
-        x = x.transpose(tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-        return x.reshape(lead + (oc, h * r, w * r)).copy()
-    oh, ow = h // r, w // r
-    x = d.reshape(lead + (c, oh, r, ow, r))
-    x = x.transpose(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-    return x.reshape(lead + (c * r * r, oh, ow)).copy()
+# ---- atleast_1d/2d/3d ----------------------------------------------------------------------------
+def _atleast(tensors: tuple, name: str, make: Any) -> Any:
+    """torch's atleast_Nd calling forms: one tensor gives a tensor; several (or a sequence of
+    them, or none) give a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], Tensor):
+        return make(tensors[0])
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not "
+                            f"{type(t).__name__} (at position {i})")
+    return tuple(make(t) for t in tensors)
 
 
-def _pixel_shuffle_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return pixel_unshuffle(g, ctx)
+def _at1(t: Tensor) -> Tensor:
+    return reshape(t, 1) if t._data.ndim == 0 else t
 
 
-def _pixel_unshuffle_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return pixel_shuffle(g, ctx)
+def _at2(t: Tensor) -> Tensor:
+    n = t._data.ndim
+    return reshape(t, 1, 1) if n == 0 else unsqueeze(t, 0) if n == 1 else t
 
 
-@op(function="pixel_shuffle", functional="pixel_shuffle", grad_fn="PixelShuffleBackward0")
-def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
+def _at3(t: Tensor) -> Tensor:
+    n = t._data.ndim
+    if n == 0:
+        return reshape(t, 1, 1, 1)
+    if n == 1:
+        return unsqueeze(unsqueeze(t, 0), -1)
+    return unsqueeze(t, -1) if n == 2 else t
+
+
+@op(function="atleast_1d", grad_fn="ViewBackward0")
+def atleast_1d(*tensors: Any) -> Any:
+    """Each tensor with at least one dim (a 0-d tensor becomes shape (1,)), as views.
+
+    Args:
+        tensors (Tensor or sequence of Tensors): the inputs; one tensor gives one tensor back,
+            several give a tuple.
+
+    Example::
+
+        >>> rustgrad.atleast_1d(rustgrad.tensor(3.))
+        tensor([3.])
+    """
+    return _atleast(tensors, "atleast_1d", _at1)
+
+
+@op(function="atleast_2d", grad_fn=("ViewBackward0", "UnsqueezeBackward0"))
+def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor with at least two dims (a 1-d one becomes a row), as views.
+
+    Args:
+        tensors (Tensor or sequence of Tensors): the inputs; one tensor gives one tensor back,
+            several give a tuple.
+
+    Example::
+
+        >>> rustgrad.atleast_2d(rustgrad.tensor([1, 2])).shape
+        torch.Size([1, 2])
+    """
+    return _atleast(tensors, "atleast_2d", _at2)
+
+
+@op(function="atleast_3d", grad_fn=("ViewBackward0", "UnsqueezeBackward0"))
+def atleast_3d(*tensors: Any) -> Any:
+    """Each tensor with at least three dims, as views: (n,) becomes (1, n, 1), (m, n) becomes
+    (m, n, 1).
+
+    Args:
+        tensors (Tensor or sequence of Tensors): the inputs; one tensor gives one tensor back,
+            several give a tuple.
+
+    Example::
+
+        >>> rustgrad.atleast_3d(rustgrad.zeros(2, 3)).shape
+        torch.Size([2, 3, 1])
+    """
+    return _atleast(tensors, "atleast_3d", _at3)
+
+
+# ---- tensor_split, hsplit, vsplit, dsplit --------------------------------------------------------
+@op(method="tensor_split", function="tensor_split",
+    grad_fn=("SliceBackward0", "SliceBackwardBackward0"))
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> Tuple[Tensor, ...]:
+    """input cut along dim into views: into n nearly equal pieces, or at the given indices.
+
+    Args:
+        input (Tensor): the input tensor (at least 1-D).
+        indices_or_sections (int, sequence of ints or Tensor): a number of pieces n (the first
+            `size % n` get one entry more), or the indices the pieces start at (slices
+            `[0:i0], [i0:i1], ..., [ik:]`, Python's slicing rules); a 0-d int64 tensor is a
+            number, a 1-d one the indices.
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Example::
+
+        >>> rustgrad.arange(7).tensor_split(3)
+        (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
+        >>> rustgrad.arange(7).tensor_split([1, 5])
+        (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
+    """
     d = input._data
-    r = upscale_factor
-    if d.ndim < 3:
-        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got "
-                           f"input with {d.ndim} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
-    if d.shape[-3] % (r * r):
-        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible "
-                           f"by the square of upscale_factor, but input.size(-3)={d.shape[-3]} "
-                           f"is not divisible by {r * r}")
-    return record(_shuffle_array(d, r, True), (input,), "PixelShuffleBackward0",
-                  _pixel_shuffle_bw, None, r)
+    if d.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    dim = _wrap_dim(dim, d.ndim)
+    s = indices_or_sections
+    if isinstance(s, Tensor):
+        if s._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor with "
+                               f"{s._data.ndim} dims")
+        if s.dtype is not _dtype.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of "
+                               f"long, but got {_dtype.LEGACY_NAMES[s.dtype.name][:-6]}")
+        s = int(s.item()) if s._data.ndim == 0 else [int(v) for v in s.tolist()]
+    lead = (slice(None),) * dim
+    if isinstance(s, int):
+        if s <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {s}")
+        n = d.shape[dim]
+        small, extra = divmod(n, s)
+        out, start = [], 0
+        for i in range(s):
+            size = small + (1 if i < extra else 0)
+            out.append(_view(input, lead + (slice(start, start + size),), SLICE))
+            start += size
+        return tuple(out)
+    bounds = [0, *(int(i) for i in s), None]
+    return tuple(_view(input, lead + (slice(a, b),), SLICE) for a, b in zip(bounds, bounds[1:]))
 
 
-@op(function="pixel_unshuffle", functional="pixel_unshuffle", grad_fn="PixelUnshuffleBackward0")
-def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
+def _split_at(input: Tensor, sections: Any, dim: int, name: str, need: int) -> Tuple[Tensor, ...]:
+    """hsplit/vsplit/dsplit: tensor_split along dim, a number of sections dividing it evenly."""
+    n = input._data.ndim
+    if n < need:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, but "
+                           f"got a tensor with {n} dimensions!")
+    if isinstance(sections, int):
+        size = input._data.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the split_size "
+                               f"{sections}!")
+    return tensor_split(input, sections, dim)
+
+
+@op(method="hsplit", function="hsplit", grad_fn=("SliceBackward0", "SliceBackwardBackward0"))
+def hsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut column-wise (along dim 1, or dim 0 of a 1-D tensor), as tensor_split does;
+    a number of sections must divide that dim.
+
+    Args:
+        input (Tensor): the input tensor (at least 1-D).
+        sections (int or sequence of ints): the number of equal pieces, or the indices to cut at.
+
+    Example::
+
+        >>> [p.shape for p in rustgrad.zeros(2, 4).hsplit(2)]
+        [torch.Size([2, 2]), torch.Size([2, 2])]
+    """
+    n = input._data.ndim
+    return _split_at(input, sections, 1 if n > 1 else 0, "hsplit", 1)
+
+
+@op(method="vsplit", function="vsplit", grad_fn=("SliceBackward0", "SliceBackwardBackward0"))
+def vsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut row-wise (along dim 0) as tensor_split does; it must be at least 2-D.
+
+    Args:
+        input (Tensor): the input tensor (at least 2-D).
+        sections (int or sequence of ints): the number of equal pieces, or the indices to cut at.
+
+    Example::
+
+        >>> [p.shape for p in rustgrad.zeros(4, 2).vsplit([1])]
+        [torch.Size([1, 2]), torch.Size([3, 2])]
+    """
+    return _split_at(input, sections, 0, "vsplit", 2)
+
+
+@op(method="dsplit", function="dsplit", grad_fn=("SliceBackward0", "SliceBackwardBackward0"))
+def dsplit(input: Tensor, sections: Any) -> Tuple[Tensor, ...]:
+    """input cut depth-wise (along dim 2) as tensor_split does; it must be at least 3-D.
+
+    Args:
+        input (Tensor): the input tensor (at least 3-D).
+        sections (int or sequence of ints): the number of equal pieces, or the indices to cut at.
+
+    Example::
+
+        >>> [p.shape for p in rustgrad.zeros(1, 2, 4).dsplit(2)]
+        [torch.Size([1, 2, 2]), torch.Size([1, 2, 2])]
+    """
+    return _split_at(input, sections, 2, "dsplit", 3)
+
+
+# ---- broadcasting --------------------------------------------------------------------------------
+@op(function="broadcast_shapes")
+def broadcast_shapes(*shapes: Any) -> Size:
+    """The shape tensors of the given shapes broadcast to, computed without any tensor.
+
+    Args:
+        shapes (ints or sequences of ints): the shapes (an int is a 1-D shape).
+
+    Example::
+
+        >>> rustgrad.broadcast_shapes((2, 1), (3,))
+        torch.Size([2, 3])
+    """
+    given = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    for shape in given:
+        if any(isinstance(x, int) and x < 0 for x in shape):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+    ndim = builtins.max((len(s) for s in given), default=0)
+    result = [1] * ndim
+    for i, shape in enumerate(given):
+        for k in range(1, len(shape) + 1):
+            x = shape[-k]
+            if x == 1 or x == result[-k]:
+                continue
+            if result[-k] == 1:
+                result[-k] = x
+                continue
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {x} at {-k}! "
+                               f"Mismatching argument at index {i} had {shape}; but expected shape "
+                               f"should be broadcastable to {result}")
+    return Size(result)
+
+
+@op(function="broadcast_tensors", grad_fn="ExpandBackward0")
+def broadcast_tensors(*tensors: Any) -> Tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape, as views (one already of that shape
+    comes back as it is).
+
+    Args:
+        tensors (Tensors): the inputs (or one sequence of them).
+
+    Example::
+
+        >>> a, b = rustgrad.broadcast_tensors(rustgrad.zeros(2, 1), rustgrad.zeros(3))
+        >>> a.shape, b.shape
+        (torch.Size([2, 3]), torch.Size([2, 3]))
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shapes = [t._data.shape for t in tensors]
+    check_broadcastable(*shapes)
+    shape = tuple(broadcast_shapes(*shapes))
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)
+
+
+@op(method="sum_to_size", grad_fn=("SumBackward1", "ViewBackward0"))
+def sum_to_size(input: Tensor, *size: Any) -> Tensor:
+    """input summed down to size, which it must expand to (the inverse of expand); input itself
+    when it already has that size.
+
+    Args:
+        input (Tensor): the input tensor.
+        size (ints or tuple of ints): the shape to sum to.
+
+    Example::
+
+        >>> rustgrad.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    shape = _shape_arg(size)
     d = input._data
-    r = downscale_factor
-    if d.ndim < 3:
-        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got "
-                           f"input with {d.ndim} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    for name, k in (("height", -2), ("width", -1)):
-        if d.shape[k] % r:
-            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by "
-                               f"downscale_factor, but input.size({k})={d.shape[k]} is not "
-                               f"divisible by {r}")
-    return record(_shuffle_array(d, r, False), (input,), "PixelUnshuffleBackward0",
-                  _pixel_unshuffle_bw, None, r)
+    lead = d.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != d.shape[lead + i] for i, s in enumerate(shape)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(d.shape)}}}.")
+    return sum_to(input, shape)
+
+
+# ---- as_strided ------------------------------------------------------------------------------
+def _storage_geometry(input: Tensor) -> Tuple[Any, int, int]:
+    """(a 1-D array over the memory of input's storage, the storage's size and input's offset
+    in it, in elements): the storage is its base's memory, from its lowest element."""
+    base = input._base if input._base is not None else input
+    b = base._data
+    xp = input._backend
+    item = b.itemsize
+    if b.ndim == 0:
+        low = b.reshape(1)
+    elif b.size == 0:
+        low = b.reshape(-1)
+    else:  # the element at the lowest address, as a one-element view
+        low = b[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(b.shape, b.strides))]
+    span = 0 if b.size == 0 else 1 + builtins.sum((n - 1) * abs(s) // item
+                                                  for n, s in zip(b.shape, b.strides))
+    flat = xp.as_strided(low, (span,), (item,))
+    if type(flat) is not type(b):  # an ndarray subclass backend keeps its array type
+        flat = flat.view(type(b))
+    offset = (xp.data_ptr(input._data) - xp.data_ptr(low)) // item
+    return flat, span, offset
+
+
+def _strided(input: Tensor, size: Any, stride: Any, storage_offset: Any) -> Tuple[Any, Any]:
+    """The array of input's storage at (size, stride, storage_offset), and the geometry that
+    places input and it in that storage (copyslices' AsStridedBackward0 context)."""
+    size = tuple(int(s) for s in size)
+    stride = tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(size)}: "
+                           f"{list(size)}")
+    flat, span, own = _storage_geometry(input)
+    offset = own if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    empty = any(s == 0 for s in size)
+    need = 0 if empty else offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    if need > span:
+        item = flat.itemsize
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                           f"{offset}, and itemsize {item} requiring a storage size of "
+                           f"{need * item} are out of bounds for storage of size {span * item}")
+    xp = input._backend
+    item = flat.itemsize
+    start = flat[builtins.min(offset, span):]
+    out = xp.as_strided(start, size, tuple(s * item for s in stride))
+    if type(out) is not type(flat):
+        out = out.view(type(flat))
+    d = input._data
+    own_layout = (tuple(d.shape), tuple(s // item for s in d.strides), own)
+    return out, (own_layout, (size, stride, offset))
+
+
+@op(method="as_strided", function="as_strided", grad_fn="AsStridedBackward0")
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: Any = None) -> Tensor:
+    """A view of input's storage with the given size, strides and offset (in elements).
+
+    Args:
+        input (Tensor): the input tensor; the view reads the memory of its storage (its base's).
+        size (tuple of ints): the view's shape.
+        stride (tuple of ints): the view's strides, in elements (non-negative).
+        storage_offset (int, optional): where the view starts in the storage. Default: input's
+            own offset.
+
+    Elements the view reads more than once get the sum of their gradients, as torch's.
+
+    Example::
+
+        >>> rustgrad.arange(6.).as_strided((2, 2), (1, 2))
+        tensor([[0., 2.],
+                [1., 3.]])
+    """
+    out, geometry = _strided(input, size, stride, storage_offset)
+    return AS_STRIDED.record(out, (input,), geometry, input)
+
+
+# ---- view ops in place: t_, transpose_, squeeze_, unsqueeze_, as_strided_ -----------------------
+def _t_inplace_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g.t()
+
+
+def _transpose_inplace_bw(g: Tensor, saved: Any, dims: Any) -> Any:
+    return g.transpose(*dims)
+
+
+def _unsqueeze_inplace_bw(g: Tensor, saved: Any, dim: Any) -> Any:
+    return g.squeeze(dim)
+
+
+T_INPLACE = node("TBackward1", _t_inplace_bw)
+TRANSPOSE_INPLACE = node("TransposeBackward1", _transpose_inplace_bw)
+UNSQUEEZE_INPLACE = node("UnsqueezeBackward1", _unsqueeze_inplace_bw)
+SQUEEZE_INPLACE = node("SqueezeBackward3", _reshape_bw)  # squeeze_()
+# squeeze_(tuple); squeeze_(int) too: torch's SqueezeBackward4 is the name _ops/linalg.py's
+# matmul gives its one node for a vector operand (a spec has one formula)
+SQUEEZE_INPLACE_DIMS = node("SqueezeBackward5", _reshape_bw)
+AS_STRIDED_INPLACE = node("AsStridedBackward1", _as_strided_bw)
+
+
+def _relayout(self: Tensor, new: Any, spec: Any, ctx: Any) -> Tensor:
+    """Ends a view op done in place: self takes the layout `new` (a view of its own memory)
+    and its version moves; in a graph, self's history becomes node `spec` over the old one.
+    On a view of a tensor in a graph, the history is remade over the base's
+    (AsStridedBackward0, copyslices.regenerate_view), where torch names the op's own node."""
+    check_inplace(self)
+    nbytes = self._storage_nbytes()
+    if is_grad_enabled() and self.requires_grad and self._base is None:
+        out = spec.record(new, (self,), ctx)
+        self._set_data(new, nbytes)
+        _core.rebase_history(self, out)
+    else:
+        self._set_data(new, nbytes)
+        self._bump_version()
+    return self
+
+
+@op(method="t_", grad_fn="TBackward1")
+def t_(self: Tensor) -> Tensor:
+    """Transposes self (at most 2-D) in place: its shape and strides change, not its memory.
+
+    Example::
+
+        >>> x = rustgrad.zeros(2, 3)
+        >>> x.t_().shape
+        torch.Size([3, 2])
+    """
+    d = self._data
+    if d.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
+    return _relayout(self, d.T, T_INPLACE, None)
+
+
+@op(method=("transpose_", "swapaxes_", "swapdims_"), grad_fn="TransposeBackward1")
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swaps dims dim0 and dim1 of self in place (`swapaxes_`, `swapdims_` too).
+
+    Args:
+        dim0 (int): the first dim.
+        dim1 (int): the second dim.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3, 4).transpose_(0, 2).shape
+        torch.Size([4, 3, 2])
+    """
+    d = self._data
+    d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
+    new = self._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
+    return _relayout(self, new, TRANSPOSE_INPLACE, (d0, d1))
+
+
+@op(method="unsqueeze_", grad_fn="UnsqueezeBackward1")
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """Inserts a size-1 dim into self at dim, in place.
+
+    Args:
+        dim (int): where the new dim goes (negative counts from the end of the result).
+
+    Example::
+
+        >>> rustgrad.zeros(3).unsqueeze_(0).shape
+        torch.Size([1, 3])
+    """
+    d = self._data
+    dim = _wrap_dim(dim, d.ndim + 1)
+    return _relayout(self, d.reshape(d.shape[:dim] + (1,) + d.shape[dim:]), UNSQUEEZE_INPLACE, dim)
+
+
+@op(method="squeeze_", grad_fn=("SqueezeBackward3", "SqueezeBackward5"))
+def squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    """Removes self's size-1 dims (or those of dim that have size 1), in place.
+
+    Args:
+        dim (int or tuple of ints, optional): the dims to remove if they have size 1.
+
+    Example::
+
+        >>> rustgrad.zeros(1, 3, 1).squeeze_().shape
+        torch.Size([3])
+    """
+    d = self._data
+    if dim is None:
+        shape = tuple(s for s in d.shape if s != 1)
+        spec = SQUEEZE_INPLACE
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = {_wrap_dim(x, d.ndim) for x in dims} if d.ndim else set()
+        shape = tuple(s for i, s in enumerate(d.shape) if not (i in dims and s == 1))
+        spec = SQUEEZE_INPLACE_DIMS
+    return _relayout(self, d.reshape(shape), spec, d.shape)
+
+
+@op(method="as_strided_", function="as_strided_", grad_fn="AsStridedBackward1")
+def as_strided_(self: Tensor, size: Sequence[int], stride: Sequence[int],
+                storage_offset: Any = None) -> Tensor:
+    """Gives self, in place, the layout (size, strides, offset) in its storage (as_strided).
+
+    Args:
+        size (tuple of ints): the new shape.
+        stride (tuple of ints): the new strides, in elements (non-negative).
+        storage_offset (int, optional): where self starts in its storage. Default: its own
+            offset.
+
+    Example::
+
+        >>> rustgrad.arange(6.).as_strided_((3,), (2,))
+        tensor([0., 2., 4.])
+    """
+    new, geometry = _strided(self, size, stride, storage_offset)
+    return _relayout(self, new, AS_STRIDED_INPLACE, geometry)

@@ -1,12 +1,13 @@
 """autocast: torch's mixed-precision regions.
 
-Inside an enabled region, each op of torch's autocast lists (`_ops/_autocast_lists.py`) casts its floating
-point inputs before it runs: matmul-like ops to the region's lower precision dtype, reductions
-and losses to float32, cat/stack-like ops to their widest input dtype. The casts are recorded
-`Tensor.to(dtype)` nodes, so gradients flow back to each input in its own dtype, as torch's.
+Inside an enabled region, each op of torch's autocast lists (each declares its policy:
+`@op(..., autocast=dict(cuda=LOWER))`) casts its floating point inputs before it runs:
+matmul-like ops to the region's lower precision dtype, reductions and losses to float32,
+cat/stack-like ops to their widest input dtype. The casts are recorded `Tensor.to(dtype)` nodes,
+so gradients flow back to each input in its own dtype, as torch's.
 
-How ops reach this module: `@op` (`_ops/_declare.py`) gives every op some list names one entry
-point, which checks one module flag; while no region is enabled in any thread the flag is off
+How ops reach this module: `@op` (`_ops/_declare.py`) gives every op that declares a policy one
+entry point, which checks one module flag; while no region is enabled in any thread the flag is off
 and the op runs untouched. While one is, `_dispatch` reads this thread's state, as torch's
 autocast state is thread-local. An op running under a cast policy runs with autocast excluded,
 so the ops it calls internally are not cast again (torch's ExcludeDispatchKeyGuard).
@@ -26,8 +27,8 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _backends, _dtype, cuda
-from .._ops import _autocast_lists as _op_lists
 from .._ops import _declare
+from .._ops import _declare as _op_lists  # the policy names
 from .._tensor import Tensor
 
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
@@ -265,7 +266,7 @@ def _widest(tensors: List[Any], device_type: str, lower: _dtype.dtype) -> _dtype
     return to
 
 
-def _dispatch(name: str, fn: Callable[..., Any], args: Tuple[Any, ...],
+def _dispatch(policies: Dict[str, str], fn: Callable[..., Any], args: Tuple[Any, ...],
               kwargs: Dict[str, Any]) -> Any:
     """The op entry point while some thread has a region enabled (see module doc)."""
     st = _state
@@ -279,18 +280,19 @@ def _dispatch(name: str, fn: Callable[..., Any], args: Tuple[Any, ...],
     device_type = _device_type(tensors[0])
     if not st.enabled.get(device_type, False):
         return fn(*args, **kwargs)
-    policy = _op_lists.policies(device_type).get(name)
+    # torch's other device types use CUDA's lists
+    policy = policies.get("cpu") if device_type == "cpu" else policies.get("cuda")
     if policy is None:
         return fn(*args, **kwargs)
     lower = get_autocast_dtype(device_type)
     st.excluded = True
     try:
-        return _run(policy, name, fn, args, kwargs, tensors, device_type, lower)
+        return _run(policy, fn, args, kwargs, tensors, device_type, lower)
     finally:
         st.excluded = False
 
 
-def _run(policy: str, name: str, fn: Callable[..., Any], args: Tuple[Any, ...],
+def _run(policy: str, fn: Callable[..., Any], args: Tuple[Any, ...],
          kwargs: Dict[str, Any], tensors: List[Any], device_type: str,
          lower: _dtype.dtype) -> Any:
     if policy == _op_lists.BANNED:

@@ -16,6 +16,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _core, _creation, _dtype
+from .._ops._node import node
 from .._ops._util import sum_to
 from .._tensor import Tensor
 from .grad_mode import no_grad
@@ -371,11 +372,14 @@ def _raise_delayed(g: Any, saved: Any, ctx: Any) -> Any:
     raise RuntimeError(ctx)
 
 
+_ONCE_ERROR = node("torch::autograd::Error", _raise_delayed)
+
+
 def _delayed_error(t: Tensor) -> Tensor:
     """An alias of `t` whose backward raises (torch's DelayedError node)."""
     fake = _core.detach(t)
     fake.requires_grad = True
-    return _core.record(t._data, (fake,), "torch::autograd::Error", _raise_delayed, None, _ONCE_MSG)
+    return _ONCE_ERROR.record(t._data, (fake,), _ONCE_MSG)
 
 
 class InplaceFunction(Function):

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 from .._creation import ones_like, zeros_like
-from .._ops.views import stack
+from .._ops.joins import stack
 from .._tensor import Tensor
 from . import grad  # autograd/__init__ defines grad before it imports this module
 from .grad_mode import enable_grad

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, List, Optional, Sequence
 
-from .._ops.views import cat
+from .._ops.joins import cat
 from .._tensor import Tensor
 from ..autograd import no_grad
 from . import _checks

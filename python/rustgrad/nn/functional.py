@@ -18,12 +18,14 @@ from .. import _bind, _creation, _dtype
 from .._creation import zeros_like as _zeros_like
 from .._ops import activation as _act
 from .._ops import conv as _conv
+from .._ops import distance as _distance
 from .._ops import indexing as _indexing
+from .._ops import joins as _joins
 from .._ops import linalg as _linalg
 from .._ops import linear as _lin
 from .._ops import loss as _loss
 from .._ops import norm as _norm_ops
-from .._ops import views as _views
+from .._ops import special as _special
 from .._ops.compare import where as _where
 from .._tensor import Tensor
 from ..autograd import is_grad_enabled as _is_grad_enabled
@@ -122,6 +124,183 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     return _act.write_activation(input, out) if inplace else out
 
 
+def _feature_mask_shape(input: Tensor) -> Tuple[int, ...]:
+    """One mask entry per (sample, channel) of (N, C, *) input: whole feature maps drop."""
+    return tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> Tensor:
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        mask = _creation.zeros(_feature_mask_shape(input), dtype=input.dtype,
+                               device=input.device)
+    else:
+        mask = _dropout_mask(input, _feature_mask_shape(input), p)
+    out = _act.inplace_input(input, inplace) * mask
+    return _act.write_activation(input, out) if inplace else out
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zeroes whole channels of (N, C, L) (or (C, L)) input with probability p, scaling the
+    others by 1/(1-p); the identity when not training.
+
+    Args:
+        input (Tensor): (N, C, L) or (C, L).
+        p (float, optional): the probability of zeroing a channel. Default: 0.5.
+        training (bool, optional): apply dropout (else return input). Default: True.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> F.dropout1d(torch.ones(2, 3), 0.5, training=False)
+        tensor([[1., 1., 1.],
+                [1., 1., 1.]])
+    """
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs).")
+    if input.ndim == 2:
+        if not training or p == 0.0:
+            return input
+        out = _channel_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+        return input if inplace else out
+    return _channel_dropout(input, p, training, inplace)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zeroes whole channels of (N, C, D, H, W) (or (C, D, H, W)) input with probability p,
+    scaling the others by 1/(1-p); the identity when not training.
+
+    Args:
+        input (Tensor): (N, C, D, H, W) or (C, D, H, W).
+        p (float, optional): the probability of zeroing a channel. Default: 0.5.
+        training (bool, optional): apply dropout (else return input). Default: True.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> F.dropout3d(torch.ones(1, 2, 1, 1, 1), 0.5, training=False).flatten()
+        tensor([1., 1.])
+    """
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior and silence "
+            "this warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 4:
+        if not training or p == 0.0:
+            return input
+        out = _channel_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+        return input if inplace else out
+    return _channel_dropout(input, p, training, inplace)
+
+
+# SELU's negative saturation value, -scale * alpha: what alpha dropout sets dropped entries to
+_ALPHA_PRIME = 1.7580993408473766
+
+
+def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                   shape: Tuple[int, ...]) -> Tensor:
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    src = _act.inplace_input(input, inplace)
+    if p == 1.0:
+        out = src * _creation.zeros(input.shape, dtype=input.dtype, device=input.device)
+    else:
+        keep = (_creation.rand(shape, dtype=input.dtype, device=input.device) < 1.0 - p).to(
+            input.dtype)
+        # an affine map after the mask keeps the mean and variance of SELU's fixed point
+        a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+        b = (keep - 1) * (_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p
+        out = src * (keep * a) + b
+    return _act.write_activation(input, out) if inplace else out
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped entries take SELU's negative saturation value and
+    an affine map keeps the input's mean and variance; the identity when not training.
+
+    Args:
+        input (Tensor): the input tensor.
+        p (float, optional): the probability of dropping an entry. Default: 0.5.
+        training (bool, optional): apply dropout (else return input). Default: False.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> F.alpha_dropout(torch.ones(3), 0.5)
+        tensor([1., 1., 1.])
+    """
+    return _alpha_dropout(input, p, training, inplace, tuple(input.shape))
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels of (N, C, *) input; the identity when not training.
+
+    Args:
+        input (Tensor): (N, C, *), at least 2 dims.
+        p (float, optional): the probability of dropping a channel. Default: 0.5.
+        training (bool, optional): apply dropout (else return input). Default: False.
+        inplace (bool, optional): write the result into input. Default: False.
+
+    Example::
+
+        >>> F.feature_alpha_dropout(torch.ones(1, 2), 0.5)
+        tensor([[1., 1.]])
+    """
+    _check_p(p)
+    if training and 0.0 < p and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = _feature_mask_shape(input) if input.ndim >= 2 else tuple(input.shape)
+    return _alpha_dropout(input, p, training, inplace, shape)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax distribution over dim: softmax((logits + g) / tau), g
+    Gumbel(0, 1) noise; with hard=True the one-hot of its argmax in value, with the soft
+    sample's gradient (the straight-through estimator).
+
+    Args:
+        logits (Tensor): unnormalized log-probabilities.
+        tau (float, optional): the temperature. Default: 1.
+        hard (bool, optional): return one-hot samples. Default: False.
+        eps (float, optional): deprecated, has no effect.
+        dim (int, optional): the dim of the categories. Default: -1.
+
+    Example::
+
+        >>> y = F.gumbel_softmax(torch.zeros(2, 3), hard=True)
+        >>> y.sum(-1)
+        tensor([1., 1.])
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", UserWarning,
+                      stacklevel=2)
+    # -log(E), E ~ Exp(1) = -log(U) with U in (0, 1]
+    u = 1.0 - _creation.rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    gumbels = -(-u.log()).log()
+    y_soft = _act.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = _zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
               max_norm: Optional[float] = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -173,45 +352,6 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     """
     # Tensor.norm: a zero vector's norm passes a zero gradient (sqrt's would be inf * 0)
     return input / input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
-
-
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    # torch's formula: normalize each, then sum the product (SumBackward1)
-    """Returns the cosine of the angle between ``x1`` and ``x2`` along ``dim``.
-
-    Each input is divided by its 2-norm (clamped to at least ``eps``) before their product is
-    summed. The inputs broadcast against each other.
-
-    Args:
-        x1 (Tensor): the first input.
-        x2 (Tensor): the second input.
-        dim (int): the dimension of the vectors. Default: ``1``.
-        eps (float): the smallest norm divided by. Default: ``1e-8``.
-
-    Example::
-
-        >>> F.cosine_similarity(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]]))
-        tensor([0.7071])
-    """
-    # Tensor.norm: a zero vector's norm passes a zero gradient (sqrt's would be inf * 0)
-    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
-    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
-
-
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
-                      keepdim: bool = False) -> Tensor:
-    """Returns the ``p``-norm of ``x1 - x2 + eps`` along the last dimension.
-
-    Args:
-        x1 (Tensor): ``(N, D)`` or ``(D)``.
-        x2 (Tensor): broadcastable to ``x1``.
-        p (float): the order of the norm. Default: ``2.0``.
-        eps (float): added to the difference, avoiding a zero norm. Default: ``1e-6``.
-        keepdim (bool): keep the last dimension with size 1. Default: ``False``.
-    """
-    # Tensor.norm: every p as torch's (0, inf, negative), a zero gradient at a zero norm
-    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
 
 
 # ---- losses composed of ops ---------------------------------------------------------------
@@ -315,7 +455,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        loss = _loss.xlogy_self(target) - target * input
+        loss = _special.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _apply_reduction(loss, reduction)
@@ -734,8 +874,8 @@ def multi_head_attention_forward(
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key.")
-        k = _views.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = _views.cat([v, bias_v.repeat(1, bsz, 1)])
+        k = _joins.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = _joins.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
             attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -749,8 +889,8 @@ def multi_head_attention_forward(
 
     if add_zero_attn:
         zeros = _creation.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k = _views.cat([k, zeros], 1)
-        v = _views.cat([v, zeros], 1)
+        k = _joins.cat([k, zeros], 1)
+        v = _joins.cat([v, zeros], 1)
         if attn_mask is not None:
             attn_mask = _conv.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -863,6 +1003,72 @@ def rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor
     return out if weight is None else out * weight
 
 
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Each entry divided by (k + alpha * mean of the squares of its `size` neighbouring
+    channels) ** beta (the window zero-padded at the ends of the channel dim).
+
+    Args:
+        input (Tensor): (N, C, *), at least 3 dims.
+        size (int): the number of channels in each window.
+        alpha (float, optional): the scale. Default: 1e-4.
+        beta (float, optional): the exponent. Default: 0.75.
+        k (float, optional): the additive constant. Default: 1.
+
+    Example::
+
+        >>> F.local_response_norm(torch.ones(1, 2, 1), 2, alpha=1., beta=1.)
+        tensor([[[0.6667],
+                 [0.5000]]])
+    """
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    n, c = input.shape[0], input.shape[1]
+    # channels last, padded by size // 2 before and (size - 1) // 2 after, windowed
+    sq = (input * input).reshape(n, c, -1).transpose(1, 2)
+    sq = _conv.pad(sq, (size // 2, (size - 1) // 2))
+    div = sq.unfold(2, size, 1).mean(-1).transpose(1, 2).reshape(input.shape)
+    return input / (div * alpha + k).pow(beta)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Optional[Any] = None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """The triplet loss max(0, margin + d(anchor, positive) - d(anchor, negative)) with any
+    distance function d (pairwise_distance by default).
+
+    Args:
+        anchor (Tensor): the anchors.
+        positive (Tensor): the samples that should be near.
+        negative (Tensor): the samples that should be far.
+        distance_function (callable, optional): d(x1, x2), a non-negative tensor per pair.
+        margin (float, optional): the margin, greater than 0. Default: 1.
+        swap (bool, optional): use the smaller of d(anchor, negative) and d(positive,
+            negative). Default: False.
+        reduction (str, optional): "none", "mean" or "sum". Default: "mean".
+
+    Example::
+
+        >>> a = torch.tensor([[0., 0.]])
+        >>> F.triplet_margin_with_distance_loss(a, a, a + 3., distance_function=torch.cdist)
+        tensor(0.)
+    """
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _loss.check_triplet_dims(anchor, positive, negative)
+    dist = _distance.pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(dist(positive, negative))
+    loss = (margin + d_pos - d_neg).clamp(min=0)
+    return _apply_reduction(loss, _reduction(None, None, reduction))
+
+
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                                 size_average: Optional[bool] = None,
                                 reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
@@ -882,11 +1088,13 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[
 
 __all__ = [
     "bilinear", "relu", "relu_", "softmax", "log_softmax", "dropout", "dropout2d", "embedding",
-    "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "cross_entropy", "l1_loss",
+    "one_hot", "normalize", "cross_entropy", "l1_loss",
     "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "scaled_dot_product_attention", "multi_head_attention_forward",
-    "instance_norm", "rms_norm", "multilabel_soft_margin_loss",
+    "instance_norm", "rms_norm", "multilabel_soft_margin_loss", "dropout1d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "local_response_norm",
+    "triplet_margin_with_distance_loss",
 ]
 # every op declared with an nn.functional name (linear, conv2d, pad, max_pool2d, gelu,
 # layer_norm, nll_loss, ...), bound once; see rustgrad/_bind.py

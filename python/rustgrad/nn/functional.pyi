@@ -13,18 +13,26 @@ from .._tensor import Tensor
 
 __all__ = [
     "bilinear", "relu", "relu_", "softmax", "log_softmax", "dropout", "dropout2d", "embedding",
-    "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "cross_entropy",
-    "l1_loss", "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
-    "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
-    "scaled_dot_product_attention", "multi_head_attention_forward", "instance_norm", "rms_norm",
-    "multilabel_soft_margin_loss", "pixel_shuffle", "pixel_unshuffle", "tanh", "sigmoid",
+    "one_hot", "normalize", "cross_entropy", "l1_loss", "kl_div", "soft_margin_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "poisson_nll_loss",
+    "gaussian_nll_loss", "scaled_dot_product_attention", "multi_head_attention_forward",
+    "instance_norm", "rms_norm", "multilabel_soft_margin_loss", "dropout1d", "dropout3d",
+    "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "local_response_norm",
+    "triplet_margin_with_distance_loss", "tanh", "pixel_shuffle", "pixel_unshuffle", "sigmoid",
     "softplus", "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu", "celu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
-    "prelu", "unfold", "fold", "conv2d", "conv1d", "pad", "conv_transpose2d",
-    "conv_transpose1d", "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "layer_norm", "batch_norm",
-    "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_avg_pool1d", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+    "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu", "rrelu_",
+    "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d", "conv1d",
+    "pad", "channel_shuffle", "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d",
+    "pdist", "pairwise_distance", "cosine_similarity", "linear", "nll_loss", "mse_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
+    "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool2d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d",
+    "embedding_bag", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
 ]
 
 def bilinear(
@@ -85,21 +93,6 @@ def normalize(
     eps: builtins.float = 1e-12,
 ) -> Tensor:
     """Divides ``input`` by its ``p``-norm along ``dim``: ``input / max(||input||_p, eps)``."""
-def cosine_similarity(
-    x1: Tensor,
-    x2: Tensor,
-    dim: builtins.int = 1,
-    eps: builtins.float = 1e-08,
-) -> Tensor:
-    """Returns the cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
-def pairwise_distance(
-    x1: Tensor,
-    x2: Tensor,
-    p: builtins.float = 2.0,
-    eps: builtins.float = 1e-06,
-    keepdim: builtins.bool = False,
-) -> Tensor:
-    """Returns the ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -253,12 +246,67 @@ def multilabel_soft_margin_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """Binary logistic loss per class, averaged over the classes (last dim)."""
+def dropout1d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zeroes whole channels of (N, C, L) (or (C, L)) input with probability p, scaling the"""
+def dropout3d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zeroes whole channels of (N, C, D, H, W) (or (C, D, H, W)) input with probability p,"""
+def alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Dropout for SELU networks: dropped entries take SELU's negative saturation value and"""
+def feature_alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """alpha_dropout of whole channels of (N, C, *) input; the identity when not training."""
+def gumbel_softmax(
+    logits: Tensor,
+    tau: builtins.float = 1.0,
+    hard: builtins.bool = False,
+    eps: builtins.float = 1e-10,
+    dim: builtins.int = -1,
+) -> Tensor:
+    """A sample of the Gumbel-softmax distribution over dim: softmax((logits + g) / tau), g"""
+def local_response_norm(
+    input: Tensor,
+    size: builtins.int,
+    alpha: builtins.float = 0.0001,
+    beta: builtins.float = 0.75,
+    k: builtins.float = 1.0,
+) -> Tensor:
+    """Each entry divided by (k + alpha * mean of the squares of its `size` neighbouring"""
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: Optional[Any] = None,
+    margin: builtins.float = 1.0,
+    swap: builtins.bool = False,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """The triplet loss max(0, margin + d(anchor, positive) - d(anchor, negative)) with any"""
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of input, elementwise."""
 def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
     """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
 def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
     """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
-def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent of input, elementwise."""
 def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-input)), elementwise."""
 def softplus(input: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
@@ -309,6 +357,50 @@ def softmin(
     """softmax(-input, dim)."""
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """input where |input| > lambd, else 0."""
+def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """input moved lambd towards 0, and 0 where |input| <= lambd."""
+def threshold(
+    input: Tensor,
+    threshold: builtins.float,
+    value: builtins.float,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """input where input > threshold, else value."""
+def threshold_(input: Tensor, threshold: builtins.float, value: builtins.float) -> Tensor:
+    """threshold written into input: input where input > threshold, else value."""
+def glu(input: Tensor, dim: builtins.int = -1) -> Tensor:
+    """The gated linear unit: a * sigmoid(b), for a and b the two halves of input along dim."""
+def rrelu(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """The randomized leaky relu: input where positive, else input * a, with a drawn from"""
+def rrelu_(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+) -> Tensor:
+    """rrelu written into input."""
+def elu_(input: Tensor, alpha: builtins.float = 1.0) -> Tensor:
+    """elu written into input."""
+def celu_(input: Tensor, alpha: builtins.float = 1.0) -> Tensor:
+    """celu written into input."""
+def selu_(input: Tensor) -> Tensor:
+    """selu written into input."""
+def hardtanh_(
+    input: Tensor,
+    min_val: builtins.float = -1.0,
+    max_val: builtins.float = 1.0,
+) -> Tensor:
+    """hardtanh written into input."""
+def leaky_relu_(input: Tensor, negative_slope: builtins.float = 0.01) -> Tensor:
+    """leaky_relu written into input."""
 def unfold(
     input: Tensor,
     kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
@@ -353,6 +445,10 @@ def pad(
     value: Optional[builtins.float] = None,
 ) -> Tensor:
     """input padded at both ends of its last dims (negative amounts crop)."""
+def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
+def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """channel_shuffle's native kernel, which has no derivative (backward through it is"""
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -375,6 +471,23 @@ def conv_transpose1d(
     dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
 ) -> Tensor:
     """1-D transposed convolution of (N, C, L) or (C, L) input."""
+def pdist(input: Tensor, p: builtins.float = 2.0) -> Tensor:
+    """The p-norm distance between each pair of rows of input (N, M): the upper triangle of"""
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    keepdim: builtins.bool = False,
+) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last dim."""
+def cosine_similarity(
+    x1: Tensor,
+    x2: Tensor,
+    dim: builtins.int = 1,
+    eps: builtins.float = 1e-08,
+) -> Tensor:
+    """The cosine of the angle between x1 and x2 along dim."""
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
 def nll_loss(
@@ -432,6 +545,38 @@ def binary_cross_entropy_with_logits(
     pos_weight: Optional[Tensor] = None,
 ) -> Tensor:
     """binary_cross_entropy of sigmoid(input), computed stably from the logits, reduced."""
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: builtins.int = 1,
+    margin: builtins.float = 1.0,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[builtins.bool] = None,
+    reduce: Optional[builtins.bool] = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """The multi-class hinge loss: per sample, the sum over the other classes i of"""
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Optional[builtins.bool] = None,
+    reduce: Optional[builtins.bool] = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """The multi-label hinge loss: per sample, the sum over its target classes j and its other"""
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: builtins.float = 1.0,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    swap: builtins.bool = False,
+    size_average: Optional[builtins.bool] = None,
+    reduce: Optional[builtins.bool] = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """The triplet loss max(0, margin + d(anchor, positive) - d(anchor, negative)), with d the"""
 def layer_norm(
     input: Tensor,
     normalized_shape: Sequence[builtins.int],
@@ -502,6 +647,98 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last two dims (bins as torch's: they may overlap)."""
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last dim."""
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """max_pool1d's maxima and their indices, always both (return_indices is ignored)."""
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """max_pool2d's maxima and their flat indices, always both (return_indices is ignored)."""
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The partial inverse of max_pool1d: each value put back at its index, zeros elsewhere."""
+def adaptive_max_pool2d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """The max over output_size bins of the last two dims, and each max's flat index in its"""
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max over output_size bins of the last two dims (and its flat index)."""
+def adaptive_max_pool1d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """The max over output_size bins of the last dim, and each max's index."""
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max over output_size bins of the last dim (and its index)."""
+def lp_pool2d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """The p-norm of each window of (N, C, H, W) or (C, H, W) input: (sum x^p)^(1/p)."""
+def lp_pool1d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: builtins.int,
+    stride: Optional[Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]]] = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """The p-norm of each window of (N, C, L) or (C, L) input: (sum x^p)^(1/p)."""
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Optional[Tensor] = None,
+    max_norm: Optional[builtins.float] = None,
+    norm_type: builtins.float = 2,
+    scale_grad_by_freq: builtins.bool = False,
+    mode: builtins.str = 'mean',
+    sparse: builtins.bool = False,
+    per_sample_weights: Optional[Tensor] = None,
+    include_last_offset: builtins.bool = False,
+    padding_idx: Optional[builtins.int] = None,
+) -> Tensor:
+    """The sums, means or maxima of bags of embedding rows, without materializing the rows."""
 def interpolate(
     input: Tensor,
     size: Any = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple, Union
 
-from .._ops.views import cat
+from .._ops.joins import cat
 from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT
 

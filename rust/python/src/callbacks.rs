@@ -38,6 +38,7 @@ pub fn as_array<'py>(data: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 }
 
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 pub fn _register(
     py: Python<'_>,
     tensor_cls: Py<PyAny>,

@@ -12,9 +12,9 @@
 //!   handle base); `py_value.rs`: gradients, hooks and formulas as the engine sees them;
 //! - `modes.rs`: grad, inference and anomaly mode, live storage counts;
 //! - `provenance.rs`: sites, cuts, version-bump logs, scopes and the hook tracer (explain tools);
-//! - `kernels.rs`: CPU kernels NumPy lacks or runs slowly (erf, GELU, softmax,
-//!   where, the SGD and Adam steps, max-pooling),
-//!   called by the CPU backend;
+//! - `kernels.rs`: the NumPy glue of rustgrad-kernels (rust/kernels: CPU kernels NumPy lacks
+//!   or runs slowly: erf, GELU, softmax, where, the SGD and Adam steps, max-pooling), called
+//!   by the CPU backend;
 //! - `callbacks.rs`: the Python functions the binding calls back; `errors.rs`: core errors as
 //!   Python exceptions.
 
@@ -86,6 +86,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_im2col, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_col2im, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::_set_package_dir, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::set_provenance, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::is_provenance_enabled, m)?)?;

@@ -12,18 +12,34 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::py_value::intern_name;
-use crate::record::record_node;
+use crate::record::{record_multi_node, record_node, MultiNode};
 use crate::tensor::PyTensor;
 
 /// The fields type of each spec'd node and its number of fields, by its interned name's address (one per name for the
 /// process, as the names themselves).
-static FIELDS: Mutex<Option<HashMap<usize, (Py<PyAny>, usize)>>> = Mutex::new(None);
+/// name -> (fields type, number of fields, the all-None instance)
+type FieldsByName = HashMap<usize, (Py<PyAny>, usize, Py<PyAny>)>;
+static FIELDS: Mutex<Option<FieldsByName>> = Mutex::new(None);
 
 fn key(name: &'static str) -> usize {
     name.as_ptr() as usize
+}
+
+/// Every node name a spec declares, by its interned name's address: `record` refuses any other
+/// (the check behind "every node an op records is declared").
+static DECLARED: Mutex<Option<std::collections::HashSet<usize>>> = Mutex::new(None);
+
+/// Whether a spec declares node `name` (an interned name).
+pub fn is_declared(name: &'static str) -> bool {
+    DECLARED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|d| d.contains(&key(name)))
 }
 
 /// The saved values of node `name` as its formula reads them: a tuple of the spec's fields
@@ -36,21 +52,27 @@ pub fn named<'py>(
     let (fields, n) = {
         let map = FIELDS.lock().unwrap_or_else(|e| e.into_inner());
         match map.as_ref().and_then(|m| m.get(&key(name))) {
-            Some((f, n)) => (f.clone_ref(py), *n),
+            // the one None slot of a node recorded with nothing saved: the spec's all-None
+            // tuple, made once (a scalar operand's node is the per-op hot path)
+            Some((_, n, empty)) if saved.len() < *n => return Ok(empty.bind(py).clone()),
+            Some((f, n, _)) => (f.clone_ref(py), *n),
             None => return Ok(saved.into_any()),
         }
     };
-    let saved = if saved.len() < n {
-        // the one None slot of a node recorded with nothing saved
-        let mut values: Vec<Bound<'py, PyAny>> = saved.iter().collect();
-        values.resize_with(n, || py.None().into_bound(py));
-        PyTuple::new(py, values)?
-    } else {
-        saved
-    };
-    // tuple.__new__(fields, values): a namedtuple made without its Python-level __new__
-    py.get_type::<PyTuple>()
-        .call_method1(pyo3::intern!(py, "__new__"), (fields, saved))
+    debug_assert_eq!(saved.len(), n);
+    tuple_new(py)?.call1((fields, saved))
+}
+
+/// `tuple.__new__`, looked up once: it makes a fields instance without the type's own __new__.
+fn tuple_new(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static NEW: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+    Ok(NEW
+        .get_or_try_init(py, || {
+            py.get_type::<PyTuple>()
+                .getattr(pyo3::intern!(py, "__new__"))
+                .map(Bound::unbind)
+        })?
+        .bind(py))
 }
 
 #[pyclass(module = "rustgrad._core", frozen, name = "NodeSpec")]
@@ -75,17 +97,24 @@ impl NodeSpec {
         saved: Vec<String>,
         save_output: bool,
         fields: Option<Py<PyAny>>,
-    ) -> Self {
+    ) -> PyResult<Self> {
         let name = intern_name(name);
+        DECLARED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(Default::default)
+            .insert(key(name));
         if let Some(fields) = fields {
             let n = saved.len() + usize::from(save_output);
+            let nones = PyTuple::new(py, (0..n).map(|_| py.None()))?;
+            let empty = tuple_new(py)?.call1((fields.bind(py), nones))?.unbind();
             FIELDS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get_or_insert_with(HashMap::new)
-                .insert(key(name), (fields, n));
+                .insert(key(name), (fields, n, empty));
         }
-        NodeSpec {
+        Ok(NodeSpec {
             name,
             slots: saved
                 .iter()
@@ -93,7 +122,7 @@ impl NodeSpec {
                 .collect(),
             backward,
             save_output,
-        }
+        })
     }
 
     #[getter]
@@ -130,6 +159,63 @@ impl NodeSpec {
         view_of: Option<&Bound<'py, PyTensor>>,
         saved: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTensor>> {
+        let values = self.slot_values(py, saved)?;
+        record_node(
+            py,
+            data,
+            inputs,
+            self.name,
+            self.backward.bind(py),
+            values.as_ref(),
+            ctx,
+            self.save_output,
+            view_of,
+        )
+    }
+
+    /// Records the node once for several outputs (output `i` is the node's input slot `i`;
+    /// the formula gets a tuple of their gradients): `rustgrad._core.record_multi` with this
+    /// spec's name, formula and slots. A slot may name one of the outputs (saved as an output).
+    #[pyo3(signature = (outputs, inputs, ctx=None, differentiable=None, **saved))]
+    fn record_multi<'py>(
+        &self,
+        py: Python<'py>,
+        outputs: &Bound<'py, PyTuple>,
+        inputs: &Bound<'py, PyTuple>,
+        ctx: Option<Bound<'py, PyAny>>,
+        differentiable: Option<Vec<bool>>,
+        saved: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let values = self.slot_values(py, saved)?;
+        let node = MultiNode {
+            name: self.name,
+            backward: self.backward.bind(py),
+            own_formula: true,
+        };
+        record_multi_node(
+            py,
+            outputs,
+            inputs,
+            node,
+            values.as_ref(),
+            ctx,
+            differentiable,
+        )
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("NodeSpec({}, saved={:?})", self.name, self.slot_names(py))
+    }
+}
+
+impl NodeSpec {
+    /// The saved values in slot order from the keywords (see `record`); a keyword that names
+    /// no slot is refused.
+    fn slot_values<'py>(
+        &self,
+        py: Python<'py>,
+        saved: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let values = match saved {
             _ if self.slots.is_empty() => None,
             // Nothing saved (a Python-scalar operand's node): one None slot still makes a
@@ -160,25 +246,9 @@ impl NodeSpec {
                 )));
             }
         }
-        record_node(
-            py,
-            data,
-            inputs,
-            self.name,
-            self.backward.bind(py),
-            values.as_ref(),
-            ctx,
-            self.save_output,
-            view_of,
-        )
+        Ok(values)
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!("NodeSpec({}, saved={:?})", self.name, self.slot_names(py))
-    }
-}
-
-impl NodeSpec {
     fn slot_names(&self, py: Python<'_>) -> Vec<String> {
         self.slots.iter().map(|s| s.bind(py).to_string()).collect()
     }

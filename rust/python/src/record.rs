@@ -75,11 +75,18 @@ pub fn record<'py>(
     save_output: bool,
     view_of: Option<&Bound<'py, PyTensor>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
+    let name = intern_name(name);
+    if !name.is_empty() && !crate::node_spec::is_declared(name) {
+        return Err(PyRuntimeError::new_err(format!(
+            "rustgrad: node {name} is recorded without a node spec: declare it with \
+             rustgrad._ops._node.node(...) and record through the spec"
+        )));
+    }
     record_node(
         py,
         data,
         inputs,
-        intern_name(name),
+        name,
         backward,
         saved,
         ctx,
@@ -483,6 +490,33 @@ pub fn record_multi<'py>(
     ctx: Option<Bound<'py, PyAny>>,
     differentiable: Option<Vec<bool>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    // a custom Function's backward is the user's
+    let node = MultiNode {
+        name: intern_name(name),
+        backward,
+        own_formula: false,
+    };
+    record_multi_node(py, outputs, inputs, node, saved, ctx, differentiable)
+}
+
+/// The node `record_multi_node` records: its name, formula and whose formula it is.
+pub struct MultiNode<'a, 'py> {
+    pub name: &'static str,
+    pub backward: &'a Bound<'py, PyAny>,
+    /// rustgrad's own formula (a node spec's), not a custom Function's: see `PyNode::own_formula`
+    pub own_formula: bool,
+}
+
+/// `record_multi` for a node already named and known (a node spec's).
+pub fn record_multi_node<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyTuple>,
+    inputs: &Bound<'py, PyTuple>,
+    node_of: MultiNode<'_, 'py>,
+    saved: Option<&Bound<'py, PyTuple>>,
+    ctx: Option<Bound<'py, PyAny>>,
+    differentiable: Option<Vec<bool>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let mut needs_grad = false;
     if grad_mode::is_grad_enabled() {
         for t in inputs.iter() {
@@ -544,8 +578,8 @@ pub fn record_multi<'py>(
     };
     let node = Arc::new_cyclic(|weak| PyNode {
         base: NodeBase::new(n, edges).with_input_meta(input_meta),
-        name: intern_name(name),
-        backward: backward.clone().unbind(),
+        name: node_of.name,
+        backward: node_of.backward.clone().unbind(),
         saved: SavedVariables::new(Vec::new()),
         ctx: ctx.map_or_else(|| py.None(), Bound::unbind),
         weak_self: weak.clone(),
@@ -553,8 +587,7 @@ pub fn record_multi<'py>(
         site: node_site(py),
         scope: current_scope(py),
         cuts,
-        // a custom Function's backward is the user's
-        own_formula: false,
+        own_formula: node_of.own_formula,
     });
     for (i, t) in outs.iter().enumerate() {
         if differentiable[i] {

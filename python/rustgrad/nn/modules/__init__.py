@@ -4,7 +4,9 @@ from .activation import (
     CELU,
     ELU,
     GELU,
+    GLU,
     SELU,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -15,20 +17,27 @@ from .activation import (
     MultiheadAttention,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
     Tanhshrink,
+    Threshold,
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from .dropout import Dropout, Dropout1d, Dropout2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
@@ -43,14 +52,18 @@ from .loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import Module
 from .multilabel_loss import MultiLabelSoftMarginLoss
-from .normalization import GroupNorm, LayerNorm
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -72,15 +85,21 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    LPPool1d,
+    LPPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
 )
 from .prelu import PReLU
 from .rmsnorm import RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -111,5 +130,10 @@ __all__ = [
     "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d",
     "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ConstantPad3d",
     "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "PixelShuffle",
-    "PixelUnshuffle", "PReLU", "RMSNorm",
+    "PixelUnshuffle", "PReLU", "RMSNorm", "GLU", "Hardshrink", "Softshrink", "Threshold",
+    "RReLU", "Softmax2d", "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "EmbeddingBag", "PairwiseDistance", "CosineSimilarity",
+    "LocalResponseNorm", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Dropout3d", "AlphaDropout",
+    "FeatureAlphaDropout", "ChannelShuffle", "Fold", "Unfold",
 ]

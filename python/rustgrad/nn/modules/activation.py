@@ -15,7 +15,8 @@ from .module import Module
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
     "Tanh", "Softplus", "Softmax", "Softmin", "LogSoftmax", "Hardtanh", "Hardsigmoid",
-    "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "MultiheadAttention",
+    "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "MultiheadAttention", "GLU",
+    "Hardshrink", "Softshrink", "Threshold", "RReLU", "Softmax2d",
 ]
 
 
@@ -690,6 +691,180 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             return attn_output.transpose(1, 0), attn_output_weights
         return attn_output, attn_output_weights
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class GLU(Module):
+    """The gated linear unit: ``a * sigmoid(b)``, for ``a`` and ``b`` the two halves of the
+    input along ``dim``.
+
+    Args:
+        dim (int): the dimension that is halved; its size must be even. Default: ``-1``.
+
+    Example::
+
+        >>> nn.GLU()(torch.tensor([[1., 2., 0., 0.]]))
+        tensor([[0.5000, 1.0000]])
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``glu(input, dim)``."""
+        return F.glu(input, self.dim)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The dimension."""
+        return f"dim={self.dim}"
+
+
+class Hardshrink(Module):
+    """Keeps the entries with ``|x| > lambd`` and zeroes the others.
+
+    Args:
+        lambd (float): the half-width of the zeroed band. Default: ``0.5``.
+
+    Example::
+
+        >>> nn.Hardshrink()(torch.tensor([-1., 0.2, 2.]))
+        tensor([-1.,  0.,  2.])
+    """
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``hardshrink(input, lambd)``."""
+        return F.hardshrink(input, self.lambd)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The band's half-width."""
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """Moves each entry ``lambd`` towards 0, and zeroes those with ``|x| <= lambd``.
+
+    Args:
+        lambd (float): the shrinkage, at least 0. Default: ``0.5``.
+
+    Example::
+
+        >>> nn.Softshrink()(torch.tensor([-1., 0.2, 2.]))
+        tensor([-0.5000,  0.0000,  1.5000])
+    """
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``softshrink(input, lambd)``."""
+        return F.softshrink(input, self.lambd)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The shrinkage."""
+        return str(self.lambd)
+
+
+class Threshold(Module):
+    """Keeps the entries above ``threshold`` and replaces the others by ``value``.
+
+    Args:
+        threshold (float): entries at or below it are replaced.
+        value (float): what they are replaced by.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Example::
+
+        >>> nn.Threshold(0.5, 9.)(torch.tensor([-1., 2.]))
+        tensor([9., 2.])
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``threshold(input, threshold, value)``."""
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The threshold, the value and whether it works in place."""
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace}"
+
+
+class RReLU(Module):
+    """The randomized leaky ReLU: negative entries are multiplied by a slope drawn from
+    ``U(lower, upper)`` in training, and by ``(lower + upper) / 2`` in evaluation.
+
+    Args:
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Example::
+
+        >>> m = nn.RReLU(0.1, 0.3).eval()
+        >>> m(torch.tensor([-1., 2.]))
+        tensor([-0.2000,  2.0000])
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``rrelu(input, lower, upper, training)``."""
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The slope's bounds and whether it works in place."""
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of each location of ``(N, C, H, W)`` or ``(C, H, W)`` input.
+
+    Example::
+
+        >>> nn.Softmax2d()(torch.zeros(1, 2, 1, 1)).flatten()
+        tensor([0.5000, 0.5000])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``softmax(input, dim=-3)``."""
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3)
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward

@@ -1,4 +1,5 @@
-"""Dropout and Dropout2d: active in train(), the identity in eval()."""
+"""Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout: active in train(), the identity
+in eval()."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -101,8 +103,79 @@ class Dropout1d(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
         """Applies channel dropout to ``input`` in training mode; the identity in evaluation mode.
         """
-        x = input.unsqueeze(-1)
-        return F.dropout2d(x, self.p, self.training, False).squeeze(-1)
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class Dropout3d(_DropoutNd):
+    """During training, zeroes whole channels of a 3-D input with probability ``p`` (scaling the
+    others by ``1 / (1 - p)``); in evaluation mode it is the identity.
+
+    Args:
+        p (float): the probability of zeroing a channel. Default: ``0.5``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> nn.Dropout3d(0.2)
+        Dropout3d(p=0.2, inplace=False)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Applies channel dropout to ``input`` in training mode; the identity in evaluation mode.
+        """
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: during training, dropped entries take SELU's negative
+    saturation value and an affine map keeps the mean and variance; the identity in
+    evaluation mode.
+
+    Args:
+        p (float): the probability of dropping an entry. Default: ``0.5``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Example::
+
+        >>> nn.AlphaDropout(0.2).eval()(torch.ones(2))
+        tensor([1., 1.])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Applies alpha dropout in training mode; the identity in evaluation mode."""
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of ``(N, C, *)`` input during training; the identity in
+    evaluation mode.
+
+    Args:
+        p (float): the probability of dropping a channel. Default: ``0.5``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Example::
+
+        >>> nn.FeatureAlphaDropout(0.2)
+        FeatureAlphaDropout(p=0.2, inplace=False)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Applies feature alpha dropout in training mode; the identity in evaluation mode."""
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..._ops.loss import legacy_reduction
 from ..._tensor import Tensor
 from .. import functional as F
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = [
     "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+    "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
 ]
 
 
@@ -533,6 +536,162 @@ class GaussianNLLLoss(_Loss):
         """Computes the loss of ``input``, ``target`` and ``var`` (see the class docstring)."""
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """The multi-class hinge loss: per sample, the mean over the other classes ``i`` of
+    ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).
+
+    Args:
+        p (int): 1 or 2. Default: ``1``.
+        margin (float): the margin. Default: ``1.0``.
+        weight (Tensor, optional): a weight per class ``(C)``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(N, C)`` or ``(C)``.
+        - Target: ``(N)`` or ``()``, class indices.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> nn.MultiMarginLoss()(torch.tensor([[0.1, 0.2, 0.4, 0.8]]), torch.tensor([3]))
+        tensor(0.3250)
+    """
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Optional[Tensor] = None,
+                 size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss: per sample, the sum over its target classes ``j`` and
+    other classes ``i`` of ``max(0, 1 - (x[j] - x[i]))``, divided by the number of classes.
+
+    Args:
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(N, C)`` or ``(C)``.
+        - Target: the input's shape: target classes first, then ``-1``.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.MultiLabelMarginLoss()
+        >>> loss(torch.tensor([[0.1, 0.2, 0.4, 0.8]]), torch.tensor([[3, 0, -1, 1]]))
+        tensor(0.8500)
+    """
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input`` and ``target`` (see the class docstring)."""
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class TripletMarginLoss(_Loss):
+    """The triplet loss ``max(0, margin + d(a, p) - d(a, n))``, with ``d`` the ``p``-norm
+    pairwise distance.
+
+    Args:
+        margin (float): the margin. Default: ``1.0``.
+        p (float): the norm's order. Default: ``2.0``.
+        eps (float): added to the differences. Default: ``1e-6``.
+        swap (bool): use the smaller of ``d(a, n)`` and ``d(p, n)``. Default: ``False``.
+        size_average (bool, optional): deprecated; use ``reduction``.
+        reduce (bool, optional): deprecated; use ``reduction``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Shape:
+        - Anchor, positive, negative: ``(N, D)`` or ``(D)``.
+        - Output: a scalar; ``(N)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> a = torch.tensor([[0., 0.]])
+        >>> nn.TripletMarginLoss(eps=0.)(a, a + 1, a + 2)
+        tensor(0.)
+    """
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average: Optional[bool] = None,
+                 reduce: Optional[bool] = None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """Computes the loss of the triplets (see the class docstring)."""
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """The triplet loss ``max(0, margin + d(a, p) - d(a, n))`` with any distance function
+    (:class:`PairwiseDistance` by default).
+
+    Args:
+        distance_function (callable, optional): ``d(x1, x2)``, a non-negative tensor.
+        margin (float): the margin, greater than 0. Default: ``1.0``.
+        swap (bool): use the smaller of ``d(a, n)`` and ``d(p, n)``. Default: ``False``.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+
+    Example::
+
+        >>> a = torch.tensor([[0., 0.]])
+        >>> nn.TripletMarginWithDistanceLoss()(a, a, a + 3.)
+        tensor(0.)
+    """
+
+    def __init__(self, *, distance_function: Optional[Callable[[Tensor, Tensor], Tensor]] = None,
+                 margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> None:
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """Computes the loss of the triplets (see the class docstring)."""
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward

@@ -1,4 +1,4 @@
-"""LayerNorm and GroupNorm."""
+"""LayerNorm, GroupNorm and LocalResponseNorm."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "LocalResponseNorm"]
 
 
 class LayerNorm(Module):
@@ -137,3 +137,43 @@ class GroupNorm(Module):
         """``num_groups``, ``num_channels``, ``eps`` and ``affine``."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class LocalResponseNorm(Module):
+    """Divides each entry by ``(k + alpha * mean of the squares of its size neighbouring
+    channels) ** beta``.
+
+    Args:
+        size (int): the number of channels in each window.
+        alpha (float): the scale. Default: ``1e-4``.
+        beta (float): the exponent. Default: ``0.75``.
+        k (float): the additive constant. Default: ``1.0``.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> nn.LocalResponseNorm(2)
+        LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``local_response_norm(input, size, alpha, beta, k)``."""
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The window size and the constants."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,15 +1,17 @@
-"""MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d."""
+"""MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, MaxUnpool1d/2d,
+LPPool1d/2d."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d",
+           "MaxUnpool2d", "LPPool1d", "LPPool2d"]
 
 
 class _MaxPoolNd(Module):
@@ -224,6 +226,196 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool1d(input, self.output_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+def _tuple(v: Any, n: int) -> Tuple[int, ...]:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _MaxUnpoolNd(Module):
+    def __init__(self, kernel_size: Any, stride: Optional[Any], padding: Any, n: int) -> None:
+        super().__init__()
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
+
+    def extra_repr(self) -> str:
+        """The window, stride and padding of the pooling undone."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of :class:`MaxPool2d`: each value put back at its index, zeros
+    elsewhere.
+
+    Args:
+        kernel_size (int or tuple): the pooling's window.
+        stride (int or tuple, optional): the pooling's stride. Default: ``kernel_size``.
+        padding (int or tuple): the pooling's padding. Default: ``0``.
+
+    Example::
+
+        >>> x = torch.tensor([[[[1., 2.], [3., 4.]]]])
+        >>> v, i = nn.MaxPool2d(2, return_indices=True)(x)
+        >>> nn.MaxUnpool2d(2)(v, i)
+        tensor([[[[0., 0.],
+                  [0., 4.]]]])
+    """
+
+    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0) -> None:
+        super().__init__(kernel_size, stride, padding, 2)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Optional[Any] = None) -> Tensor:
+        """Unpools ``input`` by ``indices`` (to ``output_size`` when given)."""
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of :class:`MaxPool1d`: each value put back at its index, zeros
+    elsewhere.
+
+    Args:
+        kernel_size (int or tuple): the pooling's window.
+        stride (int or tuple, optional): the pooling's stride. Default: ``kernel_size``.
+        padding (int or tuple): the pooling's padding. Default: ``0``.
+
+    Example::
+
+        >>> nn.MaxUnpool1d(2)
+        MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,))
+    """
+
+    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0) -> None:
+        super().__init__(kernel_size, stride, padding, 1)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Optional[Any] = None) -> Tensor:
+        """Unpools ``input`` by ``indices`` (to ``output_size`` when given)."""
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AdaptiveMaxPool2d(Module):
+    """Takes the maximum of each channel of a 2-D input over windows chosen so that the output
+    has size ``output_size``.
+
+    Args:
+        output_size (int or tuple): the output's ``(H_out, W_out)``; None in a position keeps
+            the input's size there.
+        return_indices (bool): also return the flat indices of the maxima. Default: ``False``.
+
+    Example::
+
+        >>> nn.AdaptiveMaxPool2d(1)(torch.arange(4.).view(1, 1, 2, 2))
+        tensor([[[[3.]]]])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self) -> str:
+        """The output size."""
+        return f"output_size={self.output_size}"
+
+    def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input`` to ``output_size`` (and returns the indices when asked)."""
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Takes the maximum of each channel of a 1-D input over windows chosen so that the output
+    has length ``output_size``.
+
+    Args:
+        output_size (int): the output's length.
+        return_indices (bool): also return the indices of the maxima. Default: ``False``.
+
+    Example::
+
+        >>> nn.AdaptiveMaxPool1d(2)(torch.tensor([[1., 3., 2., 0.]]))
+        tensor([[3., 2.]])
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input`` to ``output_size`` (and returns the indices when asked)."""
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Optional[Any] = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        """The norm, the window, the stride and the rounding."""
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool2d(_LPPoolNd):
+    """The ``p``-norm of each window of a 2-D input: ``(sum x^p) ** (1/p)``.
+
+    Args:
+        norm_type (float): ``p``; ``inf`` gives max pooling.
+        kernel_size (int or tuple): the window's size.
+        stride (int or tuple, optional): the step between windows. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Example::
+
+        >>> nn.LPPool2d(2, 2)(torch.tensor([[[[3., 4.], [0., 0.]]]]))
+        tensor([[[[5.]]]])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``lp_pool2d(input, norm_type, kernel_size, stride, ceil_mode)``."""
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class LPPool1d(_LPPoolNd):
+    """The ``p``-norm of each window of a 1-D input: ``(sum x^p) ** (1/p)``.
+
+    Args:
+        norm_type (float): ``p``; ``inf`` gives max pooling.
+        kernel_size (int): the window's size.
+        stride (int, optional): the step between windows. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Example::
+
+        >>> nn.LPPool1d(2, 2)(torch.tensor([[3., 4., 1., 0.]]))
+        tensor([[5., 1.]])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Returns ``lp_pool1d(input, norm_type, kernel_size, stride, ceil_mode)``."""
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward

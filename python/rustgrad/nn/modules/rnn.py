@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from ... import _creation
-from ..._ops.views import cat, stack
+from ..._ops.joins import cat, stack
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init

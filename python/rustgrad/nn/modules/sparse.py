@@ -1,4 +1,4 @@
-"""Embedding: a lookup table of num_embeddings rows."""
+"""Embedding (a lookup table of num_embeddings rows) and EmbeddingBag (its rows pooled by bag)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Embedding"]
+__all__ = ["Embedding", "EmbeddingBag"]
 
 
 class Embedding(Module):
@@ -142,3 +142,133 @@ class Embedding(Module):
         return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
                    padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embedding rows, without materializing the rows.
+
+    The weight is initialized from N(0, 1) (the ``padding_idx`` row with zeros).
+
+    Args:
+        num_embeddings (int): the number of rows.
+        embedding_dim (int): the size of each row.
+        max_norm (float, optional): rows used with a larger norm are rescaled to it in place.
+        norm_type (float): the p of the norm for ``max_norm``. Default: ``2.0``.
+        scale_grad_by_freq (bool): scale the gradients by the inverse frequency of the
+            indices. Default: ``False``.
+        mode (str): ``'sum'``, ``'mean'`` or ``'max'``. Default: ``'mean'``.
+        sparse (bool): sparse gradients (not supported). Default: ``False``.
+        include_last_offset (bool): ``offsets`` has one more entry, the end of the last bag.
+            Default: ``False``.
+        padding_idx (int, optional): a row that is left out of every bag.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(B, N)`` (one bag per row), or ``(L)`` with ``offsets`` ``(B)``.
+        - Output: ``(B, embedding_dim)``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> bag = nn.EmbeddingBag(10, 3, mode="sum")
+        >>> bag
+        EmbeddingBag(10, 3, mode='sum')
+        >>> bag(torch.tensor([1, 2, 4, 5]), torch.tensor([0, 2])).shape
+        torch.Size([2, 3])
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 max_norm: Optional[float] = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                 _weight: Optional[Tensor] = None, include_last_offset: bool = False,
+                 padding_idx: Optional[int] = None, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if padding_idx > 0:
+                if padding_idx >= num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+            elif padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(_creation.empty((num_embeddings, embedding_dim),
+                                                    device=device, dtype=dtype))
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self) -> None:
+        """Re-draws the weight from N(0, 1) and zeroes the ``padding_idx`` row."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input: Tensor, offsets: Optional[Tensor] = None,
+                per_sample_weights: Optional[Tensor] = None) -> Tensor:
+        """Returns each bag's sum, mean or max of the rows of ``weight`` its indices select."""
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The table's size, the mode and the options that differ from their defaults."""
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += ", scale_grad_by_freq=True"
+        s += f", mode='{self.mode}'"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        max_norm: Optional[float] = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: Optional[int] = None) -> EmbeddingBag:
+        """Creates an EmbeddingBag whose weight is ``embeddings``.
+
+        Args:
+            embeddings (Tensor): ``(num_embeddings, embedding_dim)``.
+            freeze (bool): keep the weight fixed (``requires_grad=False``). Default: ``True``.
+            **rest: max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                include_last_offset and padding_idx, as :class:`EmbeddingBag` takes them.
+
+        Example::
+
+            >>> bag = nn.EmbeddingBag.from_pretrained(torch.tensor([[1., 2.], [3., 4.]]))
+            >>> bag(torch.tensor([[0, 1]]))
+            tensor([[2., 3.]])
+        """
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
+                  norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode,
+                  sparse=sparse, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag

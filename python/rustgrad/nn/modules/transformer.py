@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ... import _creation, _dtype
-from ..._ops.views import triu
+from ..._ops.copies import triu
 from ..._tensor import Tensor
 from ...autograd.grad_mode import is_grad_enabled
 from .. import functional as F

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 from ... import _creation, _dtype
 from ..._backends import device as _device
-from ..._ops.views import cat as _cat
+from ..._ops.joins import cat as _cat
 from ..._tensor import Tensor
 from ...autograd import is_grad_enabled, no_grad
 from ...autograd._walk import graph_nodes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..._ops.views import cat
+from ..._ops.joins import cat
 from ..._tensor import Tensor
 
 

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ... import _creation, _dtype
 from ..._ops.compare import where
+from ..._ops.joins import cat
 from ..._ops.linalg import dot, mv
-from ..._ops.views import cat
 from ..._tensor import Tensor
 from ...autograd import no_grad
 from .. import functional as F

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ... import _creation, _dtype
-from ..._ops.views import cat, stack
+from ..._ops.joins import cat, stack
 from ..._tensor import Tensor
 
 __all__ = [

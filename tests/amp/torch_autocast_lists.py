@@ -1,8 +1,9 @@
 """torch's autocast op lists (torch 2.15, aten/src/ATen/autocast_mode.{h,cpp}), as rustgrad
-names its ops.
+names its ops: the test data that each op's own `@op(..., autocast=...)` declaration is checked
+against (tests/amp/test_autocast_declarations.py).
 
-Each list maps an op's function name (the name `@op` declares it under, which is also its
-family module's name) to a cast policy:
+Each list maps an op's function name (the name of the function `@op` declares) to a cast
+policy:
 
 - ``lower``: floating inputs are cast to the region's lower precision dtype;
 - ``fp32``: floating inputs are cast to float32;

@@ -1,0 +1,325 @@
+"""Joins: tensors put together into one new tensor (a copy). cat/concat/concatenate, stack,
+hstack/vstack/row_stack/column_stack/dstack, block_diag, cartesian_prod and combinations."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from .. import _creation, _dtype
+from .._size import _wrap_dim
+from .._tensor import Tensor
+from ._declare import op
+from ._node import node
+from ._util import const as _const
+from ._util import same_devices
+from .meshgrid import meshgrid
+from .views import atleast_1d, atleast_2d, atleast_3d, reshape
+
+
+# ctx: (dim, each input's size along dim); the engine casts each piece to its input's dtype
+def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, sizes = ctx
+    out = []
+    start = 0
+    lead = (slice(None),) * dim
+    for n in sizes:
+        if n is None:  # a skipped legacy empty 1-D input: torch gives it zeros({0})
+            out.append(g[lead + (slice(0, 0),)].reshape(0))
+            continue
+        out.append(g[lead + (slice(start, start + n),)])
+        start += n
+    return tuple(out)
+
+
+CAT = node("CatBackward0", _cat_bw)
+
+
+@op(function=("cat", "concat", "concatenate"), grad_fn="CatBackward0", autocast=dict(cpu="promote"))
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along an existing dim.
+
+    Args:
+        tensors (sequence of Tensors): tensors of the same shape except along dim (1-D empty
+            tensors are skipped, as torch's).
+        dim (int, optional): the dim to join along. Default: 0.
+
+    `concat` is the same op.
+
+    Example::
+
+        >>> a = rustgrad.tensor([[1, 2]])
+        >>> rustgrad.cat([a, a], dim=0)
+        tensor([[1, 2],
+                [1, 2]])
+        >>> rustgrad.cat([a, a], dim=1)
+        tensor([[1, 2, 1, 2]])
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"expected Tensor as element {tensors.index(t)} in argument 0, but got "
+                f"{type(t).__name__}"
+            )
+    # torch skips legacy empty 1-D tensors of shape (0,)
+    used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    ref = used[0] if used else tensors[0]
+    if ref._data.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    dim = _wrap_dim(dim, ref._data.ndim)
+    rt = _dtype.result_type(*[t for t in tensors]) if len({t._data.dtype for t in tensors}) > 1\
+        else _dtype.from_np(ref._data.dtype)
+    for i, t in enumerate(used):
+        s, r = t._data.shape, ref._data.shape
+        if len(s) != len(r):
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {len(r)} and {len(s)}"
+            )
+        for k in range(len(s)):
+            if k != dim and s[k] != r[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{r[k]} but got size {s[k]} for tensor number {i} in the list."
+                )
+    xp = ref._backend
+    arrays = [t._data.astype(rt.np, copy=False) for t in used] or [ref._data]
+    same_devices(arrays)
+    out = xp.concatenate(arrays, axis=dim)
+    sizes = tuple(
+        None if (t._data.ndim == 1 and t._data.shape[0] == 0 and used) else t._data.shape[dim]
+        for t in tensors
+    )
+    return CAT.record(out, tuple(tensors), (dim, sizes))
+
+
+concat = concatenate = cat
+
+
+def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, n = ctx
+    lead = (slice(None),) * dim
+    return tuple(g[lead + (i,)] for i in range(n))
+
+
+STACK = node("StackBackward0", _stack_bw)
+
+
+@op(function="stack", grad_fn="StackBackward0", autocast=dict(cpu="promote"))
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along a new dim.
+
+    Args:
+        tensors (sequence of Tensors): tensors of the same shape.
+        dim (int, optional): where the new dim goes. Default: 0.
+
+    Example::
+
+        >>> rustgrad.stack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])], dim=1)
+        tensor([[1, 3],
+                [2, 4]])
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(t._data.shape)} at entry {i}"
+            )
+    dim = _wrap_dim(dim, len(shape) + 1)
+    rt = _dtype.result_type(*tensors).np if len({t._data.dtype for t in tensors}) > 1 else None
+    arrays = [t._data if rt is None else t._data.astype(rt) for t in tensors]
+    same_devices(arrays)
+    out = tensors[0]._backend.stack(arrays, axis=dim)
+    return STACK.record(out, tuple(tensors), (dim, len(tensors)))
+
+
+def _non_empty(tensors: Sequence[Tensor], name: str) -> list:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+@op(function="hstack", grad_fn="CatBackward0")
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined column-wise: along dim 1, or dim 0 when they are 1-D (0-d ones count
+    as 1-D).
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+
+    Example::
+
+        >>> rustgrad.hstack([rustgrad.tensor([1, 2]), rustgrad.tensor([3])])
+        tensor([1, 2, 3])
+    """
+    ts = atleast_1d(_non_empty(tensors, "hstack"))
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+
+
+@op(function=("vstack", "row_stack"), grad_fn="CatBackward0")
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined row-wise, along dim 0 (1-D tensors become rows); `row_stack` too.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+
+    Example::
+
+        >>> rustgrad.vstack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])])
+        tensor([[1, 2],
+                [3, 4]])
+    """
+    return cat(atleast_2d(_non_empty(tensors, "vstack")), 0)
+
+
+row_stack = vstack
+
+
+@op(function="column_stack", grad_fn="CatBackward0")
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined as columns: 0-d and 1-D tensors become columns, then hstack.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+
+    Example::
+
+        >>> rustgrad.column_stack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])])
+        tensor([[1, 3],
+                [2, 4]])
+    """
+    ts = _non_empty(tensors, "column_stack")
+    return hstack([reshape(t, t._data.size, 1) if t._data.ndim <= 1 else t for t in ts])
+
+
+@op(function="dstack", grad_fn="CatBackward0")
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors joined depth-wise, along dim 2, after atleast_3d.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+
+    Example::
+
+        >>> rustgrad.dstack([rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4])])
+        tensor([[[1, 3],
+                 [2, 4]]])
+    """
+    return cat(atleast_3d(_non_empty(tensors, "dstack")), 2)
+
+
+# ---- block_diag ------------------------------------------------------------------------------
+# ctx: per input, (first row, first column, rows, columns, its shape)
+def _block_diag_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return tuple(g[r:r + h, c:c + w].reshape(shape) for r, c, h, w, shape in ctx)
+
+
+BLOCK_DIAG = node("BlockDiagBackward0", _block_diag_bw)
+
+
+@op(function="block_diag", grad_fn="BlockDiagBackward0")
+def block_diag(*tensors: Tensor) -> Tensor:
+    """A block diagonal matrix of the tensors (a 0-d tensor is a 1x1 block, a 1-D one a row).
+
+    Args:
+        tensors (Tensors): the blocks, at most 2-D each; the result has their promoted dtype.
+
+    Example::
+
+        >>> rustgrad.block_diag(rustgrad.tensor([[1, 2]]), rustgrad.tensor(3))
+        tensor([[1, 2, 0],
+                [0, 0, 3]])
+    """
+    for i, t in enumerate(tensors):
+        if t._data.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t._data.ndim} dimensions")
+    if not tensors:
+        return _creation.zeros(1, 0)  # torch's result for no blocks
+    rt = _dtype.result_type(*tensors).np if len({t._data.dtype for t in tensors}) > 1 \
+        else tensors[0]._data.dtype
+    arrays = [t._data for t in tensors]
+    same_devices(arrays)
+    blocks = [d.reshape((1,) * (2 - d.ndim) + d.shape) for d in arrays]
+    rows = sum(b.shape[0] for b in blocks)
+    cols = sum(b.shape[1] for b in blocks)
+    out = tensors[0]._backend.zeros((rows, cols), dtype=rt)
+    ctx = []
+    r = c = 0
+    for b, d in zip(blocks, arrays):
+        h, w = b.shape
+        out[r:r + h, c:c + w] = b
+        ctx.append((r, c, h, w, d.shape))
+        r, c = r + h, c + w
+    return BLOCK_DIAG.record(out, tuple(tensors), tuple(ctx))
+
+
+# ---- cartesian_prod, combinations ------------------------------------------------------------
+def _check_vector(t: Tensor) -> None:
+    if t._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+
+
+@op(function="cartesian_prod", grad_fn="StackBackward0")
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every tuple of one entry from each 1-D tensor, as the rows of a matrix (in order, the
+    last tensor varying fastest); one tensor comes back as it is.
+
+    Args:
+        tensors (Tensors): 1-D tensors of one dtype.
+
+    Example::
+
+        >>> rustgrad.cartesian_prod(rustgrad.tensor([1, 2]), rustgrad.tensor([3, 4]))
+        tensor([[1, 3],
+                [1, 4],
+                [2, 3],
+                [2, 4]])
+    """
+    for t in tensors:
+        _check_vector(t)
+    if len(tensors) == 1:
+        return tensors[0]
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if len({t._data.dtype for t in tensors}) > 1:
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
+
+
+@op(function="combinations", grad_fn="IndexBackward0")
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """Every r-element combination of a 1-D tensor's entries (Python's itertools order), as the
+    rows of a matrix.
+
+    Args:
+        input (Tensor): a 1-D tensor.
+        r (int, optional): the number of entries per combination. Default: 2.
+        with_replacement (bool, optional): whether an entry may repeat within one. Default:
+            False.
+
+    Example::
+
+        >>> rustgrad.combinations(rustgrad.tensor([1, 2, 3]))
+        tensor([[1, 2],
+                [1, 3],
+                [2, 3]])
+    """
+    _check_vector(input)
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    xp = input._backend
+    if r == 0:
+        return _const(xp.zeros((0,), dtype=input._data.dtype))
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = [i for combo in pick(range(input._data.shape[0]), r) for i in combo]
+    index = xp.asarray(rows, dtype=_dtype.int64.np).reshape(len(rows) // r, r)
+    return input[_const(index)]

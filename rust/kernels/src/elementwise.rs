@@ -1,0 +1,367 @@
+//! Elementwise kernels: erf, exact GELU and its gradient, small integer powers, and the
+//! branch-free `where`. Each writes a caller's uninitialized buffer of the input's length (the
+//! binding hands NumPy's fresh allocation, as zeroing it first costs about what the pass does)
+//! and returns it initialized.
+
+use std::f64::consts::{FRAC_1_SQRT_2, PI};
+use std::mem::MaybeUninit;
+
+use crate::{Isa, Real};
+
+/// exp(x) for float32 in straight-line arithmetic, so loops over it vectorize: x = n ln2 + r
+/// with |r| <= ln2/2, exp(r) by its Taylor polynomial to r^7 (error < 1e-8 relative), times
+/// 2^n built in the exponent bits. Below -87 it is 0 (exp underflows there, and softmax's
+/// masked -inf entries must give exactly 0); arguments above 88 are clamped (the kernels pass
+/// x <= 0).
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
+    const C: [f32; 8] = [
+        1.0 / 5040.0,
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ];
+    let xc = x.clamp(-87.0, 88.0);
+    let m = xc * std::f32::consts::LOG2_E + MAGIC;
+    let n = m - MAGIC;
+    let k = (m.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = xc - n * 0.693_145_75 - n * 1.428_606_8e-6; // ln 2 split: exact products
+    let p = C.iter().fold(0.0f32, |acc, &c| acc.mul_add(r, c));
+    let y = p * f32::from_bits(((k + 127) << 23) as u32);
+    if x < -87.0 {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// erf for float32 in straight-line arithmetic (both branches computed, one kept, so loops
+/// vectorize), within 1.5e-7 of the exact value (2.5 units in the last place; libm's is
+/// correctly rounded but 30x slower, torch's kernel is within 1): for |x| < 1, x P(x^2); above,
+/// 1 - Q(t) exp(-x^2) with t = 1 / (1 + |x|/2), which is 1 in float32 from |x| = 4 on. P and Q
+/// are least-squares fits (degrees 7 and 10) to erf(x)/x and erfc(x) exp(x^2).
+#[inline(always)]
+pub fn erf_f32(x: f32) -> f32 {
+    const P: [f32; 8] = [
+        std::f32::consts::FRAC_2_SQRT_PI,
+        -0.376_126_4,
+        0.112_837_84,
+        -0.026_865_53,
+        0.005_221_318,
+        -8.488_295e-4,
+        1.129_688_5e-4,
+        -9.756_356e-6,
+    ];
+    const Q: [f32; 11] = [
+        2.798_744_7e-5,
+        0.281_449_15,
+        0.288_794_36,
+        0.205_674_59,
+        0.341_832_96,
+        -0.369_798_18,
+        0.845_082_4,
+        -1.105_836,
+        0.710_574_75,
+        -0.226_041_21,
+        0.028_231_66,
+    ];
+    let horner = |c: &[f32], v: f32| c.iter().rev().fold(0.0f32, |acc, &k| acc.mul_add(v, k));
+    let ax = x.abs();
+    let small = ax * horner(&P, ax * ax);
+    let al = ax.min(4.0);
+    let large = 1.0 - horner(&Q, 1.0 / (0.5 * al + 1.0)) * exp_f32(-(al * al));
+    let y = if ax < 1.0 { small } else { large };
+    if x.is_nan() {
+        x
+    } else {
+        y.copysign(x)
+    }
+}
+
+/// erf for float64: libm's (correctly rounded in practice), as torch's `std::erf`.
+#[inline]
+pub fn erf_f64(x: f64) -> f64 {
+    libm::erf(x)
+}
+
+/// `out[i] = erf_f32(xs[i])`, vectorized.
+///
+/// # Panics
+/// If the lengths differ (as every kernel here).
+pub fn erf_slice_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
+    map_f32(xs, out, erf_f32)
+}
+
+/// Exact GELU, x Phi(x) = x/2 (1 + erf(x/sqrt 2)), through [`erf_f32`], vectorized.
+pub fn gelu_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
+    let alpha = FRAC_1_SQRT_2 as f32;
+    let gelu = |x: f32| x * 0.5 * (1.0 + erf_f32(x * alpha));
+    map_f32(xs, out, gelu)
+}
+
+/// Exact GELU in float64, through libm's erf.
+pub fn gelu_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
+    map_plain(xs, out, |x| x * 0.5 * (1.0 + libm::erf(x * FRAC_1_SQRT_2)))
+}
+
+/// The gradient of exact GELU, g (Phi(x) + x phi(x)) with phi the standard normal density,
+/// through [`erf_f32`] and [`exp_f32`], vectorized.
+pub fn gelu_backward_f32<'o>(
+    gs: &[f32],
+    xs: &[f32],
+    out: &'o mut [MaybeUninit<f32>],
+) -> &'o mut [f32] {
+    let beta = 1.0 / (2.0 * PI).sqrt();
+    let (alpha, beta) = (FRAC_1_SQRT_2 as f32, beta as f32);
+    let grad = |g: f32, x: f32| {
+        let cdf = 0.5 * (1.0 + erf_f32(x * alpha));
+        let pdf = beta * exp_f32(-0.5 * x * x);
+        g * (cdf + x * pdf)
+    };
+    map2_f32(gs, xs, out, grad)
+}
+
+/// The gradient of exact GELU in float64, through libm's erf and exp.
+pub fn gelu_backward_f64<'o>(
+    gs: &[f64],
+    xs: &[f64],
+    out: &'o mut [MaybeUninit<f64>],
+) -> &'o mut [f64] {
+    let beta = 1.0 / (2.0 * PI).sqrt();
+    map2_plain(gs, xs, out, |g, x| {
+        let cdf = 0.5 * (1.0 + libm::erf(x * FRAC_1_SQRT_2));
+        g * (cdf + x * beta * (-0.5 * x * x).exp())
+    })
+}
+
+/// The integer powers with a kernel of their own: torch's pow computes them by these products,
+/// which NumPy's `power` does not round alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmallPow {
+    /// `x ** 3` as `(x x) x`.
+    Cube,
+    /// `x ** -2` as `1 / (x x)`.
+    InvSquare,
+}
+
+impl SmallPow {
+    /// The kernel for `x ** exponent`, if there is one.
+    pub fn of(exponent: i64) -> Option<SmallPow> {
+        match exponent {
+            3 => Some(SmallPow::Cube),
+            -2 => Some(SmallPow::InvSquare),
+            _ => None,
+        }
+    }
+}
+
+/// `x ** 3` or `x ** -2` of each element, torch's products bit for bit, vectorized.
+pub fn powi_f32<'o>(xs: &[f32], p: SmallPow, out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
+    match p {
+        SmallPow::Cube => map_f32(xs, out, |x| x * x * x),
+        SmallPow::InvSquare => map_f32(xs, out, |x| 1.0 / (x * x)),
+    }
+}
+
+/// `x ** 3` or `x ** -2` of each float64 element, torch's products bit for bit.
+pub fn powi_f64<'o>(xs: &[f64], p: SmallPow, out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
+    match p {
+        SmallPow::Cube => map_plain(xs, out, |x| x * x * x),
+        SmallPow::InvSquare => map_plain(xs, out, |x| 1.0 / (x * x)),
+    }
+}
+
+/// `where(mask, a, b)`: `a[i]` where `mask[i]`, else `b[i]`, as a bit blend (the bits of the
+/// chosen element, NaN payloads and signed zeros included).
+pub fn select<'o, T: Real>(
+    mask: &[bool],
+    a: &[T],
+    b: &[T],
+    out: &'o mut [MaybeUninit<T>],
+) -> &'o mut [T] {
+    assert!(
+        mask.len() == a.len() && b.len() == a.len() && out.len() == a.len(),
+        "select: lengths differ"
+    );
+    for (((o, &k), &x), &y) in out.iter_mut().zip(mask).zip(a).zip(b) {
+        o.write(T::pick(k, x, y));
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+/// `where(mask, a, s)` for a number `s`, as [`select`].
+pub fn select_scalar<'o, T: Real>(
+    mask: &[bool],
+    a: &[T],
+    s: T,
+    out: &'o mut [MaybeUninit<T>],
+) -> &'o mut [T] {
+    assert!(
+        mask.len() == a.len() && out.len() == a.len(),
+        "select_scalar: lengths differ"
+    );
+    for ((o, &k), &x) in out.iter_mut().zip(mask).zip(a) {
+        o.write(T::pick(k, x, s));
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+/// A `Vec` of `n` elements written by `fill` (one of the kernels above, say): `fill` gets the
+/// `n` uninitialized slots and returns them initialized, so nothing is zeroed first.
+///
+/// # Panics
+/// If `fill` returns another slice than the slots it was given.
+pub fn filled_vec<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>]) -> &mut [T]) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    let slots = &mut v.spare_capacity_mut()[..n];
+    let at = slots.as_ptr() as *const T;
+    let done = fill(slots);
+    assert!(
+        std::ptr::eq(done.as_ptr(), at) && done.len() == n,
+        "filled_vec: fill must return the slots it was given"
+    );
+    // SAFETY: `done`, a `&mut [T]`, covers exactly the first n slots, so each holds a T.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// # Safety
+/// Every element of `s` is initialized.
+unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and the caller vouches for the contents.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+/// `out[i] = f(xs[i])`, not dispatched (the float64 kernels: libm calls, or the baseline
+/// build's vectors).
+#[inline(always)]
+fn map_plain<'o, T, F: Fn(T) -> T>(xs: &[T], out: &'o mut [MaybeUninit<T>], f: F) -> &'o mut [T]
+where
+    T: Copy,
+{
+    assert_eq!(xs.len(), out.len(), "lengths differ");
+    for (o, &x) in out.iter_mut().zip(xs) {
+        o.write(f(x));
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+/// `out[i] = f(a[i], b[i])`, not dispatched, as `map_plain`.
+#[inline(always)]
+fn map2_plain<'o, T, F: Fn(T, T) -> T>(
+    a: &[T],
+    b: &[T],
+    out: &'o mut [MaybeUninit<T>],
+    f: F,
+) -> &'o mut [T]
+where
+    T: Copy,
+{
+    assert!(a.len() == b.len() && out.len() == a.len(), "lengths differ");
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        o.write(f(x, y));
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+/// `out[i] = f(xs[i])`, compiled again for AVX-512 and for AVX2+FMA, the widest the CPU has
+/// ([`Isa::current`]), so the loop runs 16 or 8 lanes wide.
+fn map_f32<'o, F: Fn(f32) -> f32 + Copy>(
+    xs: &[f32],
+    out: &'o mut [MaybeUninit<f32>],
+    f: F,
+) -> &'o mut [f32] {
+    assert_eq!(xs.len(), out.len(), "lengths differ");
+    match Isa::current() {
+        // SAFETY (both): `Isa::current` never exceeds what the CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { map_f32_avx512(xs, out, f) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { map_f32_avx2(xs, out, f) },
+        _ => map_f32_loop(xs, out, f),
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+#[inline(always)]
+fn map_f32_loop<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
+    for (o, &x) in out.iter_mut().zip(xs) {
+        o.write(f(x));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn map_f32_avx512<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
+    map_f32_loop(xs, out, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map_f32_avx2<F: Fn(f32) -> f32 + Copy>(xs: &[f32], out: &mut [MaybeUninit<f32>], f: F) {
+    map_f32_loop(xs, out, f)
+}
+
+/// `out[i] = f(a[i], b[i])`, dispatched as `map_f32`.
+fn map2_f32<'o, F: Fn(f32, f32) -> f32 + Copy>(
+    a: &[f32],
+    b: &[f32],
+    out: &'o mut [MaybeUninit<f32>],
+    f: F,
+) -> &'o mut [f32] {
+    assert!(a.len() == b.len() && out.len() == a.len(), "lengths differ");
+    match Isa::current() {
+        // SAFETY (both): `Isa::current` never exceeds what the CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { map2_f32_avx512(a, b, out, f) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { map2_f32_avx2(a, b, out, f) },
+        _ => map2_f32_loop(a, b, out, f),
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
+#[inline(always)]
+fn map2_f32_loop<F: Fn(f32, f32) -> f32 + Copy>(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    f: F,
+) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        o.write(f(x, y));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn map2_f32_avx512<F: Fn(f32, f32) -> f32 + Copy>(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    f: F,
+) {
+    map2_f32_loop(a, b, out, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map2_f32_avx2<F: Fn(f32, f32) -> f32 + Copy>(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    f: F,
+) {
+    map2_f32_loop(a, b, out, f)
+}
