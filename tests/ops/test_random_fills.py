@@ -198,13 +198,15 @@ def test_fill_of_leaf_requiring_grad_is_refused_like_torch(case, device):
 # ---- poisson ---------------------------------------------------------------------------------
 def test_poisson_matches_torch(device):
     rates = np.array([0.0, 0.5, 3.0, 20.0])
+    torch.manual_seed(0)  # both draws seeded: the comparison cannot flake
     t = torch.poisson(torch.tensor(rates).repeat(20_000, 1))
     g = rustgrad.Generator().manual_seed(5)
     r = rustgrad.poisson(rustgrad.tensor(rates, device=device).repeat(20_000, 1), g)
     assert r.dtype == rustgrad.float64 and tuple(r.shape) == (20_000, 4) and r.device.type == device
     rv = r.cpu().numpy()
     assert np.all(rv == np.round(rv)) and rv.min() >= 0 and np.all(rv[:, 0] == 0)
-    np.testing.assert_allclose(rv.mean(0), t.numpy().mean(0), atol=0.1)
+    np.testing.assert_allclose(rv.mean(0), t.numpy().mean(0), atol=0.15)
+    np.testing.assert_allclose(rv.mean(0), rates, atol=0.1)
     np.testing.assert_allclose(rv.var(0), rates, atol=0.5)
     x32 = rustgrad.poisson(rustgrad.ones(3, dtype=rustgrad.float32, device=device))
     assert x32.dtype == rustgrad.float32

@@ -6,7 +6,7 @@ import math
 import operator as _operator
 from typing import Any
 
-from .. import _core, _creation, _dtype
+from .. import _creation, _dtype
 from .._backends import namespace_of
 from .._tensor import Tensor
 from ._declare import op
@@ -31,7 +31,7 @@ from ._util import (
     wrap_int,
 )
 from .compare import where
-from .copyslices import commit_inplace, write_inplace
+from .copyslices import inplace_from
 from .pointwise import reciprocal
 
 
@@ -584,30 +584,22 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, operand: A
     tensor the caller was given when `other` was computed from it (other * alpha)."""
     if not isinstance(self, Tensor):
         raise TypeError("in-place op on a non-tensor")
+    other_t = isinstance(other, Tensor)
+    if is_grad_enabled() and (self.requires_grad or (other_t and other.requires_grad)):
+        check_inplace(self)
+        check_inplace_cast(self, _dtype.result_type(self, other))
+        if other_t and _dtype.result_type(self, other).np != self._data.dtype:
+            # torch computes in the promoted dtype and writes self's: one node, no ToCopy
+            kw["_out_dtype"] = self._data.dtype
+        # mul, div and pow's backward reads self as it was before the write
+        reads_self = out_of_place is mul or out_of_place is div or out_of_place is pow
+        return inplace_from(self, lambda src: out_of_place(src, other, **kw), reads_self,
+                            other if operand is None else operand, cast=True)
+    # without autograd: the ufunc writes into self's array (the optimizers' path)
     check_inplace(self)
     check_internal_overlap(self)
     check_no_partial_overlap(self, other if operand is None else operand)
-    other_t = isinstance(other, Tensor)
-    result = _dtype.result_type(self, other)
-    check_inplace_cast(self, result)
-    if is_grad_enabled() and (self.requires_grad or (other_t and other.requires_grad)):
-        src = self
-        if out_of_place is mul or out_of_place is div or out_of_place is pow:
-            # their backward reads self as it was before the write
-            src = _core.shallow_copy(self, self._data.copy())
-        if other_t and result.np != self._data.dtype:
-            # torch computes in the promoted dtype and writes self's: one node, no ToCopy
-            kw["_out_dtype"] = self._data.dtype
-        out = out_of_place(src, other, **kw)
-        if other_t and other._data.shape != self._data.shape and out._data.shape != self._data.shape:
-            raise RuntimeError(
-                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                f"{list(out.shape)}"
-            )
-        if out._data.dtype != self._data.dtype:
-            out = out.to(self.dtype)
-        commit_inplace(self, out)
-        return self
+    check_inplace_cast(self, _dtype.result_type(self, other))
     sd = self._data
     od = other._data if other_t else _int_operand(sd, other)
     if other_t:
@@ -830,21 +822,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 # ---- addcmul_ / addcdiv_ -------------------------------------------------------------------
 def _addc_(kind: str, self: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
-    check_inplace(self)
-    check_internal_overlap(self)
-    check_no_partial_overlap(self, tensor1)
-    check_no_partial_overlap(self, tensor2)
-    grad = is_grad_enabled() and any(t.requires_grad for t in (self, tensor1, tensor2))
-    out = _addc(kind, self, tensor1, tensor2, value)
-    if tuple(out._data.shape) != tuple(self._data.shape):
-        raise RuntimeError(
-            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-            f"{list(out._data.shape)}"
-        )
-    check_inplace_cast(self, _dtype.from_np(out._data.dtype))
-    if out._data.dtype != self._data.dtype:
-        out = out.to(self.dtype)
-    return write_inplace(self, out, grad)
+    return inplace_from(self, lambda src: _addc(kind, src, tensor1, tensor2, value), False,
+                        tensor1, tensor2, cast=True)
 
 
 @op(method="addcmul_", grad_fn="AddcmulBackward0")

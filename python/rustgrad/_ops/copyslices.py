@@ -22,7 +22,15 @@ from .. import _core, _dtype
 from .._backends import namespace_of
 from .._tensor import Tensor
 from ._node import node
-from ._util import MODE_VIEWS, _type_name, is_grad_enabled
+from ._util import (
+    MODE_VIEWS,
+    _type_name,
+    check_inplace,
+    check_inplace_cast,
+    check_internal_overlap,
+    check_no_partial_overlap,
+    is_grad_enabled,
+)
 
 Strided = Tuple[Tuple[int, ...], Tuple[int, ...], int]  # shape, element strides, element offset
 # (base, view): each placed in the base's memory, offsets in elements from the base's first
@@ -250,3 +258,35 @@ def write_inplace(self: Tensor, out: Tensor, needs_grad: bool) -> Tensor:
         self._data[...] = out._data
         self._bump_version()
     return self
+
+
+def inplace_from(self: Tensor, compute: Any, reads_self: bool, *others: Any,
+                 cast: bool = False, overlap: bool = True) -> Tensor:
+    """The one rule of the in-place ops: `self.op_(...)` runs the out-of-place op as
+    `compute(src)` and writes its result into self, giving self the op's history when autograd
+    records (on a view, the base's history becomes CopySlices).
+
+    reads_self: the op's backward reads self as it was, so src is a copy of self that keeps
+    self's history (torch's generated in-place kernels save self.clone() the same way); else src
+    is self. others: the op's other operands (their grad flags, their overlap with self).
+    cast: the op computes in the promoted dtype, and the result is refused when self cannot hold
+    it, else rounded to self's dtype. overlap: torch refuses a self whose elements overlap or that
+    partially overlaps an operand (masked_fill_ alone writes into expanded tensors)."""
+    check_inplace(self)
+    if overlap:
+        check_internal_overlap(self)
+        for o in others:
+            check_no_partial_overlap(self, o)
+    grad = is_grad_enabled() and (self.requires_grad or any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+    src = _core.shallow_copy(self, self._data.copy()) if grad and reads_self else self
+    out = compute(src)
+    if tuple(out._data.shape) != tuple(self._data.shape):
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(out._data.shape)}"
+        )
+    if cast and out._data.dtype != self._data.dtype:
+        check_inplace_cast(self, _dtype.from_np(out._data.dtype))
+        out = out.to(self.dtype)
+    return write_inplace(self, out, grad)

@@ -31,7 +31,7 @@ from ._util import (
 )
 from .compare import where
 from .copies import clone
-from .copyslices import commit_inplace
+from .copyslices import inplace_from
 
 _INT64 = _dtype.int64.np
 _INT32 = _dtype.int32.np
@@ -466,24 +466,14 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _inplace(self: Tensor, out_of_place: Any, others: Tuple[Any, ...], *args: Any,
              **kw: Any) -> Tensor:
-    """In-place through the out-of-place op: checks, then write and (with grad) rebase."""
+    """In-place through the out-of-place op (copyslices.inplace_from); torch checks no
+    overlap with the index or the source here, and lets masked_fill_ write into expanded
+    tensors."""
     check_inplace(self)
-    if out_of_place is not masked_fill:  # torch lets masked_fill_ write into expanded tensors
+    if out_of_place is not masked_fill:
         check_internal_overlap(self)
-    out = out_of_place(self, *args, **kw)
-    if tuple(out._data.shape) != tuple(self._data.shape):
-        raise RuntimeError(
-            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-            f"{list(out._data.shape)}"
-        )
-    needs_grad = self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad
-                                           for o in others)
-    if is_grad_enabled() and needs_grad:
-        commit_inplace(self, out)  # on a view: the base's history becomes CopySlices
-    else:
-        self._data[...] = out._data
-        self._bump_version()
-    return self
+    return inplace_from(self, lambda src: out_of_place(src, *args, **kw), False, *others,
+                        overlap=False)
 
 
 @op(method="scatter_")

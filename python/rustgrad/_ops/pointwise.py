@@ -15,6 +15,7 @@ from .. import _core, _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
+from ._unary import Unary, declare, inplace_form
 from ._util import (
     _type_name,
     as_scalar,
@@ -26,7 +27,6 @@ from ._util import (
     checked_int,
     floating,
     is_grad_enabled,
-    name_function,
     promote,
     quiet_fp,
     record,
@@ -37,7 +37,7 @@ from ._util import (
     const as _const,
 )
 from .compare import where
-from .copyslices import commit_inplace, write_inplace
+from .copyslices import commit_inplace, inplace_from
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -454,20 +454,43 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     return self
 
 
-# ---- trigonometric and hyperbolic ------------------------------------------------------
-def _sin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * saved.self.cos()
-
-
-SIN = node("SinBackward0", _sin_bw, saved=("self",))
-
-
-@op(method="sin", function="sin", grad_fn="SinBackward0")
-def sin(input: Tensor) -> Tensor:
-    """The sine of input (radians), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+# ---- trigonometric, hyperbolic, exponentials and logarithms: one row each (see _unary) -------
+_ROWS = (
+    Unary("sin", "SinBackward0", lambda xp, d: xp.sin(d), lambda g, s: g * s.self.cos(),
+          inplace="both"),
+    Unary("cos", "CosBackward0", lambda xp, d: xp.cos(d), lambda g, s: g * -s.self.sin(),
+          inplace="both"),
+    Unary("tan", "TanBackward0", lambda xp, d: xp.tan(d),
+          lambda g, s: g * (1 + s.result * s.result), saved=("result",), inplace="both",
+          autocast="fp32"),
+    Unary("asin", "AsinBackward0", lambda xp, d: xp.arcsin(d),
+          lambda g, s: g * rsqrt(-s.self * s.self + 1), aliases=("arcsin",), inplace="both",
+          autocast="fp32"),
+    Unary("acos", "AcosBackward0", lambda xp, d: xp.arccos(d),
+          lambda g, s: g * -rsqrt(-s.self * s.self + 1), aliases=("arccos",), inplace="both",
+          autocast="fp32"),
+    Unary("atan", "AtanBackward0", lambda xp, d: xp.arctan(d),
+          lambda g, s: g / (s.self * s.self + 1), aliases=("arctan",), inplace="both"),
+    Unary("sinh", "SinhBackward0", lambda xp, d: xp.sinh(d), lambda g, s: g * cosh(s.self),
+          inplace="both", autocast="fp32"),
+    Unary("cosh", "CoshBackward0", lambda xp, d: xp.cosh(d), lambda g, s: g * sinh(s.self),
+          inplace="both", autocast="fp32"),
+    Unary("exp2", "Exp2Backward0", lambda xp, d: xp.exp2(d),
+          lambda g, s: g * (s.result * _LN2), saved=("result",), inplace="method"),
+    Unary("expm1", "Expm1Backward0", lambda xp, d: xp.expm1(d),
+          lambda g, s: g * (s.result + 1), saved=("result",), inplace="both", autocast="fp32"),
+    Unary("log2", "Log2Backward0", lambda xp, d: xp.log2(d),
+          lambda g, s: g / (s.self * _LN2), inplace="both", autocast="fp32"),
+    Unary("log10", "Log10Backward0", lambda xp, d: xp.log10(d),
+          lambda g, s: g / (s.self * _LN10), inplace="both", autocast="fp32"),
+    Unary("log1p", "Log1PBackward0", lambda xp, d: xp.log1p(d),
+          lambda g, s: g / (s.self + 1), inplace="both", autocast="fp32"),
+    Unary("rsqrt", "RsqrtBackward0", lambda xp, d: 1 / xp.sqrt(d),
+          lambda g, s: -0.5 * g * s.result * s.result * s.result, saved=("result",),
+          inplace="both", autocast="fp32"),
+)
+_DOCS = {
+    "sin": """The sine of input (radians), elementwise.
 
     The gradient is cos(input).
 
@@ -475,23 +498,8 @@ def sin(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0., 1.5707963]).sin()
         tensor([0., 1.])
-    """
-    return _unary(input, lambda xp, d: xp.sin(d), SIN)
-
-
-def _cos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * -saved.self.sin()
-
-
-COS = node("CosBackward0", _cos_bw, saved=("self",))
-
-
-@op(method="cos", function="cos", grad_fn="CosBackward0")
-def cos(input: Tensor) -> Tensor:
-    """The cosine of input (radians), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "cos": """The cosine of input (radians), elementwise.
 
     The gradient is -sin(input).
 
@@ -499,24 +507,8 @@ def cos(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0., 3.1415927]).cos()
         tensor([ 1., -1.])
-    """
-    return _unary(input, lambda xp, d: xp.cos(d), COS)
-
-
-def _tan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    out = saved.result
-    return g * (1 + out * out)
-
-
-TAN = node("TanBackward0", _tan_bw, result=True)
-
-
-@op(method="tan", function="tan", grad_fn="TanBackward0", autocast=dict(cuda="fp32"))
-def tan(input: Tensor) -> Tensor:
-    """The tangent of input (radians), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "tan": """The tangent of input (radians), elementwise.
 
     The gradient is 1 + tan(input)^2.
 
@@ -524,24 +516,8 @@ def tan(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0., 0.7853982]).tan()
         tensor([0., 1.])
-    """
-    return _unary(input, lambda xp, d: xp.tan(d), TAN)
-
-
-def _asin_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a = saved.self
-    return g * rsqrt(-a * a + 1)
-
-
-ASIN = node("AsinBackward0", _asin_bw, saved=("self",))
-
-
-@op(method=("arcsin", "asin"), function=("arcsin", "asin"), grad_fn="AsinBackward0", autocast=dict(cuda="fp32"))
-def asin(input: Tensor) -> Tensor:
-    """The arcsine of input, elementwise (NaN outside [-1, 1]).
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "asin": """The arcsine of input, elementwise (NaN outside [-1, 1]).
 
     The gradient is 1 / sqrt(1 - input^2), infinite at -1 and 1.
 
@@ -549,24 +525,8 @@ def asin(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0., 1.]).asin()
         tensor([0.0000, 1.5708])
-    """
-    return _unary(input, lambda xp, d: xp.arcsin(d), ASIN)
-
-
-def _acos_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a = saved.self
-    return g * -rsqrt(-a * a + 1)
-
-
-ACOS = node("AcosBackward0", _acos_bw, saved=("self",))
-
-
-@op(method=("acos", "arccos"), function=("acos", "arccos"), grad_fn="AcosBackward0", autocast=dict(cuda="fp32"))
-def acos(input: Tensor) -> Tensor:
-    """The arccosine of input, elementwise (NaN outside [-1, 1]).
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "acos": """The arccosine of input, elementwise (NaN outside [-1, 1]).
 
     The gradient is -1 / sqrt(1 - input^2), infinite at -1 and 1.
 
@@ -574,24 +534,8 @@ def acos(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([1., 0.]).acos()
         tensor([0.0000, 1.5708])
-    """
-    return _unary(input, lambda xp, d: xp.arccos(d), ACOS)
-
-
-def _atan_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    a = saved.self
-    return g / (a * a + 1)
-
-
-ATAN = node("AtanBackward0", _atan_bw, saved=("self",))
-
-
-@op(method=("arctan", "atan"), function=("arctan", "atan"), grad_fn="AtanBackward0")
-def atan(input: Tensor) -> Tensor:
-    """The arctangent of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "atan": """The arctangent of input, elementwise.
 
     The gradient is 1 / (1 + input^2).
 
@@ -599,52 +543,72 @@ def atan(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0., 1.]).atan()
         tensor([0.0000, 0.7854])
-    """
-    return _unary(input, lambda xp, d: xp.arctan(d), ATAN)
-
-
-def _sinh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * cosh(saved.self)
-
-
-SINH = node("SinhBackward0", _sinh_bw, saved=("self",))
-
-
-@op(method="sinh", function="sinh", grad_fn="SinhBackward0", autocast=dict(cuda="fp32"))
-def sinh(input: Tensor) -> Tensor:
-    """The hyperbolic sine of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "sinh": """The hyperbolic sine of input, elementwise.
 
     Example::
 
         >>> rustgrad.tensor([0., 1.]).sinh()
         tensor([0.0000, 1.1752])
-    """
-    return _unary(input, lambda xp, d: xp.sinh(d), SINH)
-
-
-def _cosh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * sinh(saved.self)
-
-
-COSH = node("CoshBackward0", _cosh_bw, saved=("self",))
-
-
-@op(method="cosh", function="cosh", grad_fn="CoshBackward0", autocast=dict(cuda="fp32"))
-def cosh(input: Tensor) -> Tensor:
-    """The hyperbolic cosine of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "cosh": """The hyperbolic cosine of input, elementwise.
 
     Example::
 
         >>> rustgrad.tensor([0., 1.]).cosh()
         tensor([1.0000, 1.5431])
-    """
-    return _unary(input, lambda xp, d: xp.cosh(d), COSH)
+    """,
+    "exp2": """2 to the power input, elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 3.]).exp2()
+        tensor([1., 8.])
+    """,
+    "expm1": """exp(input) - 1, elementwise, accurate near 0.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).expm1()
+        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
+    """,
+    "log2": """The base-2 logarithm of input, elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 8.]).log2()
+        tensor([0., 3.])
+    """,
+    "log10": """The base-10 logarithm of input, elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 10.]).log10()
+        tensor([0., 1.])
+    """,
+    "log1p": """log(1 + input), elementwise, accurate near 0.
+
+    The gradient is 1 / (1 + input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).log1p()
+        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
+    """,
+    "rsqrt": """1 / sqrt(input), elementwise.
+
+    0 gives inf and negative entries NaN. The gradient is -0.5 input^(-3/2).
+
+    Example::
+
+        >>> rustgrad.tensor([1., 4.]).rsqrt()
+        tensor([1.0000, 0.5000])
+    """,
+}
+_OPS = declare(_ROWS, _DOCS, __name__)
+sin, cos, tan, asin, acos, atan = (_OPS[n] for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
+sinh, cosh, exp2, expm1 = (_OPS[n] for n in ("sinh", "cosh", "exp2", "expm1"))
+log2, log10, log1p, rsqrt = (_OPS[n] for n in ("log2", "log10", "log1p", "rsqrt"))
 
 
 def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -685,145 +649,6 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 
 arctan2 = atan2
 arcsin, arccos, arctan = asin, acos, atan
-
-
-# ---- exponentials and logarithms -------------------------------------------------------
-def _exp2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (saved.result * _LN2)
-
-
-EXP2 = node("Exp2Backward0", _exp2_bw, result=True)
-
-
-@op(method="exp2", function="exp2", grad_fn="Exp2Backward0")
-def exp2(input: Tensor) -> Tensor:
-    """2 to the power input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.tensor([0., 3.]).exp2()
-        tensor([1., 8.])
-    """
-    return _unary(input, lambda xp, d: xp.exp2(d), EXP2)
-
-
-def _expm1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (saved.result + 1)
-
-
-EXPM1 = node("Expm1Backward0", _expm1_bw, result=True)
-
-
-@op(method="expm1", function="expm1", grad_fn="Expm1Backward0", autocast=dict(cuda="fp32"))
-def expm1(input: Tensor) -> Tensor:
-    """exp(input) - 1, elementwise, accurate near 0.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).expm1()
-        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
-    """
-    return _unary(input, lambda xp, d: xp.expm1(d), EXPM1)
-
-
-def _log2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved.self * _LN2)
-
-
-LOG2 = node("Log2Backward0", _log2_bw, saved=("self",))
-
-
-@op(method="log2", function="log2", grad_fn="Log2Backward0", autocast=dict(cuda="fp32"))
-def log2(input: Tensor) -> Tensor:
-    """The base-2 logarithm of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.tensor([1., 8.]).log2()
-        tensor([0., 3.])
-    """
-    return _unary(input, lambda xp, d: xp.log2(d), LOG2)
-
-
-def _log10_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved.self * _LN10)
-
-
-LOG10 = node("Log10Backward0", _log10_bw, saved=("self",))
-
-
-@op(method="log10", function="log10", grad_fn="Log10Backward0", autocast=dict(cuda="fp32"))
-def log10(input: Tensor) -> Tensor:
-    """The base-10 logarithm of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.tensor([1., 10.]).log10()
-        tensor([0., 1.])
-    """
-    return _unary(input, lambda xp, d: xp.log10(d), LOG10)
-
-
-def _log1p_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g / (saved.self + 1)
-
-
-LOG1P = node("Log1PBackward0", _log1p_bw, saved=("self",))
-
-
-@op(method="log1p", function="log1p", grad_fn="Log1PBackward0", autocast=dict(cuda="fp32"))
-def log1p(input: Tensor) -> Tensor:
-    """log(1 + input), elementwise, accurate near 0.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    The gradient is 1 / (1 + input).
-
-    Example::
-
-        >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).log1p()
-        tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
-    """
-    return _unary(input, lambda xp, d: xp.log1p(d), LOG1P)
-
-
-def _rsqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    out = saved.result
-    return -0.5 * g * out * out * out
-
-
-RSQRT = node("RsqrtBackward0", _rsqrt_bw, result=True)
-
-
-@op(method="rsqrt", function="rsqrt", grad_fn="RsqrtBackward0", autocast=dict(cuda="fp32"))
-def rsqrt(input: Tensor) -> Tensor:
-    """1 / sqrt(input), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    0 gives inf and negative entries NaN. The gradient is -0.5 input^(-3/2).
-
-    Example::
-
-        >>> rustgrad.tensor([1., 4.]).rsqrt()
-        tensor([1.0000, 0.5000])
-    """
-    return _unary(input, lambda xp, d: 1 / xp.sqrt(d), RSQRT)
-
 
 @op(method="square", function="square", grad_fn="PowBackward0")
 def square(input: Tensor) -> Tensor:
@@ -1277,37 +1102,6 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
 
 
 # ---- in-place forms, frac, clamp_min/clamp_max, lerp_ -----------------------------------------
-def _write_result(self: Tensor, compute: Any, reads_self: bool, *others: Any) -> Tensor:
-    """Runs an in-place op as `compute(src)` out of place and writes the result into self.
-    reads_self: the backward formula reads self as it was, so src is a copy of self that keeps
-    self's history (torch's generated in-place kernels save self.clone() the same way)."""
-    check_inplace(self)
-    check_internal_overlap(self)
-    for o in others:
-        check_no_partial_overlap(self, o)
-    grad = is_grad_enabled() and (self.requires_grad or any(
-        isinstance(o, Tensor) and o.requires_grad for o in others))
-    src = _core.shallow_copy(self, self._data.copy()) if grad and reads_self else self
-    out = compute(src)
-    if tuple(out._data.shape) != tuple(self._data.shape):
-        raise RuntimeError(
-            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-            f"{list(out._data.shape)}"
-        )
-    return write_inplace(self, out, grad)
-
-
-def _unary_inplace(method: str, reads_self: bool) -> Any:
-    """The in-place form of unary op `method`: the op runs out of place and the result is
-    written into self (one rule for every in-place form; see _write_result)."""
-    def inplace(self: Tensor) -> Tensor:
-        return _write_result(self, lambda src: getattr(src, method)(), reads_self)
-
-    name_function(inplace, method + "_")
-    inplace.__doc__ = f"In-place {method}."
-    return inplace
-
-
 def _frac_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g
 
@@ -1349,20 +1143,6 @@ _UNARY_INPLACE = (
     ("square", ("square_",), "PowBackward0", True),
     ("relu", ("relu_",), ("ReluBackward0", "ThresholdBackwardBackward0"), False),
     ("log", ("log_",), "LogBackward0", True),
-    ("log2", ("log2_",), "Log2Backward0", True),
-    ("log10", ("log10_",), "Log10Backward0", True),
-    ("log1p", ("log1p_",), "Log1PBackward0", True),
-    ("exp2", ("exp2_",), "Exp2Backward0", False),
-    ("expm1", ("expm1_",), "Expm1Backward0", False),
-    ("sin", ("sin_",), "SinBackward0", True),
-    ("cos", ("cos_",), "CosBackward0", True),
-    ("tan", ("tan_",), "TanBackward0", True),
-    ("asin", ("asin_", "arcsin_"), "AsinBackward0", True),
-    ("acos", ("acos_", "arccos_"), "AcosBackward0", True),
-    ("atan", ("atan_", "arctan_"), "AtanBackward0", True),
-    ("sinh", ("sinh_",), "SinhBackward0", True),
-    ("cosh", ("cosh_",), "CoshBackward0", True),
-    ("rsqrt", ("rsqrt_",), "RsqrtBackward0", False),
     ("reciprocal", ("reciprocal_",), "ReciprocalBackward0", False),
     ("floor", ("floor_",), "FloorBackward0", False),
     ("ceil", ("ceil_",), "CeilBackward0", False),
@@ -1372,20 +1152,16 @@ _UNARY_INPLACE = (
     ("erf", ("erf_",), "ErfBackward0", True),
 )
 # torch has no rustgrad.<name> for these in-place forms, only the Tensor method
-_METHOD_ONLY = {"sign_", "exp2_", "erf_"}
+_METHOD_ONLY = {"sign_", "erf_"}
 for _m, _names_, _node, _reads in _UNARY_INPLACE:
-    _fn = _unary_inplace(_m, _reads)
-    _fn.__name__ = _fn.__qualname__ = _names_[0]
-    globals()[_names_[0]] = op(
-        method=_names_, function=tuple(n for n in _names_ if n not in _METHOD_ONLY),
-        grad_fn=_node)(_fn)
-del _m, _names_, _node, _reads, _fn
+    inplace_form(_m, _names_, _node, _reads, __name__, function=_names_[0] not in _METHOD_ONLY)
+del _m, _names_, _node, _reads
 
 
 @op(method="round_", function="round_", grad_fn=("RoundBackward0", "RoundBackward1"))
 def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In-place round (half to even)."""
-    return _write_result(self, lambda src: round(src, decimals=decimals), False)
+    return inplace_from(self, lambda src: round(src, decimals=decimals), False)
 
 
 def _clamp_side_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -1463,17 +1239,17 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002  (torch's name)
 @op(method="clamp_min_", function="clamp_min_", grad_fn=("ClampMinBackward0", "ClampMinBackward1"))
 def clamp_min_(self: Tensor, min: Any) -> Tensor:  # noqa: A002
     """clamp_min written into self."""
-    return _write_result(self, lambda src: _clamp_side(src, min, True), True, min)
+    return inplace_from(self, lambda src: _clamp_side(src, min, True), True, min)
 
 
 @op(method="clamp_max_", function="clamp_max_", grad_fn=("ClampMaxBackward0", "ClampMaxBackward1"))
 def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
     """clamp_max written into self."""
-    return _write_result(self, lambda src: _clamp_side(src, max, False), True, max)
+    return inplace_from(self, lambda src: _clamp_side(src, max, False), True, max)
 
 
 @op(method="lerp_")
 def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
     """lerp written into self (weight a number or a tensor)."""
     reads = isinstance(weight, Tensor)  # LerpBackward1 reads start
-    return _write_result(self, lambda src: lerp(src, end, weight), reads, end, weight)
+    return inplace_from(self, lambda src: lerp(src, end, weight), reads, end, weight)

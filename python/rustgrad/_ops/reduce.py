@@ -22,10 +22,10 @@ from ._util import NOT_IMPLEMENTED, _type_name, cast_grad, is_bf16, opmath, prom
 from ._util import const as _const
 from .compare import maximum, minimum, where
 from .copies import flip, triu
+from .copyslices import inplace_from
 from .gather import scatter_add_into_zeros
 from .indexing import scatter_into_zeros
 from .joins import cat
-from .pointwise import _write_result
 from .views import movedim, narrow
 
 Dims = Union[int, Sequence[int], None]
@@ -1311,7 +1311,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 def _inplace_scan(self: Tensor, fn: Any, dim: int, dtype: Any, reads_self: bool) -> Tensor:
     dt = self.dtype if dtype is None else dtype
-    return _write_result(self, lambda src: fn(src, dim, dtype=dt), reads_self)
+    return inplace_from(self, lambda src: fn(src, dim, dtype=dt), reads_self)
 
 
 @op(method="cumsum_", grad_fn="CumsumBackward0")

@@ -21,6 +21,7 @@ from .. import _dtype, return_types
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
+from ._unary import Unary, declare
 from ._util import (
     NOT_IMPLEMENTED,
     _type_name,
@@ -34,7 +35,8 @@ from ._util import (
 from ._util import const as _const
 from .arith import pow, remainder, rpow
 from .compare import where
-from .pointwise import ROUND_DECIMALS, _write_result, erf, fmod, nan_to_num
+from .copyslices import inplace_from
+from .pointwise import ROUND_DECIMALS, erf, fmod, nan_to_num
 from .pointwise import round as _round
 from .reduce import _dims, _expand_back
 
@@ -45,6 +47,9 @@ _SQRT1_2 = math.sqrt(0.5)
 _LN2 = math.log(2.0)
 _LN_PI = math.log(math.pi)
 _INF, _NAN = math.inf, math.nan
+
+
+_NO_HALF = " (not float16/bfloat16, as torch's CPU kernel)"
 
 
 # ---- helpers -----------------------------------------------------------------------------
@@ -140,14 +145,14 @@ def _checked_out(input: Tensor, np_dt: Any, out_dtype: Any) -> None:
 
 def _inplace_unary(self: Tensor, fn: Any) -> Tensor:
     """self written with fn(self) (its backward reads self as it was: a copy is computed on)."""
-    return _write_result(self, fn, True)
+    return inplace_from(self, fn, True)
 
 
 def _inplace_binary(self: Tensor, other: Any, fn: Any) -> Tensor:
     """self written with fn(self, other, out_dtype=self's): computed in the promoted dtype and
     rounded to self's, as torch's in-place kernels, with one node."""
     dt = self._data.dtype
-    return _write_result(self, lambda src: fn(src, other, dt), True, other)
+    return inplace_from(self, lambda src: fn(src, other, dt), True, other)
 
 
 def _py_log(v: Any, one_p: bool = False) -> float:
@@ -166,25 +171,90 @@ def _zeros_like(g: Tensor) -> Tensor:
     return _const(g._backend.zeros_like(g._data))
 
 
-# ---- gamma functions -----------------------------------------------------------------------
-def _lgamma_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * digamma(saved.self)
-
-
-LGAMMA = node("LgammaBackward0", _lgamma_bw, saved=("self",))
-
-
+# ---- the unary special functions: one row each (see _unary) ----------------------------------
 def _lgamma_array(xp: Any, d: Any) -> Any:
     # lgamma(-inf) is +inf in C (torch), -inf in SciPy
     return xp.where(d == -_INF, _INF, _kernel(xp, "lgamma")(d))
 
 
-@op(method="lgamma", function="lgamma", special="gammaln", grad_fn="LgammaBackward0")
-def lgamma(input: Tensor) -> Tensor:
-    """The natural logarithm of the absolute value of the gamma function, elementwise.
+def _tiny_safe(x: Tensor) -> Any:
+    """(|x| > eps, x with its tiny entries replaced by eps): torch's guard of i1's and i1e's
+    gradients at 0, whose limit is 0.5."""
+    eps = _dtype.finfo(x.dtype).eps
+    not_tiny = x.abs() > eps
+    return not_tiny, where(not_tiny, x, eps)
 
-    Args:
-        input (Tensor): the input tensor.
+
+def _i1_bw(g: Tensor, saved: Any) -> Any:
+    not_tiny, safe = _tiny_safe(saved.self)
+    return g * where(not_tiny, i0(safe) - saved.result * safe.reciprocal(), 0.5)
+
+
+def _i1e_bw(g: Tensor, saved: Any) -> Any:
+    not_tiny, safe = _tiny_safe(saved.self)
+    gx = i0e(safe) - saved.result * (sgn(safe) + safe.reciprocal())
+    return g * where(not_tiny, gx, 0.5)
+
+
+def _sinc_bw(g: Tensor, saved: Any) -> Any:
+    x = saved.self
+    x_pi = x * math.pi
+    x2_pi = x * x * math.pi
+    out = g * (x_pi * x_pi.cos() - x_pi.sin()) / x2_pi
+    return where(x2_pi == 0.0, 0.0, out)
+
+
+def _sinc_array(xp: Any, d: Any) -> Any:
+    y = d * d.dtype.type(math.pi)
+    return xp.where(d == 0, d.dtype.type(1), xp.sin(y) / y)
+
+
+def _entr_array(xp: Any, d: Any) -> Any:
+    zero = d.dtype.type(0)
+    out = xp.where(d > 0, -d * xp.log(xp.where(d > 0, d, 1)), zero)
+    return xp.where(d < 0, -_INF, xp.where(xp.isnan(d), d, out))
+
+
+_ROWS = (
+    Unary("lgamma", "LgammaBackward0", _lgamma_array, lambda g, s: g * digamma(s.self),
+          special=("gammaln",), inplace="method", half="float32"),
+    Unary("digamma", "DigammaBackward0", lambda xp, d: _kernel(xp, "digamma")(d),
+          lambda g, s: g * polygamma(1, s.self), special=("digamma", "psi"), inplace="method",
+          half="float32"),
+    Unary("erfinv", "ErfinvBackward0", lambda xp, d: _kernel(xp, "erfinv")(d),
+          lambda g, s: g * (0.5 * _SQRT_PI * erfinv(s.self).square().exp()),
+          special=("erfinv",), inplace="method", autocast="fp32", half="float32"),
+    Unary("erfc", "ErfcBackward0", lambda xp, d: _kernel(xp, "erfc")(d),
+          lambda g, s: g * (-2.0 / _SQRT_PI * (-(s.self * s.self)).exp()), special=("erfc",),
+          inplace="both", half="float32"),
+    Unary("erfcx", "SpecialErfcxBackward0", lambda xp, d: _kernel(xp, "erfcx")(d),
+          lambda g, s: (2.0 * s.self * s.result - 2.0 / _SQRT_PI) * g,
+          saved=("self", "result"), public=False, special=("erfcx",), half="refuse",
+          arg_note=_NO_HALF),
+    Unary("i0", "I0Backward0", lambda xp, d: _kernel(xp, "i0")(d), lambda g, s: g * i1(s.self),
+          special=("i0",), inplace="both", half="float32"),
+    Unary("i0e", "SpecialI0EBackward0", lambda xp, d: _kernel(xp, "i0e")(d),
+          lambda g, s: g * (i1e(s.self) - sgn(s.self) * s.result), saved=("self", "result"),
+          public=False, special=("i0e",), half="float32"),
+    Unary("i1", "SpecialI1Backward0", lambda xp, d: _kernel(xp, "i1")(d), _i1_bw,
+          saved=("self", "result"), public=False, special=("i1",), half="float32"),
+    Unary("i1e", "SpecialI1EBackward0", lambda xp, d: _kernel(xp, "i1e")(d), _i1e_bw,
+          saved=("self", "result"), public=False, special=("i1e",), half="float32"),
+    Unary("sinc", "SincBackward0", _sinc_array, _sinc_bw, special=("sinc",), inplace="both",
+          half="float32"),
+    Unary("entr", "SpecialEntrBackward0", _entr_array,
+          lambda g, s: g * (-(1 + s.self.log())), public=False, special=("entr",),
+          half="float32"),
+    Unary("ndtri", "SpecialNdtriBackward0", lambda xp, d: _kernel(xp, "ndtri")(d),
+          lambda g, s: g * _SQRT_2PI * (s.result.square() / 2).exp(), saved=("result",),
+          public=False, special=("ndtri",), half="refuse", arg_note=_NO_HALF),
+    Unary("log_ndtr", "SpecialLogNdtrBackward0", lambda xp, d: _kernel(xp, "log_ndtr")(d),
+          lambda g, s: g / _SQRT_2PI * (s.result + s.self.pow(2) / 2).neg().exp(),
+          saved=("self", "result"), public=False, special=("log_ndtr",), half="refuse",
+          arg_note=_NO_HALF),
+)
+_DOCS = {
+    "lgamma": """The natural logarithm of the absolute value of the gamma function, elementwise.
 
     Integer and bool inputs give the default float dtype; the poles (0 and the negative
     integers) give inf. The gradient is digamma(input). `rustgrad.special.gammaln` is the same op.
@@ -193,23 +263,8 @@ def lgamma(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([0.5, 1., 4.]).lgamma()
         tensor([0.5724, 0.0000, 1.7918])
-    """
-    return _unary(input, "lgamma", _lgamma_array, LGAMMA)
-
-
-def _digamma_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * polygamma(1, saved.self)
-
-
-DIGAMMA = node("DigammaBackward0", _digamma_bw, saved=("self",))
-
-
-@op(method="digamma", function="digamma", special=("digamma", "psi"), grad_fn="DigammaBackward0")
-def digamma(input: Tensor) -> Tensor:
-    """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input).
-
-    Args:
-        input (Tensor): the input tensor.
+    """,
+    "digamma": """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input).
 
     At 0 it is -inf (+inf at -0.), at the negative integers NaN, as torch's. The gradient is
     polygamma(1, input). `rustgrad.special.psi` is the same op.
@@ -218,10 +273,98 @@ def digamma(input: Tensor) -> Tensor:
 
         >>> rustgrad.tensor([1., 2.]).digamma()
         tensor([-0.5772,  0.4228])
-    """
-    return _unary(input, "digamma", lambda xp, d: _kernel(xp, "digamma")(d), DIGAMMA)
+    """,
+    "erfinv": """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside).
+
+    The gradient is sqrt(pi) / 2 exp(erfinv(input)^2).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0.5]).erfinv()
+        tensor([0.0000, 0.4769])
+    """,
+    "erfc": """The complementary error function, 1 - erf(input), without its cancellation.
+
+    The gradient is -2 / sqrt(pi) exp(-input^2).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 5.]).erfc()
+        tensor([1.0000e+00, 1.5375e-12])
+    """,
+    "erfcx": """The scaled complementary error function, exp(input^2) erfc(input), elementwise.
+
+    Example::
+
+        >>> rustgrad.special.erfcx(rustgrad.tensor([0., 10.]))
+        tensor([1.0000, 0.0561])
+    """,
+    "i0": """The modified Bessel function of the first kind of order 0, elementwise.
+
+    The gradient is i1(input).
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).i0()
+        tensor([1.0000, 1.2661])
+    """,
+    "i0e": """The exponentially scaled modified Bessel function of order 0, exp(-|input|) i0(input).
+
+    Example::
+
+        >>> rustgrad.special.i0e(rustgrad.tensor([0., 1.]))
+        tensor([1.0000, 0.4658])
+    """,
+    "i1": """The modified Bessel function of the first kind of order 1, elementwise.
+
+    Example::
+
+        >>> rustgrad.special.i1(rustgrad.tensor([0., 1.]))
+        tensor([0.0000, 0.5652])
+    """,
+    "i1e": """The exponentially scaled modified Bessel function of order 1, exp(-|input|) i1(input).
+
+    Example::
+
+        >>> rustgrad.special.i1e(rustgrad.tensor([0., 1.]))
+        tensor([0.0000, 0.2079])
+    """,
+    "sinc": """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0.5, 1.5]).sinc()
+        tensor([ 1.0000,  0.6366, -0.2122])
+    """,
+    "entr": """The elementwise entropy -input log(input): 0 at 0, -inf for negative entries.
+
+    Example::
+
+        >>> rustgrad.special.entr(rustgrad.tensor([0., 0.5, -1.]))
+        tensor([0.0000, 0.3466,   -inf])
+    """,
+    "ndtri": """The standard normal quantile function (the inverse of ndtr), elementwise.
+
+    Example::
+
+        >>> rustgrad.special.ndtri(rustgrad.tensor([0.5, 0.975]))
+        tensor([0.0000, 1.9600])
+    """,
+    "log_ndtr": """The log of the standard normal CDF at input, accurate far in the left tail.
+
+    Example::
+
+        >>> rustgrad.special.log_ndtr(rustgrad.tensor([0., -10.]))
+        tensor([ -0.6931, -53.2313])
+    """,
+}
+_OPS = declare(_ROWS, _DOCS, __name__)
+lgamma, digamma, erfinv, erfc, erfcx = (_OPS[n] for n in ("lgamma", "digamma", "erfinv", "erfc", "erfcx"))
+i0, i0e, i1, i1e, sinc = (_OPS[n] for n in ("i0", "i0e", "i1", "i1e", "sinc"))
+entr, ndtri, log_ndtr = (_OPS[n] for n in ("entr", "ndtri", "log_ndtr"))
 
 
+# ---- polygamma, mvlgamma -------------------------------------------------------------------
 def _polygamma_bw(g: Tensor, saved: Any, n: Any) -> Any:
     return g * polygamma(n + 1, saved.self)
 
@@ -328,215 +471,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return _unary(input, "mvlgamma", compute, MVLGAMMA, p)
 
 
-# ---- error functions -------------------------------------------------------------------------
-def _erfinv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (0.5 * _SQRT_PI * erfinv(saved.self).square().exp())
-
-
-ERFINV = node("ErfinvBackward0", _erfinv_bw, saved=("self",))
-
-
-@op(method="erfinv", function="erfinv", special="erfinv", grad_fn="ErfinvBackward0", autocast=dict(cuda="fp32"))
-def erfinv(input: Tensor) -> Tensor:
-    """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside).
-
-    Args:
-        input (Tensor): the input tensor.
-
-    The gradient is sqrt(pi) / 2 exp(erfinv(input)^2).
-
-    Example::
-
-        >>> rustgrad.tensor([0., 0.5]).erfinv()
-        tensor([0.0000, 0.4769])
-    """
-    return _unary(input, "erfinv", lambda xp, d: _kernel(xp, "erfinv")(d), ERFINV)
-
-
-def _erfc_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x = saved.self
-    return g * (-2.0 / _SQRT_PI * (-(x * x)).exp())
-
-
-ERFC = node("ErfcBackward0", _erfc_bw, saved=("self",))
-
-
-@op(method="erfc", function="erfc", special="erfc", grad_fn="ErfcBackward0")
-def erfc(input: Tensor) -> Tensor:
-    """The complementary error function, 1 - erf(input), without its cancellation.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    The gradient is -2 / sqrt(pi) exp(-input^2).
-
-    Example::
-
-        >>> rustgrad.tensor([0., 5.]).erfc()
-        tensor([1.0000e+00, 1.5375e-12])
-    """
-    return _unary(input, "erfc", lambda xp, d: _kernel(xp, "erfc")(d), ERFC)
-
-
-def _erfcx_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return (2.0 * saved.self * saved.result - 2.0 / _SQRT_PI) * g
-
-
-ERFCX = node("SpecialErfcxBackward0", _erfcx_bw, saved=("self",), result=True)
-
-
-@op(special="erfcx", grad_fn="SpecialErfcxBackward0")
-def erfcx(input: Tensor) -> Tensor:
-    """The scaled complementary error function, exp(input^2) erfc(input), elementwise.
-
-    Args:
-        input (Tensor): the input tensor (not float16/bfloat16, as torch's CPU kernel).
-
-    Example::
-
-        >>> rustgrad.special.erfcx(rustgrad.tensor([0., 10.]))
-        tensor([1.0000, 0.0561])
-    """
-    _tensor_arg(input, "erfcx")
-    _no_half(input._data, "erfcx_cpu")
-    return _unary(input, "erfcx", lambda xp, d: _kernel(xp, "erfcx")(d), ERFCX)
-
-
-# ---- modified Bessel functions of the first kind ---------------------------------------------
-def _i0_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * i1(saved.self)
-
-
-I0 = node("I0Backward0", _i0_bw, saved=("self",))
-
-
-@op(method="i0", function="i0", special="i0", grad_fn="I0Backward0")
-def i0(input: Tensor) -> Tensor:
-    """The modified Bessel function of the first kind of order 0, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    The gradient is i1(input).
-
-    Example::
-
-        >>> rustgrad.tensor([0., 1.]).i0()
-        tensor([1.0000, 1.2661])
-    """
-    return _unary(input, "i0", lambda xp, d: _kernel(xp, "i0")(d), I0)
-
-
-def _i0e_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x = saved.self
-    return g * (i1e(x) - sgn(x) * saved.result)
-
-
-I0E = node("SpecialI0EBackward0", _i0e_bw, saved=("self",), result=True)
-
-
-@op(special="i0e", grad_fn="SpecialI0EBackward0")
-def i0e(input: Tensor) -> Tensor:
-    """The exponentially scaled modified Bessel function of order 0, exp(-|input|) i0(input).
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.special.i0e(rustgrad.tensor([0., 1.]))
-        tensor([1.0000, 0.4658])
-    """
-    return _unary(input, "i0e", lambda xp, d: _kernel(xp, "i0e")(d), I0E)
-
-
-def _tiny_safe(x: Tensor) -> Any:
-    """(|x| > eps, x with its tiny entries replaced by eps): torch's guard of i1's and i1e's
-    gradients at 0, whose limit is 0.5."""
-    eps = _dtype.finfo(x.dtype).eps
-    not_tiny = x.abs() > eps
-    return not_tiny, where(not_tiny, x, eps)
-
-
-def _i1_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    not_tiny, safe = _tiny_safe(saved.self)
-    return g * where(not_tiny, i0(safe) - saved.result * safe.reciprocal(), 0.5)
-
-
-I1 = node("SpecialI1Backward0", _i1_bw, saved=("self",), result=True)
-
-
-@op(special="i1", grad_fn="SpecialI1Backward0")
-def i1(input: Tensor) -> Tensor:
-    """The modified Bessel function of the first kind of order 1, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.special.i1(rustgrad.tensor([0., 1.]))
-        tensor([0.0000, 0.5652])
-    """
-    return _unary(input, "i1", lambda xp, d: _kernel(xp, "i1")(d), I1)
-
-
-def _i1e_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    not_tiny, safe = _tiny_safe(saved.self)
-    gx = i0e(safe) - saved.result * (sgn(safe) + safe.reciprocal())
-    return g * where(not_tiny, gx, 0.5)
-
-
-I1E = node("SpecialI1EBackward0", _i1e_bw, saved=("self",), result=True)
-
-
-@op(special="i1e", grad_fn="SpecialI1EBackward0")
-def i1e(input: Tensor) -> Tensor:
-    """The exponentially scaled modified Bessel function of order 1, exp(-|input|) i1(input).
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.special.i1e(rustgrad.tensor([0., 1.]))
-        tensor([0.0000, 0.2079])
-    """
-    return _unary(input, "i1e", lambda xp, d: _kernel(xp, "i1e")(d), I1E)
-
-
 # ---- sinc, logit, entr -----------------------------------------------------------------------
-def _sinc_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x = saved.self
-    x_pi = x * math.pi
-    x2_pi = x * x * math.pi
-    out = g * (x_pi * x_pi.cos() - x_pi.sin()) / x2_pi
-    return where(x2_pi == 0.0, 0.0, out)
-
-
-SINC = node("SincBackward0", _sinc_bw, saved=("self",))
-
-
-def _sinc_array(xp: Any, d: Any) -> Any:
-    y = d * d.dtype.type(math.pi)
-    return xp.where(d == 0, d.dtype.type(1), xp.sin(y) / y)
-
-
-@op(method="sinc", function="sinc", special="sinc", grad_fn="SincBackward0")
-def sinc(input: Tensor) -> Tensor:
-    """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.tensor([0., 0.5, 1.5]).sinc()
-        tensor([ 1.0000,  0.6366, -0.2122])
-    """
-    return _unary(input, "sinc", _sinc_array, SINC)
-
-
 def _logit_bw(g: Tensor, saved: Any, eps: Any) -> Any:
     x = saved.self
     grad = g / (x * (1 - x))
@@ -580,34 +515,6 @@ def logit(input: Tensor, eps: Optional[float] = None) -> Tensor:
     return _unary(input, "logit", _logit_array(eps), LOGIT, eps)
 
 
-def _entr_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * (-(1 + saved.self.log()))
-
-
-ENTR = node("SpecialEntrBackward0", _entr_bw, saved=("self",))
-
-
-def _entr_array(xp: Any, d: Any) -> Any:
-    zero = d.dtype.type(0)
-    out = xp.where(d > 0, -d * xp.log(xp.where(d > 0, d, 1)), zero)
-    return xp.where(d < 0, -_INF, xp.where(xp.isnan(d), d, out))
-
-
-@op(special="entr", grad_fn="SpecialEntrBackward0")
-def entr(input: Tensor) -> Tensor:
-    """The elementwise entropy -input log(input): 0 at 0, -inf for negative entries.
-
-    Args:
-        input (Tensor): the input tensor.
-
-    Example::
-
-        >>> rustgrad.special.entr(rustgrad.tensor([0., 0.5, -1.]))
-        tensor([0.0000, 0.3466,   -inf])
-    """
-    return _unary(input, "entr", _entr_array, ENTR)
-
-
 # ---- the standard normal distribution ------------------------------------------------------
 def _mul_scalar_bw(g: Tensor, saved: Any, s: Any) -> Any:
     return g * s
@@ -633,55 +540,6 @@ def ndtr(input: Tensor) -> Tensor:
     _tensor_arg(input, "ndtr")
     t = erf(input * _SQRT1_2) + 1
     return MUL_SCALAR.record(t._data * 0.5, (t,), 0.5)
-
-
-def _ndtri_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g * _SQRT_2PI * (saved.result.square() / 2).exp()
-
-
-NDTRI = node("SpecialNdtriBackward0", _ndtri_bw, result=True)
-
-
-@op(special="ndtri", grad_fn="SpecialNdtriBackward0")
-def ndtri(input: Tensor) -> Tensor:
-    """The standard normal quantile function (the inverse of ndtr), elementwise.
-
-    Args:
-        input (Tensor): probabilities (not float16/bfloat16, as torch's CPU kernel).
-
-    Example::
-
-        >>> rustgrad.special.ndtri(rustgrad.tensor([0.5, 0.975]))
-        tensor([0.0000, 1.9600])
-    """
-    _tensor_arg(input, "ndtri")
-    _no_half(input._data, "ndtri_cpu")
-    return _unary(input, "ndtri", lambda xp, d: _kernel(xp, "ndtri")(d), NDTRI)
-
-
-def _log_ndtr_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    x = saved.self
-    return g / _SQRT_2PI * (saved.result + x.pow(2) / 2).neg().exp()
-
-
-LOG_NDTR = node("SpecialLogNdtrBackward0", _log_ndtr_bw, saved=("self",), result=True)
-
-
-@op(special="log_ndtr", grad_fn="SpecialLogNdtrBackward0")
-def log_ndtr(input: Tensor) -> Tensor:
-    """The log of the standard normal CDF at input, accurate far in the left tail.
-
-    Args:
-        input (Tensor): the input tensor (not float16/bfloat16, as torch's CPU kernel).
-
-    Example::
-
-        >>> rustgrad.special.log_ndtr(rustgrad.tensor([0., -10.]))
-        tensor([ -0.6931, -53.2313])
-    """
-    _tensor_arg(input, "log_ndtr")
-    _no_half(input._data, "log_ndtr_cpu")
-    return _unary(input, "log_ndtr", lambda xp, d: _kernel(xp, "log_ndtr")(d), LOG_NDTR)
 
 
 # ---- special.round -------------------------------------------------------------------------
@@ -1286,18 +1144,6 @@ def sgn(input: Tensor) -> Tensor:
 
 
 # ---- the in-place forms of the unary ops -----------------------------------------------------
-@op(method="lgamma_", grad_fn="LgammaBackward0")
-def lgamma_(self: Tensor) -> Tensor:
-    """lgamma written into self."""
-    return _inplace_unary(self, lgamma)
-
-
-@op(method="digamma_", grad_fn="DigammaBackward0")
-def digamma_(self: Tensor) -> Tensor:
-    """digamma written into self."""
-    return _inplace_unary(self, digamma)
-
-
 @op(method="polygamma_", grad_fn="PolygammaBackward1")
 def polygamma_(self: Tensor, n: int) -> Tensor:
     """polygamma(n, self) written into self."""
@@ -1308,30 +1154,6 @@ def polygamma_(self: Tensor, n: int) -> Tensor:
 def mvlgamma_(self: Tensor, p: int) -> Tensor:
     """mvlgamma written into self."""
     return _inplace_unary(self, lambda src: mvlgamma(src, p))
-
-
-@op(method="erfinv_", grad_fn="ErfinvBackward0")
-def erfinv_(self: Tensor) -> Tensor:
-    """erfinv written into self."""
-    return _inplace_unary(self, erfinv)
-
-
-@op(method="erfc_", function="erfc_", grad_fn="ErfcBackward0")
-def erfc_(self: Tensor) -> Tensor:
-    """erfc written into self."""
-    return _inplace_unary(self, erfc)
-
-
-@op(method="i0_", function="i0_", grad_fn="I0Backward0")
-def i0_(self: Tensor) -> Tensor:
-    """i0 written into self."""
-    return _inplace_unary(self, i0)
-
-
-@op(method="sinc_", function="sinc_", grad_fn="SincBackward0")
-def sinc_(self: Tensor) -> Tensor:
-    """sinc written into self."""
-    return _inplace_unary(self, sinc)
 
 
 @op(method="logit_", function="logit_", grad_fn="LogitBackward0")
@@ -1364,20 +1186,20 @@ def _operand_for(self: Tensor, other: Any) -> Any:
 def fmod_(self: Tensor, other: Any) -> Tensor:
     """fmod written into self."""
     operand = _operand_for(self, other)
-    return _write_result(self, lambda src: fmod(src, operand), True, other)
+    return inplace_from(self, lambda src: fmod(src, operand), True, other)
 
 
 @op(method="remainder_", dunder="__imod__", grad_fn=("RemainderBackward0", "RemainderBackward1"))
 def remainder_(self: Tensor, other: Any) -> Tensor:
     """remainder written into self (Python's %=: the sign of the divisor)."""
     operand = _operand_for(self, other)
-    return _write_result(self, lambda src: remainder(src, operand), True, other)
+    return inplace_from(self, lambda src: remainder(src, operand), True, other)
 
 
 @op(method="nan_to_num_", function="nan_to_num_", grad_fn="NanToNumBackward0")
 def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
     """nan_to_num written into self."""
-    return _write_result(self, lambda src: nan_to_num(src, nan, posinf, neginf), False)
+    return inplace_from(self, lambda src: nan_to_num(src, nan, posinf, neginf), False)
 
 
 # ---- nansum, nanmean -------------------------------------------------------------------------
