@@ -180,18 +180,18 @@ __all__ = [
     "concatenate", "stack", "hstack", "vstack", "row_stack", "column_stack", "dstack",
     "block_diag", "cartesian_prod", "combinations", "where", "maximum", "minimum", "eq", "ne",
     "lt", "le", "gt", "ge", "isclose", "allclose", "equal", "exp", "log", "sqrt", "abs", "sign",
-    "tanh", "reciprocal", "clamp", "clip", "sin", "cos", "tan", "arcsin", "asin", "acos",
-    "arccos", "arctan", "atan", "sinh", "cosh", "arctan2", "atan2", "exp2", "expm1", "log2",
-    "log10", "log1p", "rsqrt", "square", "floor", "ceil", "fix", "trunc", "round", "erf",
-    "lerp", "fmod", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and",
-    "logical_or", "logical_xor", "logical_not", "nan_to_num", "frac", "exp_", "sigmoid_",
-    "tanh_", "sqrt_", "abs_", "absolute_", "neg_", "negative_", "square_", "relu_", "log_",
-    "log2_", "log10_", "log1p_", "expm1_", "sin_", "cos_", "tan_", "asin_", "arcsin_", "acos_",
-    "arccos_", "atan_", "arctan_", "sinh_", "cosh_", "rsqrt_", "reciprocal_", "floor_", "ceil_",
-    "trunc_", "fix_", "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
-    "add", "sub", "subtract", "neg", "negative", "mul", "multiply", "div", "divide",
-    "true_divide", "remainder", "pow", "addcmul", "addcdiv", "clone", "tril", "triu", "flip",
-    "roll", "fliplr", "flipud", "rot90", "tile", "repeat_interleave", "pixel_shuffle",
+    "tanh", "reciprocal", "clamp", "clip", "sin", "sin_", "cos", "cos_", "tan", "tan_", "asin",
+    "arcsin", "asin_", "arcsin_", "acos", "arccos", "acos_", "arccos_", "atan", "arctan",
+    "atan_", "arctan_", "sinh", "sinh_", "cosh", "cosh_", "exp2", "expm1", "expm1_", "log2",
+    "log2_", "log10", "log10_", "log1p", "log1p_", "rsqrt", "rsqrt_", "arctan2", "atan2",
+    "square", "floor", "ceil", "fix", "trunc", "round", "erf", "lerp", "fmod", "isnan", "isinf",
+    "isfinite", "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "nan_to_num", "frac", "exp_", "sigmoid_", "tanh_", "sqrt_", "abs_",
+    "absolute_", "neg_", "negative_", "square_", "relu_", "log_", "reciprocal_", "floor_",
+    "ceil_", "trunc_", "fix_", "frac_", "round_", "clamp_min", "clamp_max", "clamp_min_",
+    "clamp_max_", "add", "sub", "subtract", "neg", "negative", "mul", "multiply", "div",
+    "divide", "true_divide", "remainder", "pow", "addcmul", "addcdiv", "clone", "tril", "triu",
+    "flip", "roll", "fliplr", "flipud", "rot90", "tile", "repeat_interleave", "pixel_shuffle",
     "pixel_unshuffle", "empty_strided", "frombuffer", "hann_window", "hamming_window",
     "blackman_window", "bartlett_window", "kaiser_window", "index_select", "gather",
     "take_along_dim", "scatter", "scatter_add", "masked_fill", "masked_select", "nonzero",
@@ -211,11 +211,11 @@ __all__ = [
     "max_pool1d_with_indices", "adaptive_max_pool1d", "poisson", "randperm", "bernoulli",
     "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted", "bucketize",
     "kthvalue", "mode", "nanmedian", "msort", "unique_consecutive", "lgamma", "digamma",
-    "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "logit", "xlogy", "xlogy_",
-    "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside", "gcd", "lcm",
-    "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "erfc_", "i0_", "sinc_",
-    "logit_", "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef",
-    "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
+    "erfinv", "erfc", "erfc_", "i0", "i0_", "sinc", "sinc_", "polygamma", "mvlgamma", "logit",
+    "xlogy", "xlogy_", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside",
+    "gcd", "lcm", "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "logit_",
+    "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef", "histc",
+    "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
 ]
 
 __version__: builtins.str
@@ -792,42 +792,74 @@ def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """input limited to [min, max] (either bound may be None, a number or a tensor)."""
 def sin(input: Tensor) -> Tensor:
     """The sine of input (radians), elementwise."""
+def sin_(self: Tensor) -> Tensor:
+    """sin written into self."""
 def cos(input: Tensor) -> Tensor:
     """The cosine of input (radians), elementwise."""
+def cos_(self: Tensor) -> Tensor:
+    """cos written into self."""
 def tan(input: Tensor) -> Tensor:
     """The tangent of input (radians), elementwise."""
-def arcsin(input: Tensor) -> Tensor:
-    """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+def tan_(self: Tensor) -> Tensor:
+    """tan written into self."""
 def asin(input: Tensor) -> Tensor:
     """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+def arcsin(input: Tensor) -> Tensor:
+    """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+def asin_(self: Tensor) -> Tensor:
+    """asin written into self."""
+def arcsin_(self: Tensor) -> Tensor:
+    """asin written into self."""
 def acos(input: Tensor) -> Tensor:
     """The arccosine of input, elementwise (NaN outside [-1, 1])."""
 def arccos(input: Tensor) -> Tensor:
     """The arccosine of input, elementwise (NaN outside [-1, 1])."""
-def arctan(input: Tensor) -> Tensor:
-    """The arctangent of input, elementwise."""
+def acos_(self: Tensor) -> Tensor:
+    """acos written into self."""
+def arccos_(self: Tensor) -> Tensor:
+    """acos written into self."""
 def atan(input: Tensor) -> Tensor:
     """The arctangent of input, elementwise."""
+def arctan(input: Tensor) -> Tensor:
+    """The arctangent of input, elementwise."""
+def atan_(self: Tensor) -> Tensor:
+    """atan written into self."""
+def arctan_(self: Tensor) -> Tensor:
+    """atan written into self."""
 def sinh(input: Tensor) -> Tensor:
     """The hyperbolic sine of input, elementwise."""
+def sinh_(self: Tensor) -> Tensor:
+    """sinh written into self."""
 def cosh(input: Tensor) -> Tensor:
     """The hyperbolic cosine of input, elementwise."""
-def arctan2(input: Tensor, other: Tensor) -> Tensor:
-    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
-def atan2(input: Tensor, other: Tensor) -> Tensor:
-    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+def cosh_(self: Tensor) -> Tensor:
+    """cosh written into self."""
 def exp2(input: Tensor) -> Tensor:
     """2 to the power input, elementwise."""
 def expm1(input: Tensor) -> Tensor:
     """exp(input) - 1, elementwise, accurate near 0."""
+def expm1_(self: Tensor) -> Tensor:
+    """expm1 written into self."""
 def log2(input: Tensor) -> Tensor:
     """The base-2 logarithm of input, elementwise."""
+def log2_(self: Tensor) -> Tensor:
+    """log2 written into self."""
 def log10(input: Tensor) -> Tensor:
     """The base-10 logarithm of input, elementwise."""
+def log10_(self: Tensor) -> Tensor:
+    """log10 written into self."""
 def log1p(input: Tensor) -> Tensor:
     """log(1 + input), elementwise, accurate near 0."""
+def log1p_(self: Tensor) -> Tensor:
+    """log1p written into self."""
 def rsqrt(input: Tensor) -> Tensor:
     """1 / sqrt(input), elementwise."""
+def rsqrt_(self: Tensor) -> Tensor:
+    """rsqrt written into self."""
+def arctan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
 def square(input: Tensor) -> Tensor:
     """input * input, elementwise (torch's pow(input, 2); bool squares to int64)."""
 def floor(input: Tensor) -> Tensor:
@@ -875,71 +907,39 @@ def nan_to_num(
 def frac(input: Tensor) -> Tensor:
     """The fractional part of input, input - trunc(input), elementwise."""
 def exp_(self: Tensor) -> Tensor:
-    """In-place exp."""
+    """exp written into self."""
 def sigmoid_(self: Tensor) -> Tensor:
-    """In-place sigmoid."""
+    """sigmoid written into self."""
 def tanh_(self: Tensor) -> Tensor:
-    """In-place tanh."""
+    """tanh written into self."""
 def sqrt_(self: Tensor) -> Tensor:
-    """In-place sqrt."""
+    """sqrt written into self."""
 def abs_(self: Tensor) -> Tensor:
-    """In-place abs."""
+    """abs written into self."""
 def absolute_(self: Tensor) -> Tensor:
-    """In-place abs."""
+    """abs written into self."""
 def neg_(self: Tensor) -> Tensor:
-    """In-place neg."""
+    """neg written into self."""
 def negative_(self: Tensor) -> Tensor:
-    """In-place neg."""
+    """neg written into self."""
 def square_(self: Tensor) -> Tensor:
-    """In-place square."""
+    """square written into self."""
 def relu_(self: Tensor) -> Tensor:
-    """In-place relu."""
+    """relu written into self."""
 def log_(self: Tensor) -> Tensor:
-    """In-place log."""
-def log2_(self: Tensor) -> Tensor:
-    """In-place log2."""
-def log10_(self: Tensor) -> Tensor:
-    """In-place log10."""
-def log1p_(self: Tensor) -> Tensor:
-    """In-place log1p."""
-def expm1_(self: Tensor) -> Tensor:
-    """In-place expm1."""
-def sin_(self: Tensor) -> Tensor:
-    """In-place sin."""
-def cos_(self: Tensor) -> Tensor:
-    """In-place cos."""
-def tan_(self: Tensor) -> Tensor:
-    """In-place tan."""
-def asin_(self: Tensor) -> Tensor:
-    """In-place asin."""
-def arcsin_(self: Tensor) -> Tensor:
-    """In-place asin."""
-def acos_(self: Tensor) -> Tensor:
-    """In-place acos."""
-def arccos_(self: Tensor) -> Tensor:
-    """In-place acos."""
-def atan_(self: Tensor) -> Tensor:
-    """In-place atan."""
-def arctan_(self: Tensor) -> Tensor:
-    """In-place atan."""
-def sinh_(self: Tensor) -> Tensor:
-    """In-place sinh."""
-def cosh_(self: Tensor) -> Tensor:
-    """In-place cosh."""
-def rsqrt_(self: Tensor) -> Tensor:
-    """In-place rsqrt."""
+    """log written into self."""
 def reciprocal_(self: Tensor) -> Tensor:
-    """In-place reciprocal."""
+    """reciprocal written into self."""
 def floor_(self: Tensor) -> Tensor:
-    """In-place floor."""
+    """floor written into self."""
 def ceil_(self: Tensor) -> Tensor:
-    """In-place ceil."""
+    """ceil written into self."""
 def trunc_(self: Tensor) -> Tensor:
-    """In-place trunc."""
+    """trunc written into self."""
 def fix_(self: Tensor) -> Tensor:
-    """In-place trunc."""
+    """trunc written into self."""
 def frac_(self: Tensor) -> Tensor:
-    """In-place frac."""
+    """frac written into self."""
 def round_(self: Tensor, *, decimals: builtins.int = 0) -> Tensor:
     """In-place round (half to even)."""
 def clamp_min(input: Tensor, min: Any) -> Tensor:
@@ -1275,18 +1275,24 @@ def lgamma(input: Tensor) -> Tensor:
     """The natural logarithm of the absolute value of the gamma function, elementwise."""
 def digamma(input: Tensor) -> Tensor:
     """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input)."""
-def polygamma(n: builtins.int, input: Tensor) -> Tensor:
-    """The n-th derivative of the digamma function at input, elementwise."""
-def mvlgamma(input: Tensor, p: builtins.int) -> Tensor:
-    """The multivariate log-gamma function of dimension p, elementwise."""
 def erfinv(input: Tensor) -> Tensor:
     """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside)."""
 def erfc(input: Tensor) -> Tensor:
     """The complementary error function, 1 - erf(input), without its cancellation."""
+def erfc_(self: Tensor) -> Tensor:
+    """erfc written into self."""
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 0, elementwise."""
+def i0_(self: Tensor) -> Tensor:
+    """i0 written into self."""
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise."""
+def sinc_(self: Tensor) -> Tensor:
+    """sinc written into self."""
+def polygamma(n: builtins.int, input: Tensor) -> Tensor:
+    """The n-th derivative of the digamma function at input, elementwise."""
+def mvlgamma(input: Tensor, p: builtins.int) -> Tensor:
+    """The multivariate log-gamma function of dimension p, elementwise."""
 def logit(input: Tensor, eps: Optional[builtins.float] = None) -> Tensor:
     """The log-odds log(input / (1 - input)), elementwise, input first clamped to"""
 def xlogy(input: Any, other: Any) -> Tensor:
@@ -1323,12 +1329,6 @@ def ldexp_(self: Tensor, other: Tensor) -> Tensor:
     """ldexp written into self."""
 def sgn(input: Tensor) -> Tensor:
     """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for"""
-def erfc_(self: Tensor) -> Tensor:
-    """erfc written into self."""
-def i0_(self: Tensor) -> Tensor:
-    """i0 written into self."""
-def sinc_(self: Tensor) -> Tensor:
-    """sinc written into self."""
 def logit_(self: Tensor, eps: Optional[builtins.float] = None) -> Tensor:
     """logit written into self."""
 def nan_to_num_(

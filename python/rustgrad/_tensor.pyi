@@ -723,42 +723,76 @@ class Tensor(TensorBase):
         """clamp written into self."""
     def sin(self) -> Tensor:
         """The sine of input (radians), elementwise."""
+    def sin_(self) -> Tensor:
+        """sin written into self."""
     def cos(self) -> Tensor:
         """The cosine of input (radians), elementwise."""
+    def cos_(self) -> Tensor:
+        """cos written into self."""
     def tan(self) -> Tensor:
         """The tangent of input (radians), elementwise."""
-    def arcsin(self) -> Tensor:
-        """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+    def tan_(self) -> Tensor:
+        """tan written into self."""
     def asin(self) -> Tensor:
         """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+    def arcsin(self) -> Tensor:
+        """The arcsine of input, elementwise (NaN outside [-1, 1])."""
+    def asin_(self) -> Tensor:
+        """asin written into self."""
+    def arcsin_(self) -> Tensor:
+        """asin written into self."""
     def acos(self) -> Tensor:
         """The arccosine of input, elementwise (NaN outside [-1, 1])."""
     def arccos(self) -> Tensor:
         """The arccosine of input, elementwise (NaN outside [-1, 1])."""
-    def arctan(self) -> Tensor:
-        """The arctangent of input, elementwise."""
+    def acos_(self) -> Tensor:
+        """acos written into self."""
+    def arccos_(self) -> Tensor:
+        """acos written into self."""
     def atan(self) -> Tensor:
         """The arctangent of input, elementwise."""
+    def arctan(self) -> Tensor:
+        """The arctangent of input, elementwise."""
+    def atan_(self) -> Tensor:
+        """atan written into self."""
+    def arctan_(self) -> Tensor:
+        """atan written into self."""
     def sinh(self) -> Tensor:
         """The hyperbolic sine of input, elementwise."""
+    def sinh_(self) -> Tensor:
+        """sinh written into self."""
     def cosh(self) -> Tensor:
         """The hyperbolic cosine of input, elementwise."""
+    def cosh_(self) -> Tensor:
+        """cosh written into self."""
+    def exp2(self) -> Tensor:
+        """2 to the power input, elementwise."""
+    def exp2_(self) -> Tensor:
+        """exp2 written into self."""
+    def expm1(self) -> Tensor:
+        """exp(input) - 1, elementwise, accurate near 0."""
+    def expm1_(self) -> Tensor:
+        """expm1 written into self."""
+    def log2(self) -> Tensor:
+        """The base-2 logarithm of input, elementwise."""
+    def log2_(self) -> Tensor:
+        """log2 written into self."""
+    def log10(self) -> Tensor:
+        """The base-10 logarithm of input, elementwise."""
+    def log10_(self) -> Tensor:
+        """log10 written into self."""
+    def log1p(self) -> Tensor:
+        """log(1 + input), elementwise, accurate near 0."""
+    def log1p_(self) -> Tensor:
+        """log1p written into self."""
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(input), elementwise."""
+    def rsqrt_(self) -> Tensor:
+        """rsqrt written into self."""
     def arctan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
     def atan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
-    def exp2(self) -> Tensor:
-        """2 to the power input, elementwise."""
-    def expm1(self) -> Tensor:
-        """exp(input) - 1, elementwise, accurate near 0."""
-    def log2(self) -> Tensor:
-        """The base-2 logarithm of input, elementwise."""
-    def log10(self) -> Tensor:
-        """The base-10 logarithm of input, elementwise."""
-    def log1p(self) -> Tensor:
-        """log(1 + input), elementwise, accurate near 0."""
-    def rsqrt(self) -> Tensor:
-        """1 / sqrt(input), elementwise."""
     def square(self) -> Tensor:
         """input * input, elementwise (torch's pow(input, 2); bool squares to int64)."""
     def floor(self) -> Tensor:
@@ -806,77 +840,43 @@ class Tensor(TensorBase):
     def frac(self) -> Tensor:
         """The fractional part of input, input - trunc(input), elementwise."""
     def exp_(self) -> Tensor:
-        """In-place exp."""
+        """exp written into self."""
     def sigmoid_(self) -> Tensor:
-        """In-place sigmoid."""
+        """sigmoid written into self."""
     def tanh_(self) -> Tensor:
-        """In-place tanh."""
+        """tanh written into self."""
     def sqrt_(self) -> Tensor:
-        """In-place sqrt."""
+        """sqrt written into self."""
     def abs_(self) -> Tensor:
-        """In-place abs."""
+        """abs written into self."""
     def absolute_(self) -> Tensor:
-        """In-place abs."""
+        """abs written into self."""
     def neg_(self) -> Tensor:
-        """In-place neg."""
+        """neg written into self."""
     def negative_(self) -> Tensor:
-        """In-place neg."""
+        """neg written into self."""
     def square_(self) -> Tensor:
-        """In-place square."""
+        """square written into self."""
     def relu_(self) -> Tensor:
-        """In-place relu."""
+        """relu written into self."""
     def log_(self) -> Tensor:
-        """In-place log."""
-    def log2_(self) -> Tensor:
-        """In-place log2."""
-    def log10_(self) -> Tensor:
-        """In-place log10."""
-    def log1p_(self) -> Tensor:
-        """In-place log1p."""
-    def exp2_(self) -> Tensor:
-        """In-place exp2."""
-    def expm1_(self) -> Tensor:
-        """In-place expm1."""
-    def sin_(self) -> Tensor:
-        """In-place sin."""
-    def cos_(self) -> Tensor:
-        """In-place cos."""
-    def tan_(self) -> Tensor:
-        """In-place tan."""
-    def asin_(self) -> Tensor:
-        """In-place asin."""
-    def arcsin_(self) -> Tensor:
-        """In-place asin."""
-    def acos_(self) -> Tensor:
-        """In-place acos."""
-    def arccos_(self) -> Tensor:
-        """In-place acos."""
-    def atan_(self) -> Tensor:
-        """In-place atan."""
-    def arctan_(self) -> Tensor:
-        """In-place atan."""
-    def sinh_(self) -> Tensor:
-        """In-place sinh."""
-    def cosh_(self) -> Tensor:
-        """In-place cosh."""
-    def rsqrt_(self) -> Tensor:
-        """In-place rsqrt."""
+        """log written into self."""
     def reciprocal_(self) -> Tensor:
-        """In-place reciprocal."""
+        """reciprocal written into self."""
     def floor_(self) -> Tensor:
-        """In-place floor."""
+        """floor written into self."""
     def ceil_(self) -> Tensor:
-        """In-place ceil."""
+        """ceil written into self."""
     def trunc_(self) -> Tensor:
-        """In-place trunc."""
+        """trunc written into self."""
     def fix_(self) -> Tensor:
-        """In-place trunc."""
+        """trunc written into self."""
     def frac_(self) -> Tensor:
-        """In-place frac."""
+        """frac written into self."""
     def sign_(self) -> Tensor:
-        """In-place sign."""
+        """sign written into self."""
     def erf_(self) -> Tensor:
-        """In-place erf."""
+        """erf written into self."""
     def round_(self, *, decimals: builtins.int = 0) -> Tensor:
         """In-place round (half to even)."""
     def clamp_min(self, min: Any) -> Tensor:
@@ -1153,20 +1153,32 @@ class Tensor(TensorBase):
     # ---- declared in _ops/special.py
     def lgamma(self) -> Tensor:
         """The natural logarithm of the absolute value of the gamma function, elementwise."""
+    def lgamma_(self) -> Tensor:
+        """lgamma written into self."""
     def digamma(self) -> Tensor:
         """The logarithmic derivative of the gamma function, gamma'(input) / gamma(input)."""
+    def digamma_(self) -> Tensor:
+        """digamma written into self."""
+    def erfinv(self) -> Tensor:
+        """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside)."""
+    def erfinv_(self) -> Tensor:
+        """erfinv written into self."""
+    def erfc(self) -> Tensor:
+        """The complementary error function, 1 - erf(input), without its cancellation."""
+    def erfc_(self) -> Tensor:
+        """erfc written into self."""
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind of order 0, elementwise."""
+    def i0_(self) -> Tensor:
+        """i0 written into self."""
+    def sinc(self) -> Tensor:
+        """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise."""
+    def sinc_(self) -> Tensor:
+        """sinc written into self."""
     def polygamma(self, n: builtins.int) -> Tensor:
         """The n-th derivative of the digamma function at self (torch.polygamma(n, self))."""
     def mvlgamma(self, p: builtins.int) -> Tensor:
         """The multivariate log-gamma function of dimension p, elementwise."""
-    def erfinv(self) -> Tensor:
-        """The inverse of the error function, elementwise (inf at 1, -inf at -1, NaN outside)."""
-    def erfc(self) -> Tensor:
-        """The complementary error function, 1 - erf(input), without its cancellation."""
-    def i0(self) -> Tensor:
-        """The modified Bessel function of the first kind of order 0, elementwise."""
-    def sinc(self) -> Tensor:
-        """The normalized sinc function, sin(pi input) / (pi input), 1 at 0, elementwise."""
     def logit(self, eps: Optional[builtins.float] = None) -> Tensor:
         """The log-odds log(input / (1 - input)), elementwise, input first clamped to"""
     def xlogy(self, other: Any) -> Tensor:
@@ -1217,22 +1229,10 @@ class Tensor(TensorBase):
         """ldexp written into self."""
     def sgn(self) -> Tensor:
         """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for"""
-    def lgamma_(self) -> Tensor:
-        """lgamma written into self."""
-    def digamma_(self) -> Tensor:
-        """digamma written into self."""
     def polygamma_(self, n: builtins.int) -> Tensor:
         """polygamma(n, self) written into self."""
     def mvlgamma_(self, p: builtins.int) -> Tensor:
         """mvlgamma written into self."""
-    def erfinv_(self) -> Tensor:
-        """erfinv written into self."""
-    def erfc_(self) -> Tensor:
-        """erfc written into self."""
-    def i0_(self) -> Tensor:
-        """i0 written into self."""
-    def sinc_(self) -> Tensor:
-        """sinc written into self."""
     def logit_(self, eps: Optional[builtins.float] = None) -> Tensor:
         """logit written into self."""
     def sgn_(self) -> Tensor:
