@@ -81,6 +81,8 @@ pub struct NodeSpec {
     slots: Vec<Py<PyString>>,
     backward: Py<PyAny>,
     save_output: bool,
+    /// the fields type, its number of fields and its all-None instance (see `named`)
+    fields: Option<(Py<PyAny>, usize, Py<PyAny>)>,
 }
 
 #[pymethods]
@@ -104,16 +106,21 @@ impl NodeSpec {
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(Default::default)
             .insert(key(name));
-        if let Some(fields) = fields {
-            let n = saved.len() + usize::from(save_output);
-            let nones = PyTuple::new(py, (0..n).map(|_| py.None()))?;
-            let empty = tuple_new(py)?.call1((fields.bind(py), nones))?.unbind();
-            FIELDS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(HashMap::new)
-                .insert(key(name), (fields, n, empty));
-        }
+        let fields = match fields {
+            Some(fields) => {
+                let n = saved.len() + usize::from(save_output);
+                let nones = PyTuple::new(py, (0..n).map(|_| py.None()))?;
+                let empty = tuple_new(py)?.call1((fields.bind(py), nones))?.unbind();
+                let entry = (fields.clone_ref(py), n, empty.clone_ref(py));
+                FIELDS
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key(name), entry);
+                Some((fields, n, empty))
+            }
+            None => None,
+        };
         Ok(NodeSpec {
             name,
             slots: saved
@@ -122,6 +129,7 @@ impl NodeSpec {
                 .collect(),
             backward,
             save_output,
+            fields,
         })
     }
 
@@ -151,7 +159,7 @@ impl NodeSpec {
     /// (see `rustgrad._core.record` for `ctx` and `view_of`).
     #[pyo3(signature = (data, inputs, ctx=None, view_of=None, **saved))]
     fn record<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         data: Bound<'py, PyAny>,
         inputs: &Bound<'py, PyTuple>,
@@ -159,16 +167,17 @@ impl NodeSpec {
         view_of: Option<&Bound<'py, PyTensor>>,
         saved: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTensor>> {
-        let values = self.slot_values(py, saved)?;
+        let this = slf.get();
+        let values = this.slot_values(py, saved)?;
         record_node(
             py,
             data,
             inputs,
-            self.name,
-            self.backward.bind(py),
+            this.name,
+            slf.as_any(),
             values.as_ref(),
             ctx,
-            self.save_output,
+            this.save_output,
             view_of,
         )
     }
@@ -178,7 +187,7 @@ impl NodeSpec {
     /// spec's name, formula and slots. A slot may name one of the outputs (saved as an output).
     #[pyo3(signature = (outputs, inputs, ctx=None, differentiable=None, **saved))]
     fn record_multi<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         outputs: &Bound<'py, PyTuple>,
         inputs: &Bound<'py, PyTuple>,
@@ -186,10 +195,11 @@ impl NodeSpec {
         differentiable: Option<Vec<bool>>,
         saved: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let values = self.slot_values(py, saved)?;
+        let this = slf.get();
+        let values = this.slot_values(py, saved)?;
         let node = MultiNode {
-            name: self.name,
-            backward: self.backward.bind(py),
+            name: this.name,
+            backward: slf.as_any(),
             own_formula: true,
         };
         record_multi_node(
@@ -209,6 +219,22 @@ impl NodeSpec {
 }
 
 impl NodeSpec {
+    /// What a node recorded through this spec runs: the formula and the saved values as it
+    /// reads them (`named`, without the lookup: the node holds the spec as its backward).
+    pub fn formula_and_saved<'py>(
+        &self,
+        py: Python<'py>,
+        saved: Bound<'py, PyTuple>,
+    ) -> PyResult<(&Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let formula = self.backward.bind(py);
+        let saved = match &self.fields {
+            Some((_, n, empty)) if saved.len() < *n => empty.bind(py).clone(),
+            Some((fields, _, _)) => tuple_new(py)?.call1((fields.bind(py), saved))?,
+            None => saved.into_any(),
+        };
+        Ok((formula, saved))
+    }
+
     /// The saved values in slot order from the keywords (see `record`); a keyword that names
     /// no slot is refused.
     fn slot_values<'py>(

@@ -916,12 +916,20 @@ impl Node<PyGrad> for PyNode {
                 fresh,
                 mark,
             });
-            let saved = crate::node_spec::named(py, self.name, saved).map_err(from_py)?;
-            let out = self
-                .backward
-                .bind(py)
-                .call1((grad, saved, self.ctx.bind(py)))
-                .map_err(from_py)?;
+            // a node recorded through a spec holds the spec (its formula and fields type)
+            let backward = self.backward.bind(py);
+            let out = match backward.downcast::<crate::node_spec::NodeSpec>() {
+                Ok(spec) => {
+                    let (formula, saved) =
+                        spec.get().formula_and_saved(py, saved).map_err(from_py)?;
+                    formula.call1((grad, saved, self.ctx.bind(py)))
+                }
+                Err(_) => {
+                    let saved = crate::node_spec::named(py, self.name, saved).map_err(from_py)?;
+                    backward.call1((grad, saved, self.ctx.bind(py)))
+                }
+            }
+            .map_err(from_py)?;
             let n = self.base.next_edges().len();
             let to_grad = |o: Bound<'_, PyAny>| {
                 if o.is_none() {
