@@ -6,14 +6,18 @@ kernel one). torch's counts are CUPTI's on an H200 (torch 2.11, the issue's tabl
     python benches/bench_launches.py            # the issue's sizes
     python benches/bench_launches.py --quick    # small sizes (the counts barely depend on them)
 
-Prints, per step: rustgrad's launches, torch's, the ratio, and the five busiest kernels."""
+Prints, per step: rustgrad's launches, torch's, the ratio, the captured step, and the five
+busiest kernels. "captured" is the same step captured once as a CUDA graph (rustgrad.cuda.graph,
+Adam/AdamW with capturable=True) and replayed: the launches of one replayed step (1: the graph
+launch) and, in parentheses, the kernels the graph holds."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pathlib
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Iterator, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benches")]
@@ -30,6 +34,44 @@ def count(step: Callable[[], Any]) -> Dict[str, int]:
     strict_cupy.KERNELS.clear()
     step()
     return dict(strict_cupy.KERNELS)
+
+
+@contextlib.contextmanager
+def capturable_adam() -> Iterator[None]:
+    """Adam and AdamW made with capturable=True inside (a CUDA graph needs it, as torch's)."""
+    import functools
+
+    import rustgrad
+
+    saved = rustgrad.optim.Adam, rustgrad.optim.AdamW
+    rustgrad.optim.Adam = functools.partial(saved[0], capturable=True)  # type: ignore[misc]
+    rustgrad.optim.AdamW = functools.partial(saved[1], capturable=True)  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        rustgrad.optim.Adam, rustgrad.optim.AdamW = saved
+
+
+def count_captured(step: Callable[[], Any]) -> Tuple[Dict[str, int], int]:
+    """(launches of one replayed step, kernels in the graph): two warm-up steps on a side
+    stream, one capture of the whole step, then one replay counted."""
+    import rustgrad
+
+    from tests.devices import strict_cupy
+
+    side = rustgrad.cuda.Stream()
+    with rustgrad.cuda.stream(side):
+        step()
+        step()
+    g = rustgrad.cuda.CUDAGraph()
+    strict_cupy.CAPTURED.clear()
+    with rustgrad.cuda.graph(g):
+        step()
+    nodes = sum(strict_cupy.CAPTURED.values())
+    g.replay()
+    strict_cupy.KERNELS.clear()
+    g.replay()
+    return dict(strict_cupy.KERNELS), nodes
 
 
 def main(argv: Any = None) -> int:
@@ -58,13 +100,17 @@ def main(argv: Any = None) -> int:
                             lambda: gpt(rustgrad, "cuda", {"vocab": 2048, "block": 256,
                                                             "n_embd": 512, "n_head": 8,
                                                             "n_layer": 4, "batch": 16}))}
-        print(f"{'step':58} {'rustgrad':>9} {'torch':>6} {'ratio':>6}  busiest")
+        print(f"{'step':58} {'rustgrad':>9} {'torch':>6} {'ratio':>6} {'captured':>9}  busiest")
         for key, (name, build) in rows.items():
             counts = count(build())
             total = sum(counts.values())
             top = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
-            print(f"{name:58} {total:9d} {TORCH[key]:6d} {total / TORCH[key]:5.1f}x  {top}",
-                  flush=True)
+            with capturable_adam():
+                step = build()
+            replayed, nodes = count_captured(step)
+            graphed = f"{sum(replayed.values())} ({nodes})"
+            print(f"{name:58} {total:9d} {TORCH[key]:6d} {total / TORCH[key]:5.1f}x {graphed:>9}  "
+                  f"{top}", flush=True)
     finally:
         mp.undo()
     return 0

@@ -29,6 +29,8 @@ __all__ = [
     "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache",
     "get_device_name", "get_device_capability", "get_device_properties", "Stream", "Event",
     "stream", "current_stream", "default_stream", "is_initialized", "init",
+    "is_current_stream_capturing", "CUDAGraph", "graph", "graph_pool_handle",
+    "make_graphed_callables",
 ]
 
 
@@ -404,3 +406,31 @@ class stream:
 # torch.cuda.amp's deprecated spellings, the submodule `rustgrad.cuda.amp` (this is a module, not
 # a package): rustgrad.amp, which sits above this module, sets both when imported
 amp: Any
+
+
+# ---- CUDA graphs --------------------------------------------------------------------------
+def is_current_stream_capturing() -> bool:
+    """True when a CUDA graph capture is under way on the current CUDA stream; False otherwise
+    (and False, without setting CUDA up, when CUDA has not been used yet)."""
+    if not is_initialized():
+        return False
+    return bool(_cp().cuda.get_current_stream().is_capturing())
+
+
+# CUDAGraph, graph, graph_pool_handle and make_graphed_callables live in rustgrad.cuda_graphs,
+# which builds on autograd (a layer above this module): imported on first use, by name
+_GRAPH_NAMES = ("CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables")
+CUDAGraph: Any  # (bound by __getattr__; their types are rustgrad.cuda_graphs')
+graph: Any
+graph_pool_handle: Any
+make_graphed_callables: Any
+
+
+def __getattr__(name: str) -> Any:
+    if name in _GRAPH_NAMES:
+        import importlib
+
+        value = getattr(importlib.import_module("rustgrad.cuda_graphs"), name)
+        globals()[name] = value  # later uses find it directly
+        return value
+    raise AttributeError(f"module 'rustgrad.cuda' has no attribute {name!r}")

@@ -23,6 +23,8 @@ installed CuPy."""
 from __future__ import annotations
 
 import collections
+import contextlib
+import copy
 import dataclasses
 import functools
 import importlib
@@ -30,7 +32,7 @@ import sys
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Dict, FrozenSet, List, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -58,6 +60,9 @@ class Surface:
     submodules: Dict[str, FrozenSet[str]]  # "random", "linalg", "fft", "lib.stride_tricks", ...
     cupyx: FrozenSet[str]
     special_types: Dict[str, Tuple[str, ...]]  # cupyx.scipy.special's ufuncs
+    stream_attrs: FrozenSet[str]  # cupy.cuda.Stream's public names (capture included)
+    graph_attrs: FrozenSet[str]  # cupy.cuda.graph.Graph's
+    capture_modes: Dict[str, int]  # cupy.cuda.runtime.streamCaptureMode*
 
 
 _OBJECT = frozenset(dir(object)) | {"__module__", "__slots__", "__pyx_vtable__", "__weakref__",
@@ -129,6 +134,11 @@ def surface() -> Surface:
                 cupyx=frozenset(n for n in dir(cupyx) if not n.startswith("_")),
                 special_types={n: tuple(getattr(special, n).types) for n in dir(special)
                                if isinstance(getattr(special, n, None), cp.ufunc)},
+                stream_attrs=frozenset(n for n in dir(cp.cuda.Stream) if not n.startswith("_")),
+                graph_attrs=frozenset(n for n in dir(importlib.import_module("cupy.cuda.graph")
+                                                     .Graph) if not n.startswith("_")),
+                capture_modes={n: int(getattr(cp.cuda.runtime, n)) for n in
+                               dir(cp.cuda.runtime) if n.startswith("streamCaptureMode")},
             )
     finally:
         for k in [k for k in sys.modules if k.split(".")[0] in ("cupy", "cupyx")]:
@@ -144,6 +154,8 @@ LAUNCHES: collections.Counter = collections.Counter()  # calls of CuPy's API by 
 # views, reshapes and host reads launch none. CUDA C kernels count one each (KERNEL_CALLS).
 KERNELS: collections.Counter = collections.Counter()
 _NO_KERNEL = frozenset({"empty", "empty_like", "ndarray"})
+# calls whose result's size depends on the data: CuPy reads a count back to the host
+_SYNCING = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "extract", "compress"})
 KERNEL_CALLS: List[Tuple[str, Tuple[Tuple[int, ...], ...]]] = []  # CUDA C kernels asked for
 
 
@@ -151,6 +163,235 @@ def _other_device(dev: int) -> ValueError:
     return ValueError(f"The device where the array resides ({dev}) is different from the current "
                       f"device ({_State.current}). Peer access is unavailable between these "
                       f"devices.")
+
+
+# ---- stream capture (CUDA graphs) -------------------------------------------------------------
+# cupy.cuda.Stream.begin_capture/end_capture as CUDA runs them: between the two, a launch on the
+# capturing stream is recorded into the graph, not run. Here a launch that writes fresh buffers
+# is computed (its shape and dtype are needed) and its buffers then filled with garbage (NaN, -1,
+# the unsigned maximum): they hold nothing valid until a replay. An in-place launch is recorded
+# and not run: its target keeps what it held. A recorded launch is a closure over the very
+# buffers it read and wrote; Graph.launch() re-runs them in order (one launch in KERNELS,
+# "graph_launch"), reading the current contents of its inputs (index arrays included) and
+# writing into the same outputs. A host read (get, item, bool, asnumpy, printing), a host-to-
+# device copy, a data-dependent shape (a boolean mask), a synchronize or a launch on the legacy
+# stream during a capture raises CuPy's CUDARuntimeError, as on a GPU, and invalidates the capture
+# (end_capture then raises cudaErrorStreamCaptureInvalidated). The closures keep every buffer of
+# the graph alive: CuPy's memory pool must not hand them out again while the graph lives, which
+# is what a private pool gives on a GPU.
+CAPTURED: collections.Counter = collections.Counter()  # kernels recorded into graphs, by name
+_CAPTURES: List[_Capture] = []  # the captures under way
+CAPTURE_MODES = {"streamCaptureModeGlobal": 0, "streamCaptureModeThreadLocal": 1,
+                 "streamCaptureModeRelaxed": 2}  # cudaStreamCaptureMode (CuPy's runtime names)
+_UNSUPPORTED = (900, "cudaErrorStreamCaptureUnsupported: operation not permitted when stream "
+                     "is capturing")
+_INVALIDATED = (901, "cudaErrorStreamCaptureInvalidated: operation failed due to a previous "
+                     "error during capture")
+_IMPLICIT = (906, "cudaErrorStreamCaptureImplicit: operation would make the legacy stream "
+                  "depend on a capturing blocking stream")
+_ILLEGAL_STATE = (401, "cudaErrorIllegalState: the operation cannot be performed in the present "
+                       "state")
+
+
+class _Capture:
+    """A capture under way on one stream: the launches recorded so far."""
+
+    def __init__(self, stream: Any, mode: int) -> None:
+        self.stream, self.mode = stream, mode
+        self.nodes: List[Callable[[], None]] = []
+        self.error: Optional[BaseException] = None
+
+
+def _fail(cap: Optional[_Capture], code: Tuple[int, str]) -> BaseException:
+    """CuPy's error for `code`; it invalidates the capture, as CUDA does."""
+    err = fake_cupy.CUDARuntimeError(*code)
+    for c in [cap] if cap is not None else list(_CAPTURES):
+        if c.error is None:
+            c.error = err
+    return err
+
+
+def _capture_on(stream: Any = None) -> Optional[_Capture]:
+    """The capture a launch on `stream` (default: the current one) joins, or None. A launch on
+    the legacy (null) stream while a blocking stream captures is refused, as by CUDA."""
+    if not _CAPTURES:
+        return None
+    s = stream if stream is not None else (fake_cupy.Stream._current or fake_cupy.Stream.null)
+    for cap in _CAPTURES:
+        if cap.stream is s:
+            return cap
+    if getattr(s, "ptr", None) == 0 and any(not getattr(c.stream, "non_blocking", False)
+                                            for c in _CAPTURES):
+        raise _fail(None, _IMPLICIT)
+    return None
+
+
+def _no_host_transfer(what: str) -> None:
+    """A copy between host and device (a device sync) during a capture: CUDA refuses it."""
+    cap = _capture_on()
+    if cap is not None:
+        raise _fail(cap, _UNSUPPORTED)
+
+
+def _flat(x: Any) -> List[np.ndarray]:
+    """The arrays of a result (device or host; a NumPy scalar as a 0-d array), in order."""
+    if isinstance(x, ndarray):
+        return [x._a]
+    if isinstance(x, np.ndarray):
+        return [x]
+    if isinstance(x, np.generic):
+        return [np.asarray(x)]
+    if isinstance(x, (list, tuple)):
+        return [a for v in x for a in _flat(v)]
+    return []
+
+
+def _poison(a: np.ndarray) -> None:
+    """Garbage in a buffer written by a captured launch (not valid until a replay)."""
+    k = a.dtype.kind
+    with _quiet():
+        a[...] = (np.nan if k in "fc" else True if k == "b" else np.iinfo(a.dtype).max
+                  if k == "u" else -1)
+
+
+def _record(cap: _Capture, name: str, run: Callable[[], Any]) -> None:
+    """An in-place launch during a capture: recorded, not run."""
+    def node() -> None:
+        run()
+
+    cap.nodes.append(node)
+    CAPTURED[name] += 1
+
+
+def _record_fresh(cap: _Capture, name: str, run: Callable[[], Any], result: Any,
+                  inputs: Any, always: bool = False) -> None:
+    """A launch that wrote `result`, during a capture: the buffers of `result` that share no
+    memory with `inputs` (the fresh ones) are filled with garbage, and a replay re-runs `run`
+    and writes its results into them. Nothing is recorded when every output is a view (unless
+    `always`: a kernel that also writes in place)."""
+    ins = _arrays_in(inputs, [])
+    outs: List[Optional[np.ndarray]] = [
+        None if (not o.size or any(np.may_share_memory(o, i) for i in ins)) else o
+        for o in _flat(result)]
+    if all(o is None for o in outs) and not always:
+        return
+
+    def node() -> None:
+        for dst, src in zip(outs, _flat(run())):
+            if dst is not None:
+                dst[...] = src
+
+    cap.nodes.append(node)
+    CAPTURED[name] += 1
+    for o in outs:
+        if o is not None:
+            _poison(o)
+
+
+def _frozen(x: Any) -> Any:
+    """A kernel argument as the launch bakes it in: arrays by reference, other values copied."""
+    if isinstance(x, (ndarray, np.ndarray)) or x is None:
+        return x
+    if isinstance(x, list):
+        return [_frozen(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_frozen(v) for v in x)
+    return copy.copy(x)
+
+
+class Stream(fake_cupy.Stream):
+    """cupy.cuda.Stream with CUDA stream capture: begin_capture(mode), end_capture() (a Graph)
+    and is_capturing(); synchronize() of a capturing stream raises, as on a GPU."""
+
+    null: Stream
+
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False,
+                 priority: Any = None, device_id: int = -1) -> None:
+        super().__init__(non_blocking=non_blocking, priority=priority or 0, null=null)
+        self.non_blocking = bool(non_blocking)
+
+    def begin_capture(self, mode: Any = None) -> None:
+        if self.ptr == 0:  # the legacy stream cannot be captured
+            raise fake_cupy.CUDARuntimeError(*_UNSUPPORTED)
+        if any(c.stream is self for c in _CAPTURES):
+            raise fake_cupy.CUDARuntimeError(*_ILLEGAL_STATE)
+        mode = CAPTURE_MODES["streamCaptureModeRelaxed"] if mode is None else int(mode)
+        if mode not in CAPTURE_MODES.values():
+            raise fake_cupy.CUDARuntimeError(1, "cudaErrorInvalidValue: invalid argument")
+        _CAPTURES.append(_Capture(self, mode))
+
+    def end_capture(self) -> Graph:
+        cap = next((c for c in _CAPTURES if c.stream is self), None)
+        if cap is None:
+            raise fake_cupy.CUDARuntimeError(*_ILLEGAL_STATE)
+        _CAPTURES.remove(cap)
+        if cap.error is not None:
+            raise fake_cupy.CUDARuntimeError(*_INVALIDATED)
+        return Graph(cap.nodes)
+
+    def is_capturing(self) -> bool:
+        if any(c.stream is self for c in _CAPTURES):
+            return True
+        if self.ptr == 0 and any(not c.stream.non_blocking for c in _CAPTURES):
+            raise _fail(None, _IMPLICIT)
+        return False
+
+    def synchronize(self) -> None:
+        if self.is_capturing():
+            raise _fail(_capture_on(self), _UNSUPPORTED)
+        super().synchronize()
+
+
+Stream.null = Stream(null=True)
+
+
+class Graph:
+    """cupy.cuda.graph.Graph: the launches one capture recorded. launch() runs them on the
+    current (or given) stream as one launch; launched on a capturing stream, it is recorded into
+    that capture as one node."""
+
+    def __init__(self, nodes: List[Callable[[], None]]) -> None:
+        self._nodes = list(nodes)
+
+    def launch(self, stream: Any = None) -> None:
+        cap = _capture_on(stream)
+        if cap is not None:
+            _record(cap, "graph_launch", self._replay)
+            return
+        LAUNCHES["graph_launch"] += 1
+        KERNELS["graph_launch"] += 1
+        self._replay()
+
+    def upload(self, stream: Any = None) -> None:
+        _capture_on(stream)  # nothing to do: the double's launches need no upload
+
+    def _replay(self) -> None:
+        with _quiet():
+            for node in self._nodes:
+                node()
+
+    def debug_dot_str(self, flags: int = 0) -> str:
+        return "digraph G {\n" + "".join(f"  n{i};\n" for i in range(len(self._nodes))) + "}\n"
+
+
+class _PrivatePool(fake_cupy.Pool):
+    """cupy.cuda.MemoryPool: a pool of its own (the double's arrays do not allocate from it)."""
+
+    def __init__(self, allocator: Any = None) -> None:
+        super().__init__()
+
+
+_ALLOCATORS: List[Any] = []
+
+
+@contextlib.contextmanager
+def _using_allocator(allocator: Any = None) -> Iterator[None]:
+    """cupy.cuda.using_allocator: the allocator of this thread inside."""
+    _ALLOCATORS.append(allocator)
+    try:
+        yield
+    finally:
+        _ALLOCATORS.pop()
 
 
 # ---- arrays ---------------------------------------------------------------------------------
@@ -247,29 +488,37 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     def get(self, stream: Any = None, order: str = "C", out: Any = None,
             blocking: bool = True) -> np.ndarray:
+        _no_host_transfer("get")
         return np.array(self._a, order=order, copy=True)
 
     def set(self, arr: Any, stream: Any = None) -> None:
         if isinstance(arr, ndarray):
             raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        _no_host_transfer("set")
         self._a[...] = arr
 
     def tolist(self) -> Any:
+        _no_host_transfer('tolist')
         return self._a.tolist()
 
     def item(self) -> Any:
+        _no_host_transfer('item')
         return self._a.item()
 
     def __bool__(self) -> bool:
+        _no_host_transfer('__bool__')
         return bool(self._a)
 
     def __int__(self) -> int:
+        _no_host_transfer('__int__')
         return int(self._a)
 
     def __float__(self) -> float:
+        _no_host_transfer('__float__')
         return float(self._a)
 
     def __complex__(self) -> complex:
+        _no_host_transfer('__complex__')
         return complex(self._a)
 
     def __len__(self) -> int:
@@ -281,37 +530,64 @@ class ndarray:  # noqa: N801 - CuPy's name
         return (self[i] for i in range(self._a.shape[0]))
 
     def __repr__(self) -> str:
+        _no_host_transfer('__repr__')
         return repr(self._a)
 
     def __str__(self) -> str:
+        _no_host_transfer('__str__')
         return str(self._a)
 
     def __format__(self, spec: str) -> str:
+        _no_host_transfer("__format__")
         return format(self._a, spec) if self._a.ndim == 0 else str(self)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __copy__(self) -> ndarray:
-        return _wrap(self._a.copy(), self._dev)
+        return self._copied(self._dev)
 
     def __deepcopy__(self, memo: Any) -> ndarray:
-        return _wrap(self._a.copy(), self._dev)
+        return self._copied(self._dev)
+
+    def _copied(self, dev: int, order: str = "C") -> ndarray:
+        a = self._a
+        out = _wrap(a.copy(order=order), dev)
+        cap = _capture_on()
+        if cap is not None:
+            _record_fresh(cap, "copy", lambda: a.copy(order=order), out, ())
+        return out
 
     def __reduce__(self) -> Any:
+        _no_host_transfer("__reduce__")
         return (_rebuild, (self._a.copy(), self._dev))
 
     # indexing: CuPy's kernels wrap out-of-range integer-array indices around
     def __getitem__(self, key: Any) -> Any:
         _check_device(self)
-        k = _cupy_index(key, self._a.shape)
-        out = self._a[k]
+        cap = _capture_on()
+        if cap is not None and _has_mask(key):  # CuPy reads the mask's count back to the host
+            raise _fail(cap, _UNSUPPORTED)
+        a, shape = self._a, self._a.shape
+        k = _cupy_index(key, shape)
+        out = a[k]
         if isinstance(out, np.generic):  # CuPy: a 0-d view, where NumPy gives a scalar
-            out = self._a[k + (Ellipsis,)]
-        return _wrap(out, _State.current)
+            out = a[k + (Ellipsis,)]
+        res = _wrap(out, _State.current)
+        if cap is not None:  # a gather (integer-array indices) writes a fresh array
+            _record_fresh(cap, "__getitem__", lambda: a[_cupy_index(key, shape)], res, (a,))
+        return res
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _check_device(self)
-        self._a[_cupy_index(key, self._a.shape)] = _unwrap(value)
+        a, shape = self._a, self._a.shape
+        cap = _capture_on()
+        if cap is not None:
+            if isinstance(value, np.ndarray) and value.ndim:  # host data: a host-to-device copy
+                raise _fail(cap, _UNSUPPORTED)
+            _record(cap, "__setitem__",
+                    lambda: a.__setitem__(_cupy_index(key, shape), _unwrap(value)))
+            return
+        a[_cupy_index(key, shape)] = _unwrap(value)
         KERNELS["__setitem__"] += 1
 
     # the NumPy protocols route to this double (np.sum(x) is cupy.sum(x), as on CuPy)
@@ -344,8 +620,9 @@ class ndarray:  # noqa: N801 - CuPy's name
     def copy(self, order: str = "C") -> ndarray:
         """A copy on the current device, from any device (CuPy's documented behaviour)."""
         LAUNCHES["copy"] += 1
-        KERNELS["copy"] += 1
-        return _wrap(self._a.copy(order=order), _State.current)
+        if _capture_on() is None:
+            KERNELS["copy"] += 1
+        return self._copied(_State.current, order)
 
     def scatter_add(self, slices: Any, value: Any) -> None:
         _scatter(np.add, self, slices, value)
@@ -467,8 +744,21 @@ def _cupy_index(key: Any, shape: Tuple[int, ...]) -> Any:
 
 def _scatter(ufunc: Any, target: ndarray, slices: Any, value: Any) -> None:
     _check_device(target, value)
+    a, shape = target._a, target._a.shape
+    cap = _capture_on()
+    if cap is not None:
+        _record(cap, f"scatter_{ufunc.__name__}",
+                lambda: ufunc.at(a, _cupy_index(slices, shape), _unwrap(value)))
+        return
     KERNELS[f"scatter_{ufunc.__name__}"] += 1
-    ufunc.at(target._a, _cupy_index(slices, target._a.shape), _unwrap(value))
+    ufunc.at(a, _cupy_index(slices, shape), _unwrap(value))
+
+
+def _has_mask(key: Any) -> bool:
+    """Whether an index holds a boolean array (its result's shape depends on the data)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (ndarray, np.ndarray)) and _unwrap(k).dtype == bool and
+               _unwrap(k).ndim for k in keys)
 
 
 def _arrays_in(x: Any, found: list) -> list:
@@ -501,12 +791,24 @@ def _method(name: str) -> Callable[..., Any]:
         _check_device(self, *args, **kwargs)
         LAUNCHES[name] += 1
         raw, kw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+        a, in_place = self._a, name.startswith("__i") or name == "fill"
+        cap = _capture_on()
+        if cap is not None:
+            if name in _SYNCING:
+                raise _fail(cap, _UNSUPPORTED)
+            if in_place:  # recorded, not run
+                _record(cap, name, lambda: getattr(a, name)(*raw, **kw))
+                return None if name == "fill" else self
         with _quiet():
-            out = getattr(self._a, name)(*raw, **kw)
-        _count(name, out, (self._a, raw, kw), in_place=name.startswith("__i") or name == "fill")
-        if name.startswith("__i") and out is self._a:  # in place: the same device array
+            out = getattr(a, name)(*raw, **kw)
+        if cap is None:
+            _count(name, out, (a, raw, kw), in_place=in_place)
+        if name.startswith("__i") and out is a:  # in place: the same device array
             return self
-        return _wrap(out, _State.current)
+        res = _wrap(out, _State.current)
+        if cap is not None and name not in _NO_KERNEL:
+            _record_fresh(cap, name, lambda: getattr(a, name)(*raw, **kw), res, (a, raw, kw))
+        return res
 
     method.__name__ = name
     return method
@@ -541,10 +843,21 @@ def _function(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
         _check_device(*args, **kwargs)
         LAUNCHES[name] += 1
         raw, kw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+        cap = _capture_on()
+        if cap is not None:
+            if name in _SYNCING:
+                raise _fail(cap, _UNSUPPORTED)
+            if kw.get("out") is not None:  # in place: recorded, not run
+                _record(cap, name, lambda: f(*raw, **kw))
+                return kwargs["out"]
         with _quiet():
             out = f(*raw, **kw)
-        _count(name, out, (raw, kw), in_place="out" in kw)
-        return _wrap(out, _State.current)
+        res = _wrap(out, _State.current)
+        if cap is None:
+            _count(name, out, (raw, kw), in_place="out" in kw)
+        elif name not in _NO_KERNEL:
+            _record_fresh(cap, name, lambda: f(*raw, **kw), res, (raw, kw))
+        return res
 
     function.__name__ = name
     function.__qualname__ = name
@@ -593,27 +906,51 @@ class ufunc:  # noqa: N801 - CuPy's name
                 raise TypeError(f"Wrong type ({arrays[0].dtype},) of arguments for "
                                 f"cupy_{self.name}")
             target = outs[0]
-        with _quiet():
-            if out is not None:
-                self._impl(*raw, out=_unwrap(out), dtype=dtype, **kwargs)
-                KERNELS[self.name] += 1
+        cap = _capture_on()
+        impl = self._impl
+        if out is not None:
+            o = _unwrap(out)
+            if cap is not None:  # recorded, not run
+                _record(cap, self.name, lambda: impl(*raw, out=o, dtype=dtype, **kwargs))
                 return out
-            res = self._impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
-                self._impl(*raw, **kwargs)
-        if target is not None and self.nout == 1:
-            res = np.asarray(res)
-            if res.dtype != target:
-                res = res.astype(target)
-        KERNELS[self.name] += 1
-        return _wrap(res, _State.current)
+            with _quiet():
+                impl(*raw, out=o, dtype=dtype, **kwargs)
+            KERNELS[self.name] += 1
+            return out
+
+        def run() -> Any:
+            res = impl(*raw, dtype=dtype, **kwargs) if dtype is not None else \
+                impl(*raw, **kwargs)
+            if target is not None and self.nout == 1:
+                res = np.asarray(res)
+                if res.dtype != target:
+                    res = res.astype(target)
+            return res
+
+        with _quiet():
+            res = _wrap(run(), _State.current)
+        if cap is None:
+            KERNELS[self.name] += 1
+        else:
+            _record_fresh(cap, self.name, run, res, raw)
+        return res
 
     def _method(self, name: str, *args: Any, **kwargs: Any) -> Any:
         _check_device(*args)
         LAUNCHES[f"{self.name}.{name}"] += 1
-        KERNELS[f"{self.name}.{name}"] += 1
-        return _wrap(getattr(self._impl, name)(*_unwrap(args),
-                                               **{k: _unwrap(v) for k, v in kwargs.items()}),
-                     _State.current)
+        raw, kw = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+        f = getattr(self._impl, name)
+        cap = _capture_on()
+        if cap is not None and kw.get("out") is not None:
+            _record(cap, f"{self.name}.{name}", lambda: f(*raw, **kw))
+            return kwargs["out"]
+        with _quiet():
+            res = _wrap(f(*raw, **kw), _State.current)
+        if cap is None:
+            KERNELS[f"{self.name}.{name}"] += 1
+        else:
+            _record_fresh(cap, f"{self.name}.{name}", lambda: f(*raw, **kw), res, (raw, kw))
+        return res
 
     def reduce(self, *args: Any, **kwargs: Any) -> Any:
         return self._method("reduce", *args, **kwargs)
@@ -630,35 +967,70 @@ class ufunc:  # noqa: N801 - CuPy's name
     def at(self, a: Any, indices: Any, b: Any = None) -> None:
         _check_device(a, b)
         LAUNCHES[f"{self.name}.at"] += 1
+        arr, shape, impl = a._a, a._a.shape, self._impl
+
+        def run() -> None:
+            idx = _cupy_index(indices, shape)
+            if b is None:
+                impl.at(arr, idx)
+            else:
+                impl.at(arr, idx, _unwrap(b))
+
+        cap = _capture_on()
+        if cap is not None:
+            _record(cap, f"{self.name}.at", run)
+            return
         KERNELS[f"{self.name}.at"] += 1
-        idx = _cupy_index(indices, a._a.shape)
-        if b is None:
-            self._impl.at(a._a, idx)
-        else:
-            self._impl.at(a._a, idx, _unwrap(b))
+        run()
+
+
+def _on_device(name: str, run: Callable[[], np.ndarray], src: np.ndarray, dev: int) -> ndarray:
+    """A device array computed from device array `src` (a copy, a cast, or `src` itself)."""
+    out = _wrap(run(), dev)
+    cap = _capture_on()
+    if cap is not None:
+        _record_fresh(cap, name, run, out, (src,))
+    return out
 
 
 def _asarray(a: Any, dtype: Any = None, order: Any = None, *, blocking: bool = False) -> ndarray:
     if isinstance(a, ndarray):
+        src = a._a
         if a._dev != _State.current:  # CuPy copies to the current device
-            return _wrap(np.array(a._a, dtype=dtype, order=order or "K", copy=True),
-                         _State.current)
-        return _wrap(np.asarray(a._a, dtype=dtype, order=order), a._dev)
-    return _wrap(np.array(a, dtype=dtype, order=order or "K", copy=True), _State.current)
+            return _on_device("asarray", lambda: np.array(src, dtype=dtype, order=order or "K",
+                                                          copy=True), src, _State.current)
+        return _on_device("asarray", lambda: np.asarray(src, dtype=dtype, order=order), src,
+                          a._dev)
+    return _from_host(np.array(a, dtype=dtype, order=order or "K", copy=True))
 
 
 def _array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subok: bool = False,
            ndmin: int = 0, *, blocking: bool = False) -> ndarray:
     if isinstance(obj, ndarray):
         _check_device(obj)
-        return _wrap(np.array(obj._a, dtype=dtype, copy=copy, order=order, ndmin=ndmin),
-                     _State.current)
-    return _wrap(np.array(obj, dtype=dtype, copy=True, order=order, ndmin=ndmin), _State.current)
+        src = obj._a
+        return _on_device("array", lambda: np.array(src, dtype=dtype, copy=copy, order=order,
+                                                    ndmin=ndmin), src, _State.current)
+    return _from_host(np.array(obj, dtype=dtype, copy=True, order=order, ndmin=ndmin))
+
+
+def _from_host(host: np.ndarray) -> ndarray:
+    """A device array of host data: CuPy fills a 0-d one with a kernel (during a capture, the
+    value is baked into the graph) and copies any other from the host (refused in a capture)."""
+    cap = _capture_on()
+    if cap is None:
+        return _wrap(host, _State.current)
+    if host.ndim:
+        raise _fail(cap, _UNSUPPORTED)
+    out = _wrap(host.copy(), _State.current)
+    _record_fresh(cap, "fill", lambda: host, out, ())
+    return out
 
 
 def _asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None,
              blocking: bool = True) -> np.ndarray:
     LAUNCHES["asnumpy"] += 1  # a device-to-host copy
+    _no_host_transfer("asnumpy")
     if isinstance(a, ndarray):
         host = np.array(a._a, order=order, copy=True)
     else:
@@ -715,18 +1087,36 @@ _SPECIAL: Dict[str, Any] = {
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None) -> ndarray:
     """cupy.take: out-of-range indices wrap around (CuPy has no 'raise' mode)."""
     _check_device(a, indices, out)
-    return _wrap(np.take(_unwrap(a), _unwrap(indices), axis=axis, mode="wrap"), _State.current)
+    return _gathered("take", lambda: np.take(_unwrap(a), _unwrap(indices), axis=axis,
+                                             mode="wrap"), (a, indices))
+
+
+def _gathered(name: str, run: Callable[[], Any], inputs: Any) -> ndarray:
+    """A fresh array gathered from device arrays (recorded during a capture)."""
+    res = _wrap(run(), _State.current)
+    cap = _capture_on()
+    if cap is not None:
+        _record_fresh(cap, name, run, res, _unwrap(inputs))
+    return res
 
 
 def _take_along_axis(a: Any, indices: Any, axis: Any) -> ndarray:
     _check_device(a, indices)
-    x, i = _unwrap(a), _unwrap(indices)
-    n = x.shape[axis if axis is not None else 0] if x.ndim else 1
-    return _wrap(np.take_along_axis(x, np.mod(i, n) if n else i, axis), _State.current)
+
+    def run() -> np.ndarray:
+        x, i = _unwrap(a), _unwrap(indices)
+        n = x.shape[axis if axis is not None else 0] if x.ndim else 1
+        return np.take_along_axis(x, np.mod(i, n) if n else i, axis)
+
+    return _gathered("take_along_axis", run, (a, indices))
 
 
 def _put(a: Any, ind: Any, v: Any, mode: str = "wrap") -> None:
     _check_device(a, ind, v)
+    cap = _capture_on()
+    if cap is not None:
+        _record(cap, "put", lambda: np.put(a._a, _unwrap(ind), _unwrap(v), mode=mode))
+        return
     np.put(a._a, _unwrap(ind), _unwrap(v), mode=mode)
 
 
@@ -797,15 +1187,42 @@ def install(monkeypatch: Any) -> Any:
     runtime = fake_cupy.working_cupy()  # fresh device state, streams, events, pools
     for name in ("cuda", "get_default_memory_pool", "get_default_pinned_memory_pool"):
         monkeypatch.setattr(cp, name, getattr(runtime, name), raising=False)
+    capture_runtime(runtime)
     LAUNCHES.clear()
     KERNELS.clear()
     KERNEL_CALLS.clear()
+    CAPTURED.clear()
+    _CAPTURES.clear()
     fresh = fake_cupy.install(monkeypatch, cp)
     for name, mod in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
                       ("cupyx.scipy.special", cupyx.scipy.special)):
         monkeypatch.setitem(sys.modules, name, mod)
     record_cuda_c_kernels(monkeypatch, fresh)
     return fresh
+
+
+def capture_runtime(runtime: types.ModuleType) -> None:
+    """Gives the double's runtime (fake_cupy.working_cupy) CUDA stream capture: capturing
+    streams, cupy.cuda.graph.Graph, the capture modes, private memory pools and a
+    deviceSynchronize that refuses to run during a capture."""
+    cuda = runtime.cuda  # type: ignore[attr-defined]
+    fake_cupy.Stream._current = None
+    cuda.Stream = Stream
+    cuda.get_current_stream = lambda: fake_cupy.Stream._current or Stream.null
+    cuda.graph = types.ModuleType("cupy.cuda.graph")
+    cuda.graph.Graph = cuda.Graph = Graph
+    cuda.MemoryPool = _PrivatePool
+    cuda.using_allocator = _using_allocator
+    for name, value in CAPTURE_MODES.items():
+        setattr(cuda.runtime, name, value)
+    sync = cuda.runtime.deviceSynchronize
+
+    def device_synchronize() -> None:
+        if _CAPTURES:
+            raise _fail(None, _UNSUPPORTED)
+        sync()
+
+    cuda.runtime.deviceSynchronize = device_synchronize
 
 
 def _gelu_reference(x: ndarray) -> ndarray:
@@ -959,6 +1376,9 @@ def record_cuda_c_kernels(monkeypatch: Any, backend: Any) -> None:
             ref = _REFERENCES.get(_name)
             if ref is None:
                 return None
+            cap = _capture_on()
+            if cap is not None:
+                return _captured_kernel(cap, _name, ref, args, kwargs)
             with _quiet():
                 out = ref(*args, **kwargs)
             if out is not None:  # None: arrays the kernel does not take, nothing launched
@@ -966,3 +1386,20 @@ def record_cuda_c_kernels(monkeypatch: Any, backend: Any) -> None:
             return out
 
         monkeypatch.setattr(table, name, recorder)
+
+
+def _captured_kernel(cap: _Capture, name: str, ref: Callable[..., Any], args: Any,
+                     kwargs: Any) -> Any:
+    """A CUDA C kernel launched during a capture: recorded with its arguments as the launch
+    bakes them in (arrays by reference, scalars and argument structs by value), not run: the
+    arrays it writes in place keep what they held, its fresh results hold garbage."""
+    fa, fk = _frozen(tuple(args)), {k: _frozen(v) for k, v in kwargs.items()}
+    ins = _flat(fa) + _flat(tuple(fk.values()))
+    saved = [(a, a.copy()) for a in ins]
+    with _quiet():
+        out = ref(*fa, **fk)
+    for a, before in saved:
+        a[...] = before
+    if out is not None:  # None: arrays the kernel does not take, nothing launched
+        _record_fresh(cap, name, lambda: ref(*fa, **fk), out, ins, always=True)
+    return out

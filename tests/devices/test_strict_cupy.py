@@ -167,3 +167,44 @@ def test_adam_updates_a_group_in_one_launch_and_matches_the_cpu(sim_cuda):
         assert strict_cupy.KERNELS["adam_step_multi"] == 1 and not strict_cupy.KERNELS["adam_step"]
     for a, b in zip(ws["cpu"], ws["cuda"]):
         np.testing.assert_allclose(b.detach().cpu().numpy(), a.detach().numpy(), rtol=1e-12)
+
+
+def test_stream_capture_has_real_cupys_names():
+    """The double's capture surface (Stream.begin_capture/end_capture/is_capturing, Graph,
+    the capture modes, private pools) exists on the installed CuPy, read without a GPU."""
+    assert {"begin_capture", "end_capture", "is_capturing", "synchronize", "null"} <= \
+        SURFACE.stream_attrs
+    mine = {n for n in dir(strict_cupy.Stream) if not n.startswith("_")}
+    assert {"begin_capture", "end_capture", "is_capturing"} <= mine
+    assert mine - SURFACE.stream_attrs <= {"non_blocking"}  # CuPy's is is_non_blocking
+    graph = {n for n in dir(strict_cupy.Graph) if not n.startswith("_")}
+    assert graph == {"launch", "upload", "debug_dot_str"} and graph <= SURFACE.graph_attrs
+    assert strict_cupy.CAPTURE_MODES == SURFACE.capture_modes
+    assert {"Graph", "graph", "MemoryPool", "using_allocator"} <= SURFACE.submodules["cuda"]
+
+
+def test_capture_records_launches_and_refuses_host_reads(cp):
+    x = cp.arange(4.0)
+    with pytest.raises(Exception, match="operation not permitted when stream is capturing"):
+        cp.cuda.Stream.null.begin_capture()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        assert s.is_capturing() and cp.cuda.Stream.null.is_capturing() is False
+        y = x * 2
+        x += 1  # recorded, not run
+        assert np.isnan(y._a).all() and x._a.tolist() == [0.0, 1.0, 2.0, 3.0]
+        g = s.end_capture()
+    strict_cupy.KERNELS.clear()
+    g.launch()
+    assert dict(strict_cupy.KERNELS) == {"graph_launch": 1}
+    assert y.get().tolist() == [0.0, 2.0, 4.0, 6.0] and x.get().tolist() == [1.0, 2.0, 3.0, 4.0]
+    g.launch()  # the same buffers, from their current contents
+    assert y.get().tolist() == [2.0, 4.0, 6.0, 8.0]
+    with s:
+        s.begin_capture()
+        with pytest.raises(Exception, match="not permitted when stream is capturing"):
+            x.sum().item()
+        with pytest.raises(Exception, match="previous error during capture"):
+            s.end_capture()
+    assert not s.is_capturing()

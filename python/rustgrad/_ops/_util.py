@@ -423,3 +423,12 @@ def same_elements(a: Any, b: Any, xp: Any) -> bool:
     return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
             and xp.data_ptr(a) == xp.data_ptr(b))
 
+
+def capturing(xp: Any) -> bool:
+    """Whether a CUDA graph capture is under way on the current stream, for backend `xp`'s
+    arrays (False on the CPU): host reads of device values (bounds checks) are skipped then."""
+    if xp.DEVICE_TYPE != "cuda":
+        return False
+    from .. import cuda
+
+    return cuda.is_current_stream_capturing()

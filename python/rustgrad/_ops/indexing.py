@@ -15,6 +15,7 @@ from ._node import node
 from ._util import (
     MODE_VIEWS,
     _type_name,
+    capturing,
     check_array_overlap,
     check_array_partial_overlap,
     check_inplace,
@@ -617,8 +618,10 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
         )
     same_device(idd, weight._data)
     n = weight._data.shape[0]
-    # Unlike indexing, embedding takes no negative index (torch's index_select check).
-    if idd.size and (int(idd.min()) < 0 or int(idd.max()) >= n):
+    # Unlike indexing, embedding takes no negative index (torch's index_select check; a host
+    # read, skipped inside a CUDA graph capture, where an out-of-range index wraps around).
+    if idd.size and not capturing(weight._backend) and (int(idd.min()) < 0 or
+                                                        int(idd.max()) >= n):
         raise IndexError("index out of range in self")
     out = weight._data[idd]
     keep = None if padding_idx < 0 else (idd != padding_idx)

@@ -17,6 +17,7 @@ from ._node import node
 from ._util import (
     NOT_IMPLEMENTED,
     broadcast_error,
+    capturing,
     check_broadcastable,
     const,
     is_grad_enabled,
@@ -211,7 +212,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
             t1 = td.reshape(-1)
         out_shape = td.shape
     valid = t1 != ignore_index
-    if bool(((t1 < 0) | (t1 >= c))[valid].any()):
+    # the bounds check reads the targets on the host: not inside a CUDA graph capture, where
+    # an out-of-range target wraps around instead (torch's kernel asserts on the device)
+    if not capturing(xp) and bool(((t1 < 0) | (t1 >= c))[valid].any()):
         bad = t1[valid & ((t1 < 0) | (t1 >= c))][0]
         raise IndexError(f"Target {int(bad)} is out of bounds.")
     tsafe = xp.where(valid, t1, 0)

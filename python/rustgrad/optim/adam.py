@@ -31,7 +31,9 @@ class Adam(Optimizer):
         maximize (bool): ascend the objective (use -grad). Default: ``False``.
         foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
             update is always used.
-        capturable (bool): accepted for torch compatibility.
+        capturable (bool): keep the step count on the parameters' device and compute the
+            bias corrections there, so that the step can be captured in a CUDA graph (without
+            it, ``step()`` inside a capture raises, as torch's). Default: ``False``.
         decoupled_weight_decay (bool): decay the weights directly, as AdamW. Default: ``False``.
 
     Example::
@@ -66,6 +68,10 @@ class Adam(Optimizer):
         """
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            capturable = group["capturable"]
+            if not capturable and _capturing(group):
+                raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of "
+                                   f"{type(self).__name__} but param_groups' capturable is False.")
             lr = float(group["lr"])
             beta1, beta2 = group["betas"]
             eps = group["eps"]
@@ -77,7 +83,7 @@ class Adam(Optimizer):
             for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
+                    state["step"] = _step_tensor().to(p.device) if capturable else _step_tensor()
                     state["exp_avg"] = _zeros_like(p)
                     state["exp_avg_sq"] = _zeros_like(p)
                     if amsgrad:
@@ -87,6 +93,14 @@ class Adam(Optimizer):
                 step_t = state["step"]
                 step_t._data[...] += 1
                 step_t._bump_version()
+                if capturable:  # the bias corrections on the device, in the step's dtype
+                    if step_t.device != p.device:  # a step count loaded from a checkpoint
+                        state["step"] = step_t = step_t.to(p.device)
+                    t = step_t._data
+                    args = _AdamArgs(lr, beta1, beta2, eps, wd, decoupled, maximize,
+                                     lr / (1 - beta1**t), (1 - beta2**t) ** 0.5)
+                    self._array_step(p, g, state, amsgrad, args)
+                    continue
                 step = float(step_t.item())
                 bias_correction1 = 1 - beta1**step
                 bias_correction2 = 1 - beta2**step
@@ -189,5 +203,15 @@ class _AdamArgs:
     weight_decay: float
     decoupled: bool
     maximize: bool
-    step_size: float
-    bias_correction2_sqrt: float
+    step_size: Any  # floats; 0-d arrays on the device with capturable
+    bias_correction2_sqrt: Any
+
+
+def _capturing(group: Dict[str, Any]) -> bool:
+    """Whether a CUDA graph capture is under way on the current stream (asked only when the
+    group has a CUDA parameter)."""
+    if not any(p.device.type == "cuda" for p in group["params"]):
+        return False
+    from .. import cuda
+
+    return cuda.is_current_stream_capturing()
