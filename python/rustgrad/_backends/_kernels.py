@@ -42,6 +42,11 @@ class Kernels:
     sgd_step: Kernel = None  # (param, grad, buf, args) -> bool: stepped in place
     adam_step: Kernel = None  # (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args) -> bool
     adam_step_multi: Kernel = None  # the same over lists of arrays (one step count), one launch
+    # (param, grad, square_avg, grad_avg or None, momentum_buffer or None, args) -> bool
+    rmsprop_step: Kernel = None
+    adagrad_step: Kernel = None  # (param, grad, state_sum, args) -> bool: stepped in place
+    # (grad, found_inf, inv_scale) -> bool: grad *= inv_scale, found_inf[0] = 1 if it held inf/NaN
+    non_finite_check_and_unscale: Kernel = None
     # special functions of a float array (see the module docstring)
     lgamma: Kernel = None  # (x) -> log |gamma(x)|
     digamma: Kernel = None  # (x) -> gamma'(x) / gamma(x)

@@ -221,6 +221,8 @@ kernels = Kernels(
     erf=_erf, gelu=_ck.gelu, gelu_backward=_ck.gelu_backward, im2col=_ck.im2col,
     max_pool2d=_max_pool2d, max_pool2d_backward=_max_pool2d_backward,
     adam_step=_ck.adam_step, adam_step_multi=_ck.adam_step_multi, sgd_step=_ck.sgd_step,
+    rmsprop_step=_ck.rmsprop_step, adagrad_step=_ck.adagrad_step,
+    non_finite_check_and_unscale=_ck.non_finite_check_and_unscale,
     layer_norm=_ck.layer_norm,
     layer_norm_backward=_ck.layer_norm_backward, softmax=_ck.softmax,
     softmax_backward=_ck.softmax_backward, threshold_backward=_ck.threshold_backward,
@@ -232,4 +234,5 @@ kernels = Kernels(
 # the entries that compile CUDA C (a test double without a GPU replaces them)
 CUDA_C_KERNELS = ("gelu", "gelu_backward", "im2col", "max_pool2d", "adam_step",
                   "adam_step_multi", "sgd_step", "layer_norm", "layer_norm_backward", "softmax",
-                  "softmax_backward", "threshold_backward")
+                  "softmax_backward", "threshold_backward", "rmsprop_step", "adagrad_step",
+                  "non_finite_check_and_unscale")

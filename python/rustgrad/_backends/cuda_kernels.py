@@ -636,3 +636,119 @@ def max_pool2d_with_indices(x: Any, k: Tuple[int, int], s: Tuple[int, int],
     _elementwise("max_pool2d")(x, h, w, k[0], k[1], oh, ow, s[0], s[1], p[0], p[1], d[0], d[1],
                                out, index)
     return out, index
+
+
+# ---- fused RMSprop and Adagrad steps, GradScaler's unscale (issue 25) ----------------------
+# Each is one ElementwiseKernel launch per parameter (or gradient), in place, with the order
+# of operations of the array formulation it replaces (optim/rmsprop.py, optim/adagrad.py,
+# amp/grad_scaler.py), in float for float16/float32 and in double for float64.
+# tests/optim/test_fused_rmsprop_adagrad.py runs these bodies on the CPU (compiled as C++)
+# against torch's single-tensor update.
+_RMSPROP_BODY = """
+    typedef typename acc<T>::type F;
+    F gg = maximize ? -(F)g : (F)g;
+    if (wd != 0) gg = (F)wd * (F)p + gg;
+    F s = (F)sq * (F)alpha;
+    s = (F)(1 - alpha) * gg * gg + s;
+    sq = (T)s;
+    F avg;
+    {centered}
+    avg = avg + (F)eps;
+    {update}"""
+
+# lerp(grad_avg, g, 1 - alpha) with torch's two formulas, then sqrt(square_avg - grad_avg**2)
+_RMSPROP_CENTERED = """
+    F a = (F)ga;
+    double w = 1 - alpha;  // the formula is chosen in double, as the Python float chooses it
+    a = (w < 0.5 && w > -0.5) ? (F)w * (gg - a) + a : (F)(-(1 - w)) * (gg - a) + gg;
+    ga = (T)a;
+    avg = sqrt(-a * a + s);"""
+
+_RMSPROP_MOMENTUM = """
+    F b = (F)buf * (F)momentum;
+    b = b + gg / avg;
+    buf = (T)b;
+    p = (T)((F)(-lr) * b + (F)p);"""
+
+_RMSPROP_PLAIN = "p = (T)((F)p + ((F)(-lr) * gg) / avg);"
+
+_ADAGRAD_BODY = """
+    typedef typename acc<T>::type F;
+    F gg = maximize ? -(F)g : (F)g;
+    if (wd != 0) gg = (F)wd * (F)p + gg;
+    F ss = gg * gg + (F)s;
+    s = (T)ss;
+    F denom = sqrt(ss) + (F)eps;
+    p = (T)((F)p + ((F)(-clr) * gg) / denom);"""
+
+# torch's _amp_foreach_non_finite_check_and_unscale_ for one gradient: a non-finite input
+# sets found_inf[0] to 1 (on the device, no host sync), then g * inv_scale in place
+_UNSCALE_BODY = """
+    typedef typename acc<T>::type F;
+    F v = (F)x;
+    if (!isfinite(v)) found_inf[0] = 1.0f;
+    y = (T)(inv_scale == 1.0f ? v : v * (F)inv_scale);"""
+
+_RMSPROP_IN = ("T g, float64 lr, float64 alpha, float64 eps, float64 wd, float64 momentum, "
+               "bool maximize")
+
+
+def _rmsprop_source(centered: bool, momentum: bool) -> Tuple[str, str, str]:
+    """(in_params, out_params, body) of the RMSprop kernel for these options."""
+    outs = "T p, T sq" + (", T ga" if centered else "") + (", T buf" if momentum else "")
+    body = _RMSPROP_BODY.format(
+        centered=_RMSPROP_CENTERED if centered else "avg = sqrt(s);",
+        update=_RMSPROP_MOMENTUM if momentum else _RMSPROP_PLAIN)
+    return _RMSPROP_IN, outs, body
+
+
+_ADAGRAD_SOURCE = ("T g, float64 clr, float64 eps, float64 wd, bool maximize", "T p, T s",
+                   _ADAGRAD_BODY)
+_UNSCALE_SOURCE = ("T x, float32 inv_scale", "T y, raw float32 found_inf", _UNSCALE_BODY)
+
+
+@functools.cache
+def _optim_kernel(name: str, centered: bool = False, momentum: bool = False) -> Any:
+    import cupy as cp  # optional dependency: the module imports without CuPy
+
+    if name == "rmsprop":
+        src = _rmsprop_source(centered, momentum)
+        name += "_centered" * centered + "_momentum" * momentum
+    else:
+        src = {"adagrad": _ADAGRAD_SOURCE, "unscale": _UNSCALE_SOURCE}[name]
+    return cp.ElementwiseKernel(src[0], src[1], src[2], "rustgrad_" + name, preamble=_ACC)
+
+
+def rmsprop_step(param: Any, grad: Any, square_avg: Any, grad_avg: Any, momentum_buffer: Any,
+                 args: Any) -> bool:
+    """One fused RMSprop step of one parameter, one launch: param, square_avg (and grad_avg
+    when centered, momentum_buffer with momentum; else None) updated in place. args has lr,
+    alpha, eps, weight_decay, momentum, maximize. False for arrays it does not take."""
+    if not _floating_alike(param, grad, square_avg, grad_avg, momentum_buffer):
+        return False
+    kernel = _optim_kernel("rmsprop", grad_avg is not None, momentum_buffer is not None)
+    outs = [a for a in (param, square_avg, grad_avg, momentum_buffer) if a is not None]
+    kernel(grad, args.lr, args.alpha, args.eps, args.weight_decay, args.momentum,
+           args.maximize, *outs)
+    return True
+
+
+def adagrad_step(param: Any, grad: Any, state_sum: Any, args: Any) -> bool:
+    """One fused Adagrad step of one parameter, one launch: param and state_sum updated in
+    place. args has clr (this step's decayed lr), eps, weight_decay, maximize."""
+    if not _floating_alike(param, grad, state_sum):
+        return False
+    _optim_kernel("adagrad")(grad, args.clr, args.eps, args.weight_decay, args.maximize,
+                             param, state_sum)
+    return True
+
+
+def non_finite_check_and_unscale(grad: Any, found_inf: Any, inv_scale: float) -> bool:
+    """grad *= inv_scale in place, and found_inf (a float32 array of the grad's device, one
+    element) set to 1 where grad held inf or NaN before: one launch, no host sync (torch's
+    _amp_foreach_non_finite_check_and_unscale_ for one tensor). False for arrays it does not
+    take (not floating, found_inf not float32)."""
+    if grad.dtype.kind != "f" or found_inf.dtype.name != "float32" or found_inf.size != 1:
+        return False
+    _optim_kernel("unscale")(grad, inv_scale, grad, found_inf)
+    return True

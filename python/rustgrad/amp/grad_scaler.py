@@ -11,9 +11,9 @@ import math
 import struct
 import warnings
 from collections import abc
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-from .. import _creation, _dtype, cuda
+from .. import _backends, _creation, _dtype, cuda
 from .._tensor import Tensor
 from ..autograd import no_grad
 
@@ -21,7 +21,39 @@ _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
 
 def _fresh_state() -> Dict[str, Any]:
-    return {"stage": _READY, "found_inf": None}
+    # found_inf_per_device: device -> a float32 array of one element, 1 where a gradient on that
+    # device held inf/NaN (written on the device); found_inf: their verdict, read once (a host
+    # sync per device) by step() or update()
+    return {"stage": _READY, "found_inf_per_device": None, "found_inf": None}
+
+
+def _found_inf(state: Dict[str, Any]) -> Optional[bool]:
+    """Whether unscale_() found inf/NaN in the optimizer's gradients (None before it ran)."""
+    if state["found_inf"] is None and state["found_inf_per_device"] is not None:
+        state["found_inf"] = any(bool(_backends.namespace(dev).to_numpy(f)[0])
+                                 for dev, f in state["found_inf_per_device"].items())
+    return state["found_inf"]
+
+
+def _unscale_grads(grads: List[Tensor], inv_scale: float) -> Any:
+    """Each grad (all on one device) *= inv_scale in place; returns a float32 array of one
+    element on their device, 1 where one of them held inf/NaN before. One kernel launch per
+    gradient where the backend has the kernel (CUDA), else array operations; never a host
+    sync."""
+    xp = grads[0]._backend
+    with _backends.device_guard(grads[0].device):
+        found = xp.zeros((1,), dtype=xp.float32)
+        kernel = xp.kernels.non_finite_check_and_unscale
+        for grad in grads:
+            gd = grad._data
+            if kernel is not None and kernel(gd, found, inv_scale):
+                grad._bump_version()
+                continue
+            bad = xp.logical_not(xp.isfinite(gd)).any()  # checked before scaling, as torch's
+            xp.maximum(found, bad, out=found)
+            with no_grad(), _backends.host_errstate(over="ignore"):  # overflow: torch's inf
+                grad.mul_(inv_scale)
+    return found
 
 
 class GradScaler:
@@ -135,18 +167,17 @@ class GradScaler:
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = float(_f32(1.0 / scale))  # reciprocal in float64, then float32, as torch
-        found_inf = False
-        with no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if p.grad.dtype.name == "float16":
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    p.grad.mul_(inv_scale)
-                    if not bool(p.grad.isfinite().all()):
-                        found_inf = True
-        state["found_inf"] = found_inf
+        by_device: Dict[str, List[Tensor]] = {}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.dtype.name == "float16":
+                    raise ValueError("Attempting to unscale FP16 gradients.")
+                by_device.setdefault(str(p.grad.device), []).append(p.grad)
+        found = {dev: _unscale_grads(grads, inv_scale) for dev, grads in by_device.items()}
+        state["found_inf_per_device"] = found
+        state["found_inf"] = None if found else False
         state["stage"] = _UNSCALED
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -168,7 +199,7 @@ class GradScaler:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] == _READY:
             self.unscale_(optimizer)
-        retval = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        retval = None if _found_inf(state) else optimizer.step(*args, **kwargs)
         state["stage"] = _STEPPED
         return retval
 
@@ -193,8 +224,8 @@ class GradScaler:
                 assert new_scale.requires_grad is False, reason
                 self._scale = float(new_scale.item())
         else:
-            found = [s["found_inf"] for s in self._per_optimizer_states.values()
-                     if s["found_inf"] is not None]
+            found = [f for f in map(_found_inf, self._per_optimizer_states.values())
+                     if f is not None]
             assert len(found) > 0, "No inf checks were recorded prior to update."
             if any(found):
                 self._scale = float(_f32(scale * self._backoff_factor))

@@ -3,9 +3,11 @@ single-tensor update)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
 
 from .. import _creation
+from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT, _fma, _step_tensor
 
 __all__ = ["Adagrad"]
@@ -26,7 +28,7 @@ class Adagrad(Optimizer):
         eps (float): added to the denominator for numerical stability. Default: ``1e-10``.
         maximize (bool): ascend the objective (use -grad). Default: ``False``.
         foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
-            update is always used.
+            update is always used (on CUDA, one fused kernel launch per parameter).
     """
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
@@ -76,11 +78,13 @@ class Adagrad(Optimizer):
                 g = p.grad._data
                 state["step"]._data[...] += 1
                 step = float(state["step"].item())
+                clr = lr / (1 + (step - 1) * lr_decay)
+                if self._fused_step(p, state, _AdagradArgs(clr, eps, wd, maximize)):
+                    continue
                 if maximize:
                     g = -g
                 if wd != 0:
                     g = _fma(xp, wd, pd, g)
-                clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
                 s[...] = _fma(xp, g, g, s)
                 std = xp.sqrt(s)
@@ -90,3 +94,26 @@ class Adagrad(Optimizer):
                     t._bump_version()
                 p._bump_version()
         return loss
+
+    @staticmethod
+    def _fused_step(p: Tensor, state: Dict[str, Any], args: _AdagradArgs) -> bool:
+        """The whole update of `p` and its sum in one launch of the backend's kernel (CUDA),
+        with the order of operations of the array formulation in `step`; False where the
+        backend has none or the arrays do not qualify."""
+        kernel = p._backend.kernels.adagrad_step
+        if kernel is None or not kernel(p._data, p.grad._data, state["sum"]._data, args):
+            return False
+        for t in state.values():
+            t._bump_version()
+        p._bump_version()
+        return True
+
+
+@dataclass
+class _AdagradArgs:
+    """One step's hyper-parameters, as the backend's fused step reads them."""
+
+    clr: float  # the learning rate decayed for this step
+    eps: float
+    weight_decay: float
+    maximize: bool

@@ -3,8 +3,10 @@ update)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
 
+from .._tensor import Tensor
 from .optimizer import Optimizer, ParamsT, _fma, _lerp_, _step_tensor, _zeros_like
 
 __all__ = ["RMSprop"]
@@ -27,8 +29,8 @@ class RMSprop(Optimizer):
         momentum (float): the momentum factor. Default: 0.
         centered (bool): normalize by an estimate of the gradient's variance. Default: ``False``.
         maximize (bool): ascend the objective (use -grad). Default: ``False``.
-        foreach, differentiable, fused: accepted for torch compatibility; the single-tensor
-            update is always used.
+        foreach, differentiable: accepted for torch compatibility; the single-tensor update
+            is always used (on CUDA, one fused kernel launch per parameter).
         capturable (bool): accepted for torch compatibility.
     """
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
@@ -69,6 +71,7 @@ class RMSprop(Optimizer):
             momentum = group["momentum"]
             centered = group["centered"]
             maximize = group["maximize"]
+            args = _RmspropArgs(lr, alpha, eps, wd, momentum, maximize)
             for p in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
@@ -78,12 +81,14 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = _zeros_like(p)
                     if centered:
                         state["grad_avg"] = _zeros_like(p)
+                state["step"]._data[...] += 1
+                if self._fused_step(p, state, centered, args):
+                    continue
                 xp = p._backend
                 pd = p._data
                 g = p.grad._data
                 if maximize:
                     g = -g
-                state["step"]._data[...] += 1
                 if wd != 0:
                     g = _fma(xp, wd, pd, g)
                 sq = state["square_avg"]._data
@@ -107,3 +112,33 @@ class RMSprop(Optimizer):
                     t._bump_version()
                 p._bump_version()
         return loss
+
+    @staticmethod
+    def _fused_step(p: Tensor, state: Dict[str, Any], centered: bool,
+                    args: _RmspropArgs) -> bool:
+        """The whole update of `p` and its state in one launch of the backend's kernel (CUDA),
+        with the order of operations of the array formulation in `step`; False where the
+        backend has none or the arrays do not qualify."""
+        kernel = p._backend.kernels.rmsprop_step
+        if kernel is None:
+            return False
+        grad_avg = state["grad_avg"]._data if centered else None
+        buf = state["momentum_buffer"]._data if args.momentum > 0 else None
+        if not kernel(p._data, p.grad._data, state["square_avg"]._data, grad_avg, buf, args):
+            return False
+        for t in state.values():
+            t._bump_version()
+        p._bump_version()
+        return True
+
+
+@dataclass
+class _RmspropArgs:
+    """One group's hyper-parameters, as the backend's fused step reads them."""
+
+    lr: float
+    alpha: float
+    eps: float
+    weight_decay: float
+    momentum: float
+    maximize: bool
