@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .. import _memory_format
+from ._docs import with_common_args
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,6 +88,7 @@ def op(
     doc: Optional[str] = None,
     number_first: Optional[Callable[..., Any]] = None,
     autocast: Optional[Mapping[str, str]] = None,
+    args_like: Optional[Callable[..., Any]] = None,
 ) -> Callable[[F], F]:
     """Declares the decorated function as an op with these public names (see module doc).
 
@@ -98,12 +100,15 @@ def op(
     number_first: for the `function` names, what a Python number as the first argument runs
     instead (`rustgrad.add(2., x)`: torch's wrapped number), called with the same arguments;
     autocast: the op's policy in torch's autocast lists, by device type ("cuda" also stands
-    for other device types, as torch's lists do), e.g. `dict(cuda="lower", cpu="lower")`."""
+    for other device types, as torch's lists do), e.g. `dict(cuda="lower", cpu="lower")`;
+    args_like: an op whose documented arguments this one shares (its docstring then documents
+    only its own; see _docs)."""
 
     def declare(fn: F) -> F:
         line = doc or (fn.__doc__ or "").strip().split("\n")[0]
         if not fn.__doc__ and line:
             fn.__doc__ = line
+        with_common_args(fn, args_like)
         fn = with_numpy_aliases(with_autocast(fn, autocast))
         d = Decl(
             fn=fn,

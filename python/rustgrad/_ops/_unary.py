@@ -6,7 +6,7 @@ makes from the rows the forwards, the node specs, the declarations and the in-pl
           inplace="both")
 
 The docstrings are kept beside the table, keyed by op name (`declare`'s `docs`): a summary line,
-then notes and an example; the Args block, the same for every row, is written here."""
+then notes and an example; `op` writes the Args block."""
 
 from __future__ import annotations
 
@@ -50,9 +50,13 @@ class Unary:
 
 
 def _docstring(row: Unary, doc: str) -> str:
-    summary, _, rest = inspect.cleandoc(doc).partition("\n\n")
-    args = f"Args:\n    input (Tensor): the input tensor{row.arg_note}."
-    return f"{summary}\n\n{args}\n\n{rest}\n" if rest else f"{summary}\n\n{args}\n"
+    """The row's docs; `op` writes the Args block (_docs.COMMON_ARGS) unless the row says more
+    of its input."""
+    doc = inspect.cleandoc(doc)
+    if not row.arg_note:
+        return doc
+    summary, _, rest = doc.partition("\n\n")
+    return f"{summary}\n\nArgs:\n    input (Tensor): the input tensor{row.arg_note}.\n\n{rest}\n"
 
 
 def _forward(row: Unary, spec: Any) -> Callable[[Tensor], Tensor]:

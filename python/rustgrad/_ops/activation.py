@@ -109,9 +109,6 @@ RELU = node("ReluBackward0", _relu_bw, result=True)
 def relu(input: Tensor) -> Tensor:
     """max(input, 0), elementwise.
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is 1 where input > 0 and 0 elsewhere, including at 0.
 
     Example::
@@ -141,9 +138,6 @@ SIGMOID = node("SigmoidBackward0", _sigmoid_bw, result=True)
 @op(method="sigmoid", function="sigmoid", functional="sigmoid", grad_fn="SigmoidBackward0")
 def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-input)), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
 
     The gradient is sigmoid(input) * (1 - sigmoid(input)), from the saved result.
 
@@ -176,7 +170,6 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """log(1 + exp(beta * input)) / beta, and input itself where beta * input > threshold.
 
     Args:
-        input (Tensor): the input tensor.
         beta (float, optional): the sharpness. Default: 1.
         threshold (float, optional): above this, beta * input is returned as is (divided by
             beta), for stability. Default: 20.
@@ -230,7 +223,6 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """input * Phi(input) (Phi the standard normal CDF), or its tanh approximation.
 
     Args:
-        input (Tensor): the input tensor.
         approximate (str, optional): "none" for the exact form, "tanh" for the tanh
             approximation. Default: "none".
 
@@ -268,10 +260,6 @@ SILU = node("SiluBackward0", _silu_bw, saved=("self",))
 @op(functional="silu", grad_fn="SiluBackward0")
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """input * sigmoid(input), elementwise (also called swish).
-
-    Args:
-        input (Tensor): the input tensor.
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -348,9 +336,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """input where positive, else negative_slope * input.
 
     Args:
-        input (Tensor): the input tensor.
         negative_slope (float, optional): the slope for negative entries. Default: 0.01.
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -405,9 +391,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """input where positive, else alpha * (exp(input) - 1).
 
     Args:
-        input (Tensor): the input tensor.
         alpha (float, optional): the negative saturation value. Default: 1.
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -447,10 +431,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """input clamped to [min_val, max_val].
 
     Args:
-        input (Tensor): the input tensor.
         min_val (float, optional): the lower bound. Default: -1.
         max_val (float, optional): the upper bound. Default: 1.
-        inplace (bool, optional): write the result into input. Default: False.
 
     The gradient is 1 strictly between the bounds and 0 at or outside them.
 
@@ -476,10 +458,6 @@ def _hardtanh(input: Tensor, min_val: float, max_val: float, inplace: bool) -> T
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(input, 0), 6), elementwise (torch's hardtanh(input, 0, 6)).
 
-    Args:
-        input (Tensor): the input tensor.
-        inplace (bool, optional): write the result into input. Default: False.
-
     Example::
 
         >>> rustgrad.nn.functional.relu6(rustgrad.tensor([-1., 3., 8.]))
@@ -500,10 +478,6 @@ HARDSIGMOID = node("HardsigmoidBackward0", _hardsigmoid_bw, saved=("self",))
 @op(functional="hardsigmoid", grad_fn="HardsigmoidBackward0")
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """clamp(input / 6 + 1/2, 0, 1), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -532,10 +506,6 @@ HARDSWISH = node("HardswishBackward0", _hardswish_bw, saved=("self",))
 @op(functional="hardswish", grad_fn="HardswishBackward0")
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """input * hardsigmoid(input), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -630,7 +600,6 @@ def softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     """exp(input) / exp(input).sum(dim), computed stably by shifting with the max along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim whose entries sum to 1 (leaving it out is deprecated, as in torch).
         dtype (rustgrad.dtype, optional): the dtype input is cast to first.
 
@@ -689,7 +658,6 @@ def log_softmax(input: Tensor, dim: Optional[int] = None, dtype: Any = None,
     """input - logsumexp(input, dim), computed stably by shifting with the max along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to normalize over (leaving it out is deprecated, as in torch).
         dtype (rustgrad.dtype, optional): the dtype input is cast to first.
 
@@ -719,7 +687,6 @@ def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
     """softmax(-input, dim).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim whose entries sum to 1.
         dtype (rustgrad.dtype, optional): the dtype input is cast to first.
 
@@ -888,10 +855,8 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     """input where input > threshold, else value.
 
     Args:
-        input (Tensor): the input tensor.
         threshold (float): entries at or below it are replaced.
         value (float): what they are replaced by (cast to input's dtype).
-        inplace (bool, optional): write the result into input. Default: False.
 
     Example::
 
@@ -1002,7 +967,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         lower (float, optional): the lower bound of the slope. Default: 1/8.
         upper (float, optional): the upper bound of the slope. Default: 1/3.
         training (bool, optional): draw the slopes (from rustgrad's generator). Default: False.
-        inplace (bool, optional): write the result into input. Default: False.
 
     The gradient is the slope each element used (1 where input > 0).
 

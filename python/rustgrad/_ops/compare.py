@@ -14,6 +14,7 @@ from ._util import (
     broadcast_error,
     checked_int,
     const,
+    name_function,
     promote,
     record,
     same_device,
@@ -181,100 +182,71 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
     return record(out, (), "", None)
 
 
-@op(method="eq", dunder="__eq__", function="eq")
-def eq(input: Tensor, other: Any) -> Any:
-    """input == other, elementwise, as a bool tensor.
+def _comparison(name: str, ufunc: str, doc: str, args_like: Any = None) -> Any:
+    """The comparison op `name` (Tensor method, operator and function), computed by the backend's
+    `ufunc`; `args_like`: the op whose arguments' docs it shares."""
 
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
+    def compare(input: Tensor, other: Any) -> Any:
+        return _compare(input, other, ufunc)
 
-    Example::
-
-        >>> rustgrad.tensor([1, 2, 3]) == 2
-        tensor([False,  True, False])
-    """
-    return _compare(input, other, "equal")
+    name_function(compare, name)
+    compare.__module__ = __name__
+    compare.__doc__ = doc
+    return op(method=name, dunder=f"__{name}__", function=name, args_like=args_like)(compare)
 
 
-@op(method="ne", dunder="__ne__", function="ne")
-def ne(input: Tensor, other: Any) -> Any:
-    """input != other, elementwise, as a bool tensor.
+# one row per comparison: (name, the backend's ufunc, docs); their arguments are eq's
+_EQ_DOC = """input == other, elementwise, as a bool tensor.
 
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
+Args:
+    input (Tensor): the tensor to compare.
+    other (Tensor or Number): the value compared with, broadcast with input.
 
-    Example::
+Example::
 
-        >>> rustgrad.tensor([1, 2, 3]).ne(rustgrad.tensor([1, 0, 3]))
-        tensor([False,  True, False])
-    """
-    return _compare(input, other, "not_equal")
+    >>> rustgrad.tensor([1, 2, 3]) == 2
+    tensor([False,  True, False])
+"""
+_COMPARISONS = (
+    ("eq", "equal", _EQ_DOC),
+    ("ne", "not_equal", """input != other, elementwise, as a bool tensor.
 
+        Example::
 
-@op(method="lt", dunder="__lt__", function="lt")
-def lt(input: Tensor, other: Any) -> Any:
-    """input < other, elementwise, as a bool tensor.
+            >>> rustgrad.tensor([1, 2, 3]).ne(rustgrad.tensor([1, 0, 3]))
+            tensor([False,  True, False])
+        """),
+    ("lt", "less", """input < other, elementwise, as a bool tensor.
 
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
+        Example::
 
-    Example::
+            >>> rustgrad.tensor([1, 2, 3]) < 2
+            tensor([ True, False, False])
+        """),
+    ("le", "less_equal", """input <= other, elementwise, as a bool tensor.
 
-        >>> rustgrad.tensor([1, 2, 3]) < 2
-        tensor([ True, False, False])
-    """
-    return _compare(input, other, "less")
+        Example::
 
+            >>> rustgrad.tensor([1, 2, 3]) <= 2
+            tensor([ True,  True, False])
+        """),
+    ("gt", "greater", """input > other, elementwise, as a bool tensor.
 
-@op(method="le", dunder="__le__", function="le")
-def le(input: Tensor, other: Any) -> Any:
-    """input <= other, elementwise, as a bool tensor.
+        Example::
 
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
+            >>> rustgrad.tensor([1., 2., float('nan')]) > 1
+            tensor([False,  True, False])
+        """),
+    ("ge", "greater_equal", """input >= other, elementwise, as a bool tensor.
 
-    Example::
+        Example::
 
-        >>> rustgrad.tensor([1, 2, 3]) <= 2
-        tensor([ True,  True, False])
-    """
-    return _compare(input, other, "less_equal")
-
-
-@op(method="gt", dunder="__gt__", function="gt")
-def gt(input: Tensor, other: Any) -> Any:
-    """input > other, elementwise, as a bool tensor.
-
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
-
-    Example::
-
-        >>> rustgrad.tensor([1., 2., float('nan')]) > 1
-        tensor([False,  True, False])
-    """
-    return _compare(input, other, "greater")
-
-
-@op(method="ge", dunder="__ge__", function="ge")
-def ge(input: Tensor, other: Any) -> Any:
-    """input >= other, elementwise, as a bool tensor.
-
-    Args:
-        input (Tensor): the tensor to compare.
-        other (Tensor or Number): the value compared with, broadcast with input.
-
-    Example::
-
-        >>> rustgrad.tensor([1, 2, 3]).ge(2)
-        tensor([False,  True,  True])
-    """
-    return _compare(input, other, "greater_equal")
+            >>> rustgrad.tensor([1, 2, 3]).ge(2)
+            tensor([False,  True,  True])
+        """),
+)
+eq = _comparison(*_COMPARISONS[0])
+ne, lt, le, gt, ge = (_comparison(n, u, d, eq) for n, u, d in _COMPARISONS[1:])
 
 
 def _logical(a: Tensor, b: Any, op: str) -> Any:
@@ -364,17 +336,10 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     return const(xp.asarray(xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
-@op(method="allclose", function="allclose")
+@op(method="allclose", function="allclose", args_like=isclose)
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
     """Whether isclose holds everywhere (a Python bool).
-
-    Args:
-        input (Tensor): the first tensor.
-        other (Tensor): the second tensor, broadcast with input.
-        rtol (float, optional): the relative tolerance. Default: 1e-05.
-        atol (float, optional): the absolute tolerance. Default: 1e-08.
-        equal_nan (bool, optional): whether two NaNs count as close. Default: False.
 
     Example::
 

@@ -603,7 +603,6 @@ def flip(input: Tensor, *dims: Any) -> Tensor:
     """A copy of input reversed along the given dims.
 
     Args:
-        input (Tensor): the input tensor.
         dims (int or tuple of ints): the dims to reverse.
 
     Example::
@@ -634,7 +633,6 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """A copy of input rolled by shifts along dims (the flattened input when dims is None).
 
     Args:
-        input (Tensor): the input tensor.
         shifts (int or tuple of ints): by how many places; entries pushed off one end come back
             at the other.
         dims (int or tuple of ints, optional): the dims to roll along.
@@ -672,9 +670,7 @@ def fliplr(input: Tensor) -> Tensor:
         tensor([[2, 1],
                 [4, 3]])
     """
-    if input._data.ndim < 2:
-        raise RuntimeError("Input must be >= 2-d.")
-    return flip(input, 1)
+    return _flip_one(input, 1)
 
 
 @op(method="flipud", function="flipud", grad_fn="FlipBackward0")
@@ -687,9 +683,14 @@ def flipud(input: Tensor) -> Tensor:
         tensor([[3, 4],
                 [1, 2]])
     """
-    if input._data.ndim < 1:
-        raise RuntimeError("Input must be >= 1-d.")
-    return flip(input, 0)
+    return _flip_one(input, 0)
+
+
+def _flip_one(input: Tensor, dim: int) -> Tensor:
+    """flip along one dim, refused (as torch's fliplr/flipud) when input lacks it."""
+    if input._data.ndim <= dim:
+        raise RuntimeError(f"Input must be >= {dim + 1}-d.")
+    return flip(input, dim)
 
 
 def _rot90_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -762,7 +763,6 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """input tiled sizes times along each dimension.
 
     Args:
-        input (Tensor): the input tensor.
         sizes (ints or tuple of ints): the number of copies per dim (at least input.dim()
             of them; extra leading ones add dims).
 
@@ -808,7 +808,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
     """Each entry of input repeated repeats times along dim.
 
     Args:
-        input (Tensor): the input tensor.
         repeats (int or Tensor): the number of copies, for every entry or one per entry.
         dim (int, optional): the dim to repeat along; the flattened input when None.
         output_size (int, optional): keyword-only; the total size along dim, if known.

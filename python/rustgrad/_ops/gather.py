@@ -164,7 +164,6 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of input at index along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to index.
         index (Tensor): a 1-D int64 (or int32) tensor of positions; repeats allowed.
 
@@ -523,7 +522,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of input with value where mask is True.
 
     Args:
-        input (Tensor): the input tensor.
         mask (Tensor): a bool tensor broadcast with input.
         value (Number or 0-d Tensor): the value written.
 
@@ -611,7 +609,6 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The entries of input where mask is True, as a 1-D tensor.
 
     Args:
-        input (Tensor): the input tensor.
         mask (Tensor): a bool tensor broadcast with input.
 
     Example::
@@ -638,7 +635,6 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """The indices of the non-zero entries (one row each, or a tuple of index tensors).
 
     Args:
-        input (Tensor): the input tensor.
         as_tuple (bool, optional): keyword-only; give one 1-D index tensor per dim instead of
             an (n, ndim) tensor. Default: False.
 
@@ -679,7 +675,6 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of input with value in the slices of dim that index names.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim index runs along.
         index (Tensor): the int64 positions filled.
         value (Number or 0-d Tensor): the value written.
@@ -1013,7 +1008,6 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of input with source's entries, in order, written where mask is True.
 
     Args:
-        input (Tensor): the input tensor.
         mask (Tensor): a bool tensor broadcast with input.
         source (Tensor): at least as many entries as mask has True ones, read in row-major order.
 
@@ -1115,7 +1109,6 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """A copy of input with the slices of source written at index along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim index runs along.
         index (Tensor): 1-D int64 positions, one per slice of source along dim.
         source (Tensor): the slices written, of input's dtype.
@@ -1176,7 +1169,6 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     """The entries of input, read as a flat tensor, at index (the result has index's shape).
 
     Args:
-        input (Tensor): the input tensor.
         index (Tensor): int64 positions into input's flattened entries; negative ones count
             from the end.
 
@@ -1207,7 +1199,6 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     """A copy of input, read as a flat tensor, with source's entries written at index.
 
     Args:
-        input (Tensor): the input tensor.
         index (Tensor): int64 positions into input's flattened entries; negative ones count
             from the end.
         source (Tensor): as many entries as index, of input's dtype.

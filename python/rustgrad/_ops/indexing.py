@@ -467,7 +467,6 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     """A copy of input with alpha * source added at index along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim index runs along.
         index (Tensor): 1-D int64 positions, one per slice of source along dim; repeats allowed.
         source (Tensor): the slices added.
@@ -528,7 +527,6 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor,
     """A copy of input with values written (or accumulated) at the index tensors.
 
     Args:
-        input (Tensor): the input tensor.
         indices (tuple of Tensors): one index tensor per leading dim, broadcast together.
         values (Tensor): the values written, broadcast to the indexed shape.
         accumulate (bool, optional): add to the entries instead of overwriting (repeated
@@ -682,7 +680,6 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of input with src written into input.select(dim, index).
 
     Args:
-        input (Tensor): the input tensor.
         src (Tensor): the values written, of the selected slice's shape (cast to input's dtype).
         dim (int): the dim to select along.
         index (int): the position selected (negative counts from the end).
@@ -728,7 +725,6 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Any = None, e
     """A copy of input with src written into the slice start:end:step of dim.
 
     Args:
-        input (Tensor): the input tensor.
         src (Tensor): the values written, of the slice's shape (cast to input's dtype).
         dim (int, optional): the dim sliced. Default: 0.
         start (int, optional): the slice's first position. Default: the start.

@@ -156,11 +156,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
         input (Tensor): log-probabilities (N, C) or (N, C, d1, ...), or (C,) for one sample.
         target (Tensor): int64 class indices (N) or (N, d1, ...).
         weight (Tensor, optional): a weight per class (C,).
-        size_average (bool, optional): deprecated; use reduction.
         ignore_index (int, optional): a target value that contributes nothing (nor to the
             mean's divisor). Default: -100.
-        reduce (bool, optional): deprecated; use reduction.
-        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
 
     With weights, "mean" divides by the sum of the weights of the targets used.
 
@@ -261,9 +258,6 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
     Args:
         input (Tensor): the predictions.
         target (Tensor): the targets, of input's shape.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
-        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
         weight (Tensor, optional): a weight per entry, of input's shape; "mean" is then the
             weighted mean, divided by the sum of the weights.
 
@@ -328,9 +322,6 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] =
     Args:
         input (Tensor): the predictions.
         target (Tensor): the targets, of input's shape.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
-        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
         beta (float, optional): where the loss turns from quadratic to linear. Default: 1.
 
     Example::
@@ -417,9 +408,6 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
         input (Tensor): probabilities in [0, 1].
         target (Tensor): targets in [0, 1], of input's shape.
         weight (Tensor, optional): a weight per entry, broadcast with input.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
-        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
 
     Example::
 
@@ -506,9 +494,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         input (Tensor): logits.
         target (Tensor): targets in [0, 1], of input's shape.
         weight (Tensor, optional): a weight per entry, broadcast with input.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
-        reduction (str, optional): "none", "mean" or "sum" over the entries. Default: "mean".
         pos_weight (Tensor, optional): a weight for the positive term, per class (last dim).
 
     Example::
@@ -615,8 +600,6 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         p (int, optional): 1 or 2. Default: 1.
         margin (float, optional): the margin. Default: 1.
         weight (Tensor, optional): a weight per class (C,), applied by each sample's target.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
         reduction (str, optional): "none", "mean" or "sum" over the samples. Default: "mean".
 
     Example::
@@ -695,8 +678,6 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Optional
         input (Tensor): the scores, (N, C) or (C,).
         target (Tensor): int64, input's shape: each row's target classes first, then -1 (what
             follows the first -1 is ignored).
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
         reduction (str, optional): "none", "mean" or "sum" over the samples. Default: "mean".
 
     Example::
@@ -768,8 +749,6 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
         eps (float, optional): added to the differences (pairwise_distance's). Default: 1e-6.
         swap (bool, optional): use the smaller of d(anchor, negative) and
             d(positive, negative) (the distance swap). Default: False.
-        size_average (bool, optional): deprecated; use reduction.
-        reduce (bool, optional): deprecated; use reduction.
         reduction (str, optional): "none", "mean" or "sum". Default: "mean".
 
     Example::

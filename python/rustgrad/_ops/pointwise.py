@@ -77,9 +77,6 @@ EXP = node("ExpBackward0", _exp_bw, result=True)
 def exp(input: Tensor) -> Tensor:
     """e to the power input, elementwise.
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is the result itself, exp(input).
 
     Example::
@@ -101,9 +98,6 @@ LOG = node("LogBackward0", _log_bw, saved=("self",))
 def log(input: Tensor) -> Tensor:
     """The natural logarithm of input, elementwise.
 
-    Args:
-        input (Tensor): the input tensor.
-
     Negative entries give NaN and 0 gives -inf; the gradient is 1 / input (inf at 0).
 
     Example::
@@ -124,9 +118,6 @@ SQRT = node("SqrtBackward0", _sqrt_bw, result=True)
 @op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0")
 def sqrt(input: Tensor) -> Tensor:
     """The square root of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
 
     The gradient is 1 / (2 sqrt(input)): infinite at 0, NaN for negative entries.
 
@@ -153,9 +144,6 @@ ABS = node("AbsBackward0", _abs_bw, saved=("self",))
 def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
     """The absolute value of input, elementwise.
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is sign(input), so an entry at exactly 0 gets gradient 0.
 
     Example::
@@ -181,9 +169,6 @@ SIGN = node("SignBackward0", _sign_bw)
 @op(method="sign", function="sign", grad_fn="SignBackward0")
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of input, elementwise (0 for NaN, as torch's).
-
-    Args:
-        input (Tensor): the input tensor.
 
     The gradient is zero everywhere.
 
@@ -214,9 +199,6 @@ TANH = node("TanhBackward0", _tanh_bw, result=True)
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent of input, elementwise.
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is 1 - tanh(input)^2, computed from the saved result.
 
     Example::
@@ -238,9 +220,6 @@ RECIPROCAL = node("ReciprocalBackward0", _reciprocal_bw, result=True)
 @op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0", autocast=dict(cuda="fp32"))
 def reciprocal(input: Tensor) -> Tensor:
     """1 / input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
 
     Integer and bool inputs give float32. The gradient is -1 / input^2.
 
@@ -318,7 +297,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     """input limited to [min, max] (either bound may be None, a number or a tensor).
 
     Args:
-        input (Tensor): the input tensor.
         min (Number or Tensor, optional): the lower bound.
         max (Number or Tensor, optional): the upper bound.
 
@@ -654,9 +632,6 @@ arcsin, arccos, arctan = asin, acos, atan
 def square(input: Tensor) -> Tensor:
     """input * input, elementwise (torch's pow(input, 2); bool squares to int64).
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is 2 input, recorded as PowBackward0.
 
     Example::
@@ -693,9 +668,6 @@ def _rounding(a: Tensor, fn: Any, spec: Any, kernel: str) -> Tensor:
 def floor(input: Tensor) -> Tensor:
     """The largest integer not above input, elementwise (zero gradient).
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([-1.5, 1.5]).floor()
@@ -708,9 +680,6 @@ def floor(input: Tensor) -> Tensor:
 def ceil(input: Tensor) -> Tensor:
     """The smallest integer not below input, elementwise (zero gradient).
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([-1.5, 1.5]).ceil()
@@ -722,9 +691,6 @@ def ceil(input: Tensor) -> Tensor:
 @op(method=("fix", "trunc"), function=("fix", "trunc"), grad_fn="TruncBackward0")
 def trunc(input: Tensor) -> Tensor:
     """input rounded toward zero, elementwise (zero gradient).
-
-    Args:
-        input (Tensor): the input tensor.
 
     Example::
 
@@ -742,7 +708,6 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """input rounded to the nearest integer, halves to even (or to decimals places).
 
     Args:
-        input (Tensor): the input tensor.
         decimals (int, optional): keyword-only; the number of decimal places, computed as torch
             does, rint(input * 10**decimals) / 10**decimals. Default: 0.
 
@@ -820,9 +785,6 @@ ERF = node("ErfBackward0", _erf_bw, saved=("self",))
 @op(method="erf", function="erf", grad_fn="ErfBackward0")
 def erf(input: Tensor) -> Tensor:
     """The error function of input, elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
 
     The gradient is 2 / sqrt(pi) exp(-input^2).
 
@@ -952,9 +914,6 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 def isnan(input: Tensor) -> Tensor:
     """Where input is NaN, as a bool tensor.
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([1., float("nan")]).isnan()
@@ -967,9 +926,6 @@ def isnan(input: Tensor) -> Tensor:
 def isinf(input: Tensor) -> Tensor:
     """Where input is +inf or -inf, as a bool tensor.
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([1., float("inf"), -float("inf")]).isinf()
@@ -981,9 +937,6 @@ def isinf(input: Tensor) -> Tensor:
 @op(method="isfinite", function="isfinite")
 def isfinite(input: Tensor) -> Tensor:
     """Where input is neither NaN nor infinite, as a bool tensor.
-
-    Args:
-        input (Tensor): the input tensor.
 
     Example::
 
@@ -1056,9 +1009,6 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 def logical_not(input: Tensor) -> Tensor:
     """not input, as a truth value, elementwise (bool result).
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([0., 1.5]).logical_not()
@@ -1080,7 +1030,6 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any 
     """input with NaN, +inf and -inf replaced by finite numbers.
 
     Args:
-        input (Tensor): the input tensor.
         nan (float, optional): the value for NaN. Default: 0.
         posinf (float, optional): the value for +inf. Default: the dtype's largest finite value.
         neginf (float, optional): the value for -inf. Default: the dtype's smallest finite value.
@@ -1112,9 +1061,6 @@ FRAC = node("FracBackward0", _frac_bw)
 @op(method="frac", function="frac", grad_fn="FracBackward0")
 def frac(input: Tensor) -> Tensor:
     """The fractional part of input, input - trunc(input), elementwise.
-
-    Args:
-        input (Tensor): the input tensor.
 
     The gradient passes through unchanged (1).
 
@@ -1209,7 +1155,6 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002  (torch's name)
     """input limited from below by min (a number or a tensor).
 
     Args:
-        input (Tensor): the input tensor.
         min (Number or Tensor): the lower bound.
 
     Example::
@@ -1225,7 +1170,6 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002  (torch's name)
     """input limited from above by max (a number or a tensor).
 
     Args:
-        input (Tensor): the input tensor.
         max (Number or Tensor): the upper bound.
 
     Example::

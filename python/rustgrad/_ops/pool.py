@@ -99,7 +99,6 @@ def max_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
     """The max of each window of (N, C, H, W) or (C, H, W) input (and its flat index).
 
     Args:
-        input (Tensor): the input tensor.
         kernel_size (int or pair of ints): the window's size.
         stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
         padding (int or pair of ints, optional): implicit -inf padding on each side. Default: 0.
@@ -236,7 +235,6 @@ def avg_pool2d(input: Tensor, kernel_size: IntOrPair, stride: Optional[IntOrPair
     """The mean of each window of (N, C, H, W) or (C, H, W) input.
 
     Args:
-        input (Tensor): the input tensor.
         kernel_size (int or pair of ints): the window's size.
         stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
         padding (int or pair of ints, optional): implicit zero padding on each side. Default: 0.
@@ -634,7 +632,6 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrPair,
     """The p-norm of each window of (N, C, H, W) or (C, H, W) input: (sum x^p)^(1/p).
 
     Args:
-        input (Tensor): the input tensor.
         norm_type (float): p; inf gives max pooling.
         kernel_size (int or pair of ints): the window's size.
         stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
@@ -659,7 +656,6 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int,
     """The p-norm of each window of (N, C, L) or (C, L) input: (sum x^p)^(1/p).
 
     Args:
-        input (Tensor): the input tensor.
         norm_type (float): p; inf gives max pooling.
         kernel_size (int): the window's size.
         stride (int, optional): the step between windows. Default: kernel_size.

@@ -106,7 +106,6 @@ def random_(self: Tensor, from_: Any = None, to: Any = _UNSET, *, generator: Any
             exclusive upper bound from 0.
         to (int, optional): the exclusive upper bound; None draws up to the dtype's largest
             value.
-        generator (Generator, optional): keyword-only; the generator drawn from.
 
     With no bounds the values run from 0 to the dtype's largest integer (2**mantissa digits
     for floating types, inclusive).
@@ -165,7 +164,6 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> 
     Args:
         self (Tensor): a floating point tensor.
         lambd (float, optional): the rate (> 0); the mean is 1 / lambd. Default: 1.
-        generator (Generator, optional): keyword-only; the generator drawn from.
 
     Example::
 
@@ -188,7 +186,6 @@ def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
     Args:
         self (Tensor): the tensor filled (any numeric dtype but bool).
         p (float): the probability of success of each trial, in (0, 1).
-        generator (Generator, optional): keyword-only; the generator drawn from.
 
     Example::
 
@@ -213,7 +210,6 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
         self (Tensor): a floating point tensor.
         mean (float, optional): the mean of the underlying normal. Default: 1.
         std (float, optional): the standard deviation of the underlying normal (> 0). Default: 2.
-        generator (Generator, optional): keyword-only; the generator drawn from.
 
     Example::
 
@@ -239,7 +235,6 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
         self (Tensor): a floating point tensor.
         median (float, optional): the location. Default: 0.
         sigma (float, optional): the scale (> 0). Default: 1.
-        generator (Generator, optional): keyword-only; the generator drawn from.
 
     Example::
 

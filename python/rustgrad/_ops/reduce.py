@@ -81,9 +81,7 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
     """The sum of all entries, or over dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to sum in and return. Bool and
             integer inputs sum as int64 by default.
 
@@ -132,7 +130,6 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     Args:
         input (Tensor): the input tensor (floating point, or give dtype).
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     Example::
@@ -245,10 +242,8 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest entry; over dim, (values, indices); with a tensor, the elementwise maximum.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or Tensor, optional): the dim to reduce, giving a named tuple (values,
             indices); a tensor here means rustgrad.maximum(input, dim).
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     The gradient: over dim, each row's gradient goes to the entry at the returned index (the
     first largest); over all entries, it is shared evenly among the entries equal to the max.
@@ -275,10 +270,8 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest entry; over dim, (values, indices); with a tensor, the elementwise minimum.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or Tensor, optional): the dim to reduce, giving a named tuple (values,
             indices); a tensor here means rustgrad.minimum(input, dim).
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     The gradient follows max's rule: to the returned index over dim, shared among ties overall.
 
@@ -357,9 +350,7 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over dim, computed stably by shifting with the max.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints): the dims to reduce.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     The gradient is softmax(input) over dim.
 
@@ -448,9 +439,7 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
     """The product of all entries, or over dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim to reduce; all entries when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     The gradient is the product of the other entries, exact also where input has zeros.
@@ -499,7 +488,6 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sums along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to sum along.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
@@ -541,7 +529,6 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running products along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to multiply along.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
@@ -616,10 +603,8 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     """The variance over dim (all entries by default), with Bessel's correction unless told otherwise.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
         unbiased (bool, optional): the older spelling of correction=1 (True) or 0 (False).
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         correction (int, optional): keyword-only; the divisor is N - correction. Default: 1.
 
     Example::
@@ -649,10 +634,8 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
     """The standard deviation over dim (all entries by default), with Bessel's correction by default.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
         unbiased (bool, optional): the older spelling of correction=1 (True) or 0 (False).
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         correction (int, optional): keyword-only; the divisor is N - correction. Default: 1.
 
     Example::
@@ -789,11 +772,9 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     """torch.norm: the p-norm over dim (all dims by default); 'fro' is the 2-norm of the entries.
 
     Args:
-        input (Tensor): the input tensor.
         p (float or str, optional): the order: a number (inf and -inf included) or "fro".
             Default: "fro".
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): the dtype to compute in and return.
 
     The 2-norm's gradient at a zero input is 0 (not NaN), as torch's.
@@ -911,9 +892,7 @@ def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     """The largest entries over dim (the gradient is shared evenly among ties).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when empty.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Unlike max(dim), the gradient is split evenly among all entries equal to the max.
 
@@ -934,9 +913,7 @@ def amin(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
     """The smallest entries over dim (the gradient is shared evenly among ties).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when empty.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Example::
 
@@ -963,9 +940,7 @@ def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     """Whether every entry is non-zero, overall or over dim (a bool tensor).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Example::
 
@@ -983,9 +958,7 @@ def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     """Whether some entry is non-zero, overall or over dim (a bool tensor).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Example::
 
@@ -1025,9 +998,7 @@ def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
     """The index of the largest entry, overall (flattened) or over dim (the first among ties).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim to reduce; the flattened input when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Example::
 
@@ -1045,9 +1016,7 @@ def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
     """The index of the smallest entry, overall (flattened) or over dim (the first among ties).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim to reduce; the flattened input when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
 
     Example::
 
@@ -1063,7 +1032,6 @@ def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
     """The number of non-zero entries, over all of input or along dim (int64).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to count along.
 
     Example::
@@ -1121,7 +1089,6 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
     """The n-th forward difference along dim, after prepend/append are concatenated.
 
     Args:
-        input (Tensor): the input tensor.
         n (int, optional): how many times to difference. Default: 1.
         dim (int, optional): the dim to difference along. Default: -1.
         prepend (Tensor, optional): values put before input along dim.
@@ -1213,7 +1180,6 @@ def cummax(input: Tensor, dim: int) -> Any:
     """The running maximum along dim and the index each value came from.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to scan along.
 
     Returns a named tuple (values, indices). Among equal values the index is the latest one; a
@@ -1234,7 +1200,6 @@ def cummin(input: Tensor, dim: int) -> Any:
     """The running minimum along dim and the index each value came from.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to scan along.
 
     Returns a named tuple (values, indices), with cummax's rules for ties and NaN.
@@ -1376,7 +1341,6 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
     """The smallest and the largest entries, overall or along dim, in one call.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): keyword-only; the dim to reduce; all entries when None.
         keepdim (bool, optional): keyword-only; keep the reduced dim as size 1. Default: False.
 

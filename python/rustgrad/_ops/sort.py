@@ -303,7 +303,6 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     """The k-th smallest entry along dim (k counts from 1) and its index.
 
     Args:
-        input (Tensor): the input tensor.
         k (int): which smallest entry, 1 for the smallest.
         dim (int, optional): the dim to look along. Default: -1.
         keepdim (bool, optional): keep the reduced dim as size 1. Default: False.
@@ -339,7 +338,6 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     index of its last occurrence.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim to look along. Default: -1.
         keepdim (bool, optional): keep the reduced dim as size 1. Default: False.
 
@@ -399,7 +397,6 @@ def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """median ignoring NaN: the lower median of the non-NaN entries, overall or along dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim to reduce, giving a named tuple (values, indices); all
             entries when None.
         keepdim (bool, optional): keep the reduced dim as size 1. Default: False.
@@ -451,9 +448,6 @@ def _keep(shape: tuple, dim: int) -> tuple:
 @op(method="msort", function="msort", grad_fn="SortBackward0")
 def msort(input: Tensor) -> Tensor:
     """input sorted along its first dim (sort(input, dim=0).values).
-
-    Args:
-        input (Tensor): the input tensor.
 
     Example::
 

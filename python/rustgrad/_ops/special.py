@@ -393,7 +393,6 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
     Args:
         n (int): the order of the derivative, n >= 0 (0 is digamma).
-        input (Tensor): the input tensor.
 
     The gradient is polygamma(n + 1, input).
 
@@ -444,7 +443,6 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension p, elementwise.
 
     Args:
-        input (Tensor): the input tensor.
         p (int): the dimension, p >= 1.
 
     log(pi) p (p - 1) / 4 + sum over j < p of lgamma(input - j / 2); inf where an entry is not
@@ -499,7 +497,6 @@ def logit(input: Tensor, eps: Optional[float] = None) -> Tensor:
     [eps, 1 - eps] when eps is given.
 
     Args:
-        input (Tensor): the input tensor.
         eps (float, optional): the clamping bound; None (or negative) clamps nothing.
 
     The gradient is 1 / (input (1 - input)): 0 where eps clamped the entry, NaN outside [0, 1]
@@ -529,9 +526,6 @@ MUL_SCALAR = node("MulBackward1", _mul_scalar_bw, getters={"other": lambda s, c:
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal CDF at input, (1 + erf(input / sqrt(2))) / 2, as torch computes it.
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.special.ndtr(rustgrad.tensor([0., 1.]))
@@ -549,7 +543,6 @@ def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
     decimals is (RoundBackward1; integer tensors are refused, as torch's).
 
     Args:
-        input (Tensor): the input tensor.
         decimals (int, optional): keyword-only; the number of decimal places. Default: 0.
 
     Example::
@@ -917,7 +910,6 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """The Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0.
 
     Args:
-        input (Tensor): the input tensor.
         values (Tensor): the values at 0, of input's dtype, broadcast with it.
 
     NaN entries give 0, as torch's. It has no derivative (backward raises, as torch's).
@@ -1121,9 +1113,6 @@ def sgn(input: Tensor) -> Tensor:
     """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for
     real tensors).
 
-    Args:
-        input (Tensor): the input tensor.
-
     The gradient is zero.
 
     Example::
@@ -1221,9 +1210,7 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     """The sum of all entries, or over dim, counting NaN as zero.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to sum in and return. Bool and
             integer inputs sum as int64 by default.
 
@@ -1266,7 +1253,6 @@ def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: An
     Args:
         input (Tensor): the input tensor (floating point).
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        keepdim (bool, optional): keep the reduced dims as size 1. Default: False.
         dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     nansum over the count of non-NaN entries, as torch computes it (DivBackward0).

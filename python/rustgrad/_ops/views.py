@@ -61,7 +61,6 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """A view of length entries of input along dim, from start.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to narrow.
         start (int or Tensor): the first index kept.
         length (int): how many entries to keep.
@@ -98,7 +97,6 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     """A view of input at index along dim, without that dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim to index.
         index (int): the index taken (negative counts from the end).
 
@@ -128,7 +126,6 @@ def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
     """The slices of input along dim, as a tuple of views.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int, optional): the dim removed. Default: 0.
 
     Example::
@@ -227,7 +224,6 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
     """input cut along dim into at most chunks equal pieces, as views.
 
     Args:
-        input (Tensor): the input tensor.
         chunks (int): the number of pieces wanted.
         dim (int, optional): the dim to cut. Default: 0.
 
@@ -315,7 +311,6 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """A view of input with the dims at source moved to destination.
 
     Args:
-        input (Tensor): the input tensor.
         source (int or tuple of ints): the dims to move.
         destination (int or tuple of ints): where they go.
 
@@ -455,7 +450,6 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     """A view of input with another shape (the same number of entries, compatible strides).
 
     Args:
-        input (Tensor): the input tensor.
         shape (ints or tuple of ints): the new shape; one entry may be -1, inferred.
 
     Shares input's storage: writing to one shows in the other. Use reshape when the strides may
@@ -488,7 +482,6 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     """input with another shape: a view when the strides allow it, else a copy.
 
     Args:
-        input (Tensor): the input tensor.
         shape (ints or tuple of ints): the new shape; one entry may be -1, inferred.
 
     Example::
@@ -513,7 +506,6 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """input with dims start_dim .. end_dim merged into one.
 
     Args:
-        input (Tensor): the input tensor.
         start_dim (int, optional): the first dim merged. Default: 0.
         end_dim (int, optional): the last dim merged. Default: -1.
 
@@ -544,7 +536,6 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """input with dim split into sizes.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): the dim split.
         sizes (tuple of ints): the sizes it becomes (one may be -1).
 
@@ -570,7 +561,6 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view of input with dims dim0 and dim1 swapped.
 
     Args:
-        input (Tensor): the input tensor.
         dim0 (int): the first dim.
         dim1 (int): the second dim.
 
@@ -598,9 +588,6 @@ T_NODE = node("TBackward0", _t_bw)
 def t(input: Tensor) -> Tensor:
     """The transpose of a tensor of at most 2 dims (0-D and 1-D come back as they are).
 
-    Args:
-        input (Tensor): the input tensor.
-
     Example::
 
         >>> rustgrad.tensor([[1, 2]]).t()
@@ -625,7 +612,6 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     """A view of input with its dims reordered.
 
     Args:
-        input (Tensor): the input tensor.
         dims (ints or tuple of ints): the order: output dim i is input dim dims[i].
 
     Example::
@@ -666,7 +652,6 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """A view of input with a size-1 dim inserted at dim.
 
     Args:
-        input (Tensor): the input tensor.
         dim (int): where the new dim goes (negative counts from the end of the result).
 
     Example::
@@ -692,7 +677,6 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """A view of input without its size-1 dims (or only those in dim).
 
     Args:
-        input (Tensor): the input tensor.
         dim (int or tuple of ints, optional): the dims to remove if they have size 1.
 
     Example::
@@ -727,7 +711,6 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     """A view of input broadcast to sizes (-1 keeps a size); no copy.
 
     Args:
-        input (Tensor): the input tensor.
         sizes (ints or tuple of ints): the new sizes; only size-1 dims may grow, and new
             leading dims may be added.
 
@@ -819,7 +802,6 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     """A view of input broadcast to shape.
 
     Args:
-        input (Tensor): the input tensor.
         shape (tuple of ints): the shape to broadcast to.
 
     Example::
@@ -836,7 +818,6 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
     """A view of input with two dims swapped: transpose under NumPy's name (`swapdims` too).
 
     Args:
-        input (Tensor): the input tensor.
         axis0 (int): the first dim.
         axis1 (int): the second dim.
 
@@ -851,9 +832,6 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
 @op(method="ravel", function="ravel", grad_fn=("ViewBackward0", "CloneBackward0"))
 def ravel(input: Tensor) -> Tensor:
     """input flattened to one dim: a view when it is contiguous, else a contiguous copy's view.
-
-    Args:
-        input (Tensor): the input tensor.
 
     Example::
 
@@ -1123,7 +1101,6 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     when it already has that size.
 
     Args:
-        input (Tensor): the input tensor.
         size (ints or tuple of ints): the shape to sum to.
 
     Example::
