@@ -205,17 +205,18 @@ __all__ = [
     "selu_", "conv2d", "conv1d", "channel_shuffle", "native_channel_shuffle",
     "conv_transpose2d", "conv_transpose1d", "det", "slogdet", "logdet", "inverse", "cholesky",
     "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "cross", "cdist", "pdist",
-    "pairwise_distance", "cosine_similarity", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm",
-    "baddbmm", "einsum", "tensordot", "kron", "trace", "diag_embed", "diag", "matmul",
-    "layer_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
-    "max_pool1d_with_indices", "adaptive_max_pool1d", "poisson", "randperm", "bernoulli",
-    "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted", "bucketize",
-    "kthvalue", "mode", "nanmedian", "msort", "unique_consecutive", "lgamma", "digamma",
-    "erfinv", "erfc", "erfc_", "i0", "i0_", "sinc", "sinc_", "polygamma", "mvlgamma", "logit",
-    "xlogy", "xlogy_", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside",
-    "gcd", "lcm", "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "logit_",
-    "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef", "histc",
-    "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
+    "pairwise_distance", "cosine_similarity", "grid_sampler", "affine_grid_generator", "dot",
+    "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum", "tensordot", "kron",
+    "trace", "diag_embed", "diag", "matmul", "layer_norm", "group_norm", "max_pool2d",
+    "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
+    "adaptive_max_pool1d", "poisson", "randperm", "bernoulli", "multinomial", "median",
+    "unique", "sort", "argsort", "topk", "searchsorted", "bucketize", "kthvalue", "mode",
+    "nanmedian", "msort", "unique_consecutive", "lgamma", "digamma", "erfinv", "erfc", "erfc_",
+    "i0", "i0_", "sinc", "sinc_", "polygamma", "mvlgamma", "logit", "xlogy", "xlogy_", "hypot",
+    "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside", "gcd", "lcm", "gcd_",
+    "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "logit_", "nan_to_num_", "nansum",
+    "nanmean", "quantile", "nanquantile", "cov", "corrcoef", "histc", "histogram", "trapezoid",
+    "trapz", "cumulative_trapezoid", "gradient",
 ]
 
 __version__: builtins.str
@@ -622,6 +623,22 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     """The entries of input, read as a flat tensor, at index (the result has index's shape)."""
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
     """A copy of input, read as a flat tensor, with source's entries written at index."""
+
+# ---- declared in _ops/grid_sample.py
+def grid_sampler(
+    input: Tensor,
+    grid: Tensor,
+    interpolation_mode: builtins.int,
+    padding_mode: builtins.int,
+    align_corners: builtins.bool,
+) -> Tensor:
+    """input sampled at grid's locations (modes 0 bilinear, 1 nearest, 2 bicubic; padding 0"""
+def affine_grid_generator(
+    theta: Tensor,
+    size: Sequence[builtins.int],
+    align_corners: builtins.bool,
+) -> Tensor:
+    """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps theta (N, 2, 3)"""
 
 # ---- declared in _ops/indexing.py
 def index_add(

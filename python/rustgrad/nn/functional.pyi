@@ -24,12 +24,12 @@ __all__ = [
     "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu", "rrelu_",
     "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d", "conv1d",
     "pad", "channel_shuffle", "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d",
-    "pdist", "pairwise_distance", "cosine_similarity", "linear", "nll_loss", "mse_loss",
-    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
-    "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
-    "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
-    "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
+    "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity", "grid_sample", "affine_grid",
+    "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "multi_margin_loss", "multilabel_margin_loss",
+    "triplet_margin_loss", "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d",
+    "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d",
     "embedding_bag", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
@@ -471,6 +471,16 @@ def conv_transpose1d(
     dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
 ) -> Tensor:
     """1-D transposed convolution of (N, C, L) or (C, L) input."""
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Union[Tensor, Sequence[builtins.int]],
+    target_lengths: Union[Tensor, Sequence[builtins.int]],
+    blank: builtins.int = 0,
+    reduction: builtins.str = 'mean',
+    zero_infinity: builtins.bool = False,
+) -> Tensor:
+    """The connectionist temporal classification loss of log probabilities over time."""
 def pdist(input: Tensor, p: builtins.float = 2.0) -> Tensor:
     """The p-norm distance between each pair of rows of input (N, M): the upper triangle of"""
 def pairwise_distance(
@@ -488,6 +498,20 @@ def cosine_similarity(
     eps: builtins.float = 1e-08,
 ) -> Tensor:
     """The cosine of the angle between x1 and x2 along dim."""
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: builtins.str = 'bilinear',
+    padding_mode: builtins.str = 'zeros',
+    align_corners: Optional[builtins.bool] = None,
+) -> Tensor:
+    """input (N, C, H, W) or (N, C, D, H, W) sampled at the locations in grid (N, H', W', 2) or"""
+def affine_grid(
+    theta: Tensor,
+    size: List[builtins.int],
+    align_corners: Optional[builtins.bool] = None,
+) -> Tensor:
+    """The flow field (N, H, W, 2) or (N, D, H, W, 3) that grid_sample reads for the affine"""
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input @ weight.T + bias."""
 def nll_loss(

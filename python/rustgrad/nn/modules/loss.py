@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..._ops.loss import legacy_reduction
 from ..._tensor import Tensor
@@ -692,6 +692,40 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss: the negative log likelihood of each
+    target sequence under the (T, N, C) log probabilities, summed over its alignments.
+
+    Args:
+        blank (int): the blank label. Default: ``0``.
+        reduction (str): ``'none'`` | ``'mean'`` (each loss divided by its target length, then
+            averaged) | ``'sum'``. Default: ``'mean'``.
+        zero_infinity (bool): make infinite losses (inputs too short for their targets) and
+            their gradients 0. Default: ``False``.
+
+    Example::
+
+        >>> lp = torch.zeros(3, 1, 2).log_softmax(2)
+        >>> nn.CTCLoss(reduction="sum")(lp, torch.tensor([[1]]), (3,), (1,))
+        tensor(0.2877)
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        """Computes the loss (see the class docstring)."""
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward
