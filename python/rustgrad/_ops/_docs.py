@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 COMMON_ARGS: Dict[str, str] = {
     "input": "input (Tensor): the input tensor.",
@@ -18,26 +18,33 @@ COMMON_ARGS: Dict[str, str] = {
     "reduction": 'reduction (str, optional): "none", "mean" or "sum" over the entries. '
                  'Default: "mean".',
     "generator": "generator (Generator, optional): keyword-only; the generator drawn from.",
+    "dtype": "dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.",
 }
 
 _ARGS = re.compile(r"\nArgs:\n((?:(?:    .*)?\n)*?)(?=\n\S|\Z)")
 
 
-def _entries(block: str) -> List[Tuple[str, str]]:
-    """(argument name, entry text) of an Args block's body, in order."""
-    out: List[Tuple[str, str]] = []
+def _entries(block: str) -> Dict[str, str]:
+    """An Args block's entries by each argument they name, in order; an entry naming several
+    ("dtype, device: see empty") is found under each of them."""
+    texts: List[str] = []
     for line in block.splitlines():
         if line.startswith("    ") and not line.startswith("     "):
-            out.append((line.strip().split(" ", 1)[0], line[4:]))
-        elif out and line.strip():
-            out[-1] = (out[-1][0], out[-1][1] + "\n" + line[4:])
+            texts.append(line[4:])
+        elif texts and line.strip():
+            texts[-1] += "\n" + line[4:]
+    out: Dict[str, str] = {}
+    for text in texts:
+        head = re.split(r" \(|:", text, maxsplit=1)[0]
+        for name in head.split(", "):
+            out.setdefault(name.strip(), text)
     return out
 
 
 def documented_args(fn: Callable[..., Any]) -> Dict[str, str]:
     """The entries of fn's Args block, by argument name."""
     m = _ARGS.search(inspect.cleandoc(fn.__doc__ or "") + "\n")
-    return dict(_entries(m.group(1))) if m else {}
+    return _entries(m.group(1)) if m else {}
 
 
 def with_common_args(fn: Callable[..., Any], like: Optional[Callable[..., Any]] = None) -> None:
@@ -50,20 +57,19 @@ def with_common_args(fn: Callable[..., Any], like: Optional[Callable[..., Any]] 
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return
-    shared = dict(COMMON_ARGS)
-    if like is not None:
-        shared.update(documented_args(like))
-    common = [p for p in params if p in shared]
-    if not common:
-        return
     text = inspect.cleandoc(doc) + "\n"
     m = _ARGS.search(text)
-    own = dict(_entries(m.group(1))) if m else {}
-    if all(p in own for p in common):
-        return
-    rows = [own.get(p) or shared.get(p) for p in params]
-    rows += [e for name, e in own.items() if name not in params]  # *args, **kwargs entries
-    body = "\n".join("    " + line for r in rows if r for line in r.splitlines())
+    own = _entries(m.group(1)) if m else {}
+    shared = {**COMMON_ARGS, **(documented_args(like) if like is not None else {})}
+    names = params + [n for n in {**shared, **own} if n not in params and n not in COMMON_ARGS]
+    rows: List[str] = []
+    for name in names:
+        entry = own.get(name) or shared.get(name)
+        if entry and entry not in rows:
+            rows.append(entry)
+    if all(e in own.values() for e in rows):
+        return  # nothing to add
+    body = "\n".join("    " + line for r in rows for line in r.splitlines())
     block = f"\nArgs:\n{body}\n"
     if m:
         text = text[:m.start()] + block + text[m.end():]

@@ -85,24 +85,30 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
             return ADD.record(ad + other, (input, None))
         if is_bf16(ad.dtype):
             return ADD.record(with_float_scalar(_operator.add, ad, other), (input, None))
+    return _add_or_sub(input, other, alpha, _out_dtype, ADD, _operator.add)
+
+
+def _add_or_sub(input: Tensor, other: Any, alpha: Any, out_dtype: Any, spec: Any,
+                combine: Any) -> Tensor:
+    """add's and sub's body: input combined (+ or -) with alpha * other, a tensor or a number."""
     if isinstance(other, Tensor):
         ad, bd = promote(input, other)
         if alpha != 1:
             _check_int_fits(ad.dtype, alpha)
         try:
-            out = ad + bd if alpha == 1 else ad + bd * alpha
+            out = combine(ad, bd if alpha == 1 else bd * alpha)
         except ValueError as e:
             raise broadcast_error(e, ad.shape, bd.shape) from None
-        if _out_dtype is not None:
-            out = out.astype(_out_dtype, copy=False)
-        return ADD.record(out, (input, other), ctx=alpha)
+        if out_dtype is not None:
+            out = out.astype(out_dtype, copy=False)
+        return spec.record(out, (input, other), ctx=alpha)
     s = as_scalar(other)
     if s is None:
         return NotImplemented
     ad = scalar_operand(input._data, s)
     if alpha != 1:
         _check_int_fits(ad.dtype, alpha)
-    return ADD.record(ad + _scaled(ad, s, alpha), (input, None))
+    return spec.record(combine(ad, _scaled(ad, s, alpha)), (input, None))
 
 
 @op(dunder="__radd__")
@@ -156,24 +162,7 @@ def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
         tensor([2., 4.])
     """
     _check_sub_bool(input, other)
-    if isinstance(other, Tensor):
-        ad, bd = promote(input, other)
-        if alpha != 1:
-            _check_int_fits(ad.dtype, alpha)
-        try:
-            out = ad - bd if alpha == 1 else ad - bd * alpha
-        except ValueError as e:
-            raise broadcast_error(e, ad.shape, bd.shape) from None
-        if _out_dtype is not None:
-            out = out.astype(_out_dtype, copy=False)
-        return SUB.record(out, (input, other), ctx=alpha)
-    s = as_scalar(other)
-    if s is None:
-        return NotImplemented
-    ad = scalar_operand(input._data, s)
-    if alpha != 1:
-        _check_int_fits(ad.dtype, alpha)
-    return SUB.record(ad - _scaled(ad, s, alpha), (input, None))
+    return _add_or_sub(input, other, alpha, _out_dtype, SUB, _operator.sub)
 
 
 def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

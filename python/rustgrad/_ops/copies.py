@@ -999,7 +999,7 @@ def hann_window(window_length: builtins.int, periodic: builtins.bool = True, *, 
     return _creation.window("hann", window_length, periodic, dtype, device, requires_grad)
 
 
-@op(function="hamming_window")
+@op(function="hamming_window", args_like=hann_window)
 def hamming_window(window_length: builtins.int, periodic: builtins.bool = True,
                    alpha: builtins.float = 0.54, beta: builtins.float = 0.46, *,
                    dtype: Any = None, layout: Any = None, device: Any = None,
@@ -1007,12 +1007,8 @@ def hamming_window(window_length: builtins.int, periodic: builtins.bool = True,
     """The Hamming window: alpha - beta cos(2 pi n / (N - 1)) for n = 0 .. window_length - 1.
 
     Args:
-        window_length (int): the number of samples.
-        periodic (bool, optional): True gives the first window_length samples of a window one
-            longer; False a symmetric window. Default: True.
         alpha (float, optional): the constant term. Default: 0.54.
         beta (float, optional): the cosine's weight. Default: 0.46.
-        dtype, layout, device, requires_grad: see empty_strided.
 
     Example::
 
@@ -1023,17 +1019,11 @@ def hamming_window(window_length: builtins.int, periodic: builtins.bool = True,
                             (alpha, beta))
 
 
-@op(function="blackman_window")
+@op(function="blackman_window", args_like=hann_window)
 def blackman_window(window_length: builtins.int, periodic: builtins.bool = True, *, dtype: Any = None,
                     layout: Any = None, device: Any = None,
                     requires_grad: builtins.bool = False) -> Tensor:
     """The Blackman window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1)).
-
-    Args:
-        window_length (int): the number of samples.
-        periodic (bool, optional): True gives the first window_length samples of a window one
-            longer; False a symmetric window. Default: True.
-        dtype, layout, device, requires_grad: see empty_strided.
 
     Example::
 
@@ -1043,17 +1033,11 @@ def blackman_window(window_length: builtins.int, periodic: builtins.bool = True,
     return _creation.window("blackman", window_length, periodic, dtype, device, requires_grad)
 
 
-@op(function="bartlett_window")
+@op(function="bartlett_window", args_like=hann_window)
 def bartlett_window(window_length: builtins.int, periodic: builtins.bool = True, *, dtype: Any = None,
                     layout: Any = None, device: Any = None,
                     requires_grad: builtins.bool = False) -> Tensor:
     """The Bartlett (triangular) window: 1 - |2n / (N - 1) - 1|.
-
-    Args:
-        window_length (int): the number of samples.
-        periodic (bool, optional): True gives the first window_length samples of a window one
-            longer; False a symmetric window. Default: True.
-        dtype, layout, device, requires_grad: see empty_strided.
 
     Example::
 
@@ -1063,18 +1047,14 @@ def bartlett_window(window_length: builtins.int, periodic: builtins.bool = True,
     return _creation.window("bartlett", window_length, periodic, dtype, device, requires_grad)
 
 
-@op(function="kaiser_window")
+@op(function="kaiser_window", args_like=hann_window)
 def kaiser_window(window_length: builtins.int, periodic: builtins.bool = True,
                   beta: builtins.float = 12.0, *, dtype: Any = None, layout: Any = None,
                   device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """The Kaiser window: I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta).
 
     Args:
-        window_length (int): the number of samples.
-        periodic (bool, optional): True gives the first window_length samples of a window one
-            longer; False a symmetric window. Default: True.
         beta (float, optional): the shape parameter (larger is narrower). Default: 12.
-        dtype, layout, device, requires_grad: see empty_strided.
 
     Example::
 

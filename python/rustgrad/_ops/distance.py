@@ -19,6 +19,21 @@ from ._util import quiet_fp
 from .indexing import index_into_zeros
 
 
+def _p_norm_last(xp: Any, diff: Any, p: float, dtype: Any) -> Any:
+    """The p-norm over the last dim of |differences| (p = 0 counts the nonzero ones, inf takes
+    the largest; nothing to take the largest of gives 0)."""
+    with quiet_fp(xp):
+        if p == 0:
+            return (diff != 0).sum(-1).astype(dtype)
+        if p == 1:
+            return diff.sum(-1)
+        if p == 2:
+            return xp.sqrt((diff * diff).sum(-1))
+        if p == math.inf:
+            return diff.max(-1) if diff.size else diff.sum(-1)
+        return (diff ** p).sum(-1) ** (1.0 / p)
+
+
 def _cdist_bw(g: Tensor, saved: Any, p: float) -> Any:
     x1, x2, out = saved.x1, saved.x2, saved.result
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., P, R, M)
@@ -74,17 +89,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     xp = x1._backend
     p = float(p)
     diff = xp.abs(a[..., :, None, :] - b[..., None, :, :])
-    with quiet_fp(xp):
-        if p == 0:
-            out = (diff != 0).sum(-1).astype(a.dtype)
-        elif p == 1:
-            out = diff.sum(-1)
-        elif p == 2:
-            out = xp.sqrt((diff * diff).sum(-1))
-        elif p == math.inf:
-            out = diff.max(-1) if diff.shape[-1] else diff.sum(-1)
-        else:
-            out = (diff ** p).sum(-1) ** (1.0 / p)
+    out = _p_norm_last(xp, diff, p, a.dtype)
     return CDIST.record(xp.ascontiguousarray(out), (x1, x2), p, x1=x1, x2=x2)
 
 
@@ -146,17 +151,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     p = float(p)
     i, j = _pdist_pairs(xp, a.shape[0])
     diff = xp.abs(a[i] - a[j])
-    with quiet_fp(xp):
-        if p == 0:
-            out = (diff != 0).sum(-1).astype(a.dtype)
-        elif p == 1:
-            out = diff.sum(-1)
-        elif p == 2:
-            out = xp.sqrt((diff * diff).sum(-1))
-        elif p == math.inf:
-            out = diff.max(-1) if diff.shape[-1] and diff.shape[0] else diff.sum(-1)
-        else:
-            out = (diff ** p).sum(-1) ** (1.0 / p)
+    out = _p_norm_last(xp, diff, p, a.dtype)
     return PDIST.record(xp.ascontiguousarray(out.astype(a.dtype, copy=False)), (input,), p,
                         self=input)
 

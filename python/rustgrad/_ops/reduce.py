@@ -130,7 +130,6 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
     Args:
         input (Tensor): the input tensor (floating point, or give dtype).
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     Example::
 
@@ -440,7 +439,6 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
 
     Args:
         dim (int, optional): the dim to reduce; all entries when None.
-        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     The gradient is the product of the other entries, exact also where input has zeros.
 
@@ -471,6 +469,15 @@ def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
     return flip(cumsum(flip(g, dim), dim), dim)
 
 
+def _running(input: Tensor, dim: int, dtype: Any, name: str) -> Tuple[Tensor, Any, int]:
+    """(input cast to `dtype`, its running sums or products (the backend's `name`) along dim,
+    dim wrapped)."""
+    input = _reduce_dtype(input, dtype)
+    d = input._data
+    dim = _wrap_dim(dim, d.ndim)
+    return input, getattr(input._backend, name)(_src(d), axis=dim, dtype=d.dtype).reshape(d.shape), dim
+
+
 def _cumsum_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     # torch: the gradient is cast to the input's dtype before the reversed cumsum. With `dtype=`
     # that is the dtype of the tensor before its cast (this node's input is the cast one), so
@@ -489,7 +496,6 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
     Args:
         dim (int): the dim to sum along.
-        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     Example::
 
@@ -497,10 +503,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         tensor([ 1,  3,  6, 10])
     """
     in_dt = input._data.dtype
-    input = _reduce_dtype(input, dtype)
-    d = input._data
-    dim = _wrap_dim(dim, d.ndim)
-    out = input._backend.cumsum(_src(d), axis=dim, dtype=d.dtype).reshape(d.shape)
+    input, out, dim = _running(input, dim, dtype, "cumsum")
     return CUMSUM.record(out, (input,), (dim, in_dt))
 
 
@@ -530,17 +533,13 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
     Args:
         dim (int): the dim to multiply along.
-        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     Example::
 
         >>> rustgrad.tensor([1., 2., 3., 4.]).cumprod(0)
         tensor([ 1.,  2.,  6., 24.])
     """
-    input = _reduce_dtype(input, dtype)
-    d = input._data
-    dim = _wrap_dim(dim, d.ndim)
-    out = input._backend.cumprod(_src(d), axis=dim, dtype=d.dtype).reshape(d.shape)
+    input, out, dim = _running(input, dim, dtype, "cumprod")
     return CUMPROD.record(out, (input,), dim, self=input)
 
 

@@ -157,17 +157,10 @@ def quantile(input: Tensor, q: Any, dim: Optional[int] = None, keepdim: bool = F
 
 
 @op(method="nanquantile", function="nanquantile", autocast=dict(cpu="fp32"),
-    grad_fn=("SqueezeBackward5", "LerpBackward1", "GatherBackward0"))
+    grad_fn=("SqueezeBackward5", "LerpBackward1", "GatherBackward0"), args_like=quantile)
 def nanquantile(input: Tensor, q: Any, dim: Optional[int] = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """quantile ignoring NaN: the q-th quantiles of the non-NaN entries.
-
-    Args:
-        input (Tensor): the input tensor (float32 or float64).
-        q (float or Tensor): the quantile(s) in [0, 1].
-        dim (int, optional): the dim to reduce; the flattened input when None.
-        keepdim (bool, optional): keep the reduced dim as size 1. Default: False.
-        interpolation (str, optional): keyword-only; as quantile's. Default: "linear".
 
     A row of NaNs only gives NaN.
 
