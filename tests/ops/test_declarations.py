@@ -259,12 +259,6 @@ def test_every_spec_is_listed_by_an_op_or_says_why():
 # (file under rustgrad/, function) -> why. Its names are still checked against the specs.
 PLAIN_RECORD_SITES = {
     ("_ops/linalg.py", "_einsum_core"): "saves every operand (no fixed slots), sometimes as MulBackward0",
-    ("_ops/linalg.py", "matmul"): "names the node as torch's _matmul_impl ends (views' and copies' specs)",
-    ("_ops/linalg.py", "kron"): "views.py's UnsafeViewBackward0 with kron's own reshape formula",
-    ("_ops/linear.py", "_unsafe_view"): "views.py's UnsafeViewBackward0 with linear's reshape formula",
-    ("_ops/gather.py", "_index_add_zeros"): "indexing.py's IndexAddBackward0 under create_graph",
-    ("_ops/indexing.py", "scatter_into_zeros"): "gather.py's ScatterBackward0 with src alone as input",
-    ("_ops/pool.py", "_max_pool_bw"): "indexing.py's IndexPutBackward0 with max-pool's masked formula",
     ("_ops/conv.py", "_pad_index"): "circular pad's CopySlices and torch's names per padded rank",
 }
 

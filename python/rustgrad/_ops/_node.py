@@ -16,7 +16,7 @@ spec declares is caught by tests/ops/test_declarations.py.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _core
 from ._declare import SAVED
@@ -26,6 +26,8 @@ Getter = Callable[[Tuple[Any, ...], Any], Any]
 
 # node name -> its spec, for every node an op may record
 NODES: Dict[str, _core.NodeSpec] = {}
+# specs of a second formula under a name another spec states (see `node`'s variant)
+VARIANTS: List[_core.NodeSpec] = []
 
 
 def _fields(name: str, slots: Tuple[str, ...]) -> type:
@@ -42,14 +44,22 @@ def _slot_getter(i: int) -> Getter:
 
 
 def node(name: str, backward: Formula, *, saved: Sequence[str] = (), result: bool = False,
-         getters: Optional[Mapping[str, Getter]] = None) -> _core.NodeSpec:
+         getters: Optional[Mapping[str, Getter]] = None, variant: bool = False) -> _core.NodeSpec:
     """The spec of backward node `name` (see the module doc). `getters` adds or replaces
-    `_saved_<attr>` getters that are not a slot as it is (a wrapped scalar, a ctx value)."""
-    if name in NODES:
+    `_saved_<attr>` getters that are not a slot as it is (a wrapped scalar, a ctx value).
+
+    variant: a second formula under a name the op that owns it states elsewhere, where torch's
+    own graph ends on that node from another path (linear's batch fold ends on
+    UnsafeViewBackward0; a max-pool gradient's scatter on IndexPutBackward0). The owner's spec
+    gives the name's `_saved_<attr>` getters."""
+    if name in NODES and not variant:
         raise RuntimeError(f"node {name} is specified twice")
     slots = (*saved, "result") if result else tuple(saved)
     fields = _fields(name, slots) if slots else None
     spec = _core.NodeSpec(name, backward, list(saved), result, fields)
+    if variant:
+        VARIANTS.append(spec)
+        return spec
     NODES[name] = spec
     found = SAVED.setdefault(name, {})
     found.update({slot: _slot_getter(i) for i, slot in enumerate(slots)})

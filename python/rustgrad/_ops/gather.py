@@ -22,7 +22,6 @@ from ._util import (
     check_internal_overlap,
     checked_int,
     is_grad_enabled,
-    record,
     same_device,
     sum_to,
 )
@@ -127,6 +126,11 @@ def _index_add_zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _index_select_raw(g, dim, idx)
 
 
+# torch's index_select backward is an index_add into zeros: index_add's node (indexing.py's spec)
+# over the gradient alone
+INDEX_ADD_ZEROS = node("IndexAddBackward0", _index_add_zeros_bw, variant=True)
+
+
 def _index_add_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
     """zeros(shape).index_add(dim, idx, g) (differentiable in g)."""
     xp = g._backend
@@ -135,10 +139,7 @@ def _index_add_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
     lead = (slice(None),) * dim
     if idx.size:
         _add_at(xp, z, lead + (idx,), gd)
-    # IndexAddBackward0 is also index_add's node, specified in indexing.py with index_add's
-    # formula (node() takes each name once): this one is recorded directly
-    return record(z.reshape(shape), (g,), "IndexAddBackward0", _index_add_zeros_bw, None,
-                  (shape, dim, idx))
+    return INDEX_ADD_ZEROS.record(z.reshape(shape), (g,), (shape, dim, idx))
 
 
 def _index_select_raw_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

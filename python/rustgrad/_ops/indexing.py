@@ -25,7 +25,6 @@ from ._util import (
     const,
     is_grad_enabled,
     overlaps,
-    record,
     same_device,
     same_elements,
 )
@@ -298,6 +297,10 @@ def _scatter_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _gather_raw(g, dim, idx)
 
 
+# scatter's node (gather.py's spec, over self and src) over src alone
+SCATTER_SRC = node("ScatterBackward0", _scatter_bw, variant=True)
+
+
 def scatter_into_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
     """zeros(shape) with g put along `dim` at idx (take_along_dim's layout)."""
     xp = g._backend
@@ -306,10 +309,7 @@ def scatter_into_zeros(g: Tensor, shape: tuple, dim: int, idx: Any) -> Tensor:
         z[...] = g._data.reshape(())
     else:
         xp.put_along_axis(z, idx, g._data, axis=dim)
-    # ScatterBackward0 is also scatter's node, specified in gather.py with scatter's formula
-    # over (self, src) (node() takes each name once): this one, over src alone, is recorded
-    # directly
-    return record(z, (g,), "ScatterBackward0", _scatter_bw, None, (dim, idx))
+    return SCATTER_SRC.record(z, (g,), (dim, idx))
 
 
 def _fit(value: Tensor, out: Any, idx: tuple) -> Tensor:

@@ -687,6 +687,11 @@ def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.reshape(ctx)
 
 
+# a product reshaped (kron's, linear's batch fold): torch's graph ends on _unsafe_view's node,
+# whose spec is views.py's; here the formula is the reshape back to ctx, the product's shape
+UNSAFE_VIEW_RESHAPE = node("UnsafeViewBackward0", _unsafe_view_bw, variant=True)
+
+
 @op(method="kron", function="kron", grad_fn="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product of input and other.
@@ -712,9 +717,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     prod = input.reshape(tuple(ai)) * other.reshape(tuple(bi))
     shape = tuple(x * y for x, y in zip(ash, bsh))
     pd = prod._data
-    # UnsafeViewBackward0 is specified in views.py (node() takes each name once): recorded directly
-    return record(pd.reshape(shape).copy(), (prod,), "UnsafeViewBackward0", _unsafe_view_bw, None,
-                  pd.shape)
+    return UNSAFE_VIEW_RESHAPE.record(pd.reshape(shape).copy(), (prod,), pd.shape)
 
 
 # ---- trace, diag, diag_embed -----------------------------------------------------------
@@ -921,10 +924,8 @@ def matmul(input: Tensor, other: Any) -> Any:
         return DOT.record(out, (input, other), self=s1, tensor=s2)
     if na == 2 and nb == 1:
         return MV.record(out, (input, other), self=s1, vec=s2)
-    # named as the view or copy torch's folded product ends on: UnsafeViewBackward0,
-    # TransposeBackward0 and CloneBackward0 are specified in views.py and copies.py with their
-    # own formulas (node() takes each name once), so this node is recorded directly
-    out_t = record(out, (input, other), _batched_name(input, other), _batched_bw, (input, other))
+    out_t = _BATCHED[_batched_name(input, other)].record(out, (input, other), self=input,
+                                                         other=other)
     if na == 1 and nb == 2:
         out_t._bump_version()  # torch: mm(a.unsqueeze(0), b).squeeze_(0)
     return out_t
@@ -950,6 +951,12 @@ def _matmul_dtype_error(a: Tensor, b: Tensor) -> RuntimeError:
     return RuntimeError(
         f"expected m1 and m2 to have the same dtype, but got: {_cpp_name_of(m1)} != {_cpp_name_of(m2)}"
     )
+
+
+# the batched product's node, named as the view or copy torch's folded product ends on (their
+# specs are views.py's and copies.py's) with the product's formula
+_BATCHED = {name: node(name, _batched_bw, saved=("self", "other"), variant=True) for name in (
+    "SqueezeBackward4", "TransposeBackward0", "CloneBackward0", "UnsafeViewBackward0")}
 
 
 def _batched_name(a: Tensor, b: Tensor) -> str:

@@ -4,16 +4,11 @@ input, the batch dims folded in and out by views otherwise."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
-from ._util import record
-from .linalg import addmm, mm
-
-
-def _unsafe_view_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
-    return g.reshape(ctx)
+from .linalg import UNSAFE_VIEW_RESHAPE, addmm, mm
 
 
 @op(functional="linear", grad_fn=("AddmmBackward0", "MmBackward0", "UnsafeViewBackward0"),
@@ -34,6 +29,4 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
 
 
 def _unsafe_view(out: Tensor, shape: Tuple[int, ...]) -> Tensor:
-    # UnsafeViewBackward0 is specified in views.py (node() takes each name once): recorded directly
-    return record(out._data.reshape(shape), (out,), "UnsafeViewBackward0", _unsafe_view_bw,
-                  None, out._data.shape)
+    return UNSAFE_VIEW_RESHAPE.record(out._data.reshape(shape), (out,), out._data.shape)

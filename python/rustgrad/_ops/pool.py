@@ -14,7 +14,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
-from ._util import const, record
+from ._util import const
 from .conv import IntOrPair, check_float, fold_pairs, im2col, pair, single
 from .indexing import embedding_renorm_, index_into_zeros
 from .joins import stack
@@ -71,9 +71,7 @@ def _max_pool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
         if keep is None:
             return index_into_zeros(g, shape, index, overlap)
         return index_into_zeros(g * keep, shape, index, True)
-    # IndexPutBackward0 is specified in indexing.py with index_put's formula (node() takes each
-    # name once): this one is recorded directly
-    return record(z, (g,), "IndexPutBackward0", _gather_max_bw, None, (shape, flat))
+    return MAX_POOL_SCATTER.record(z, (g,), (shape, flat))
 
 
 MAX_POOL = node("MaxPool2DWithIndicesBackward0", _max_pool_bw)
@@ -83,6 +81,11 @@ def _gather_max_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     shape, flat = ctx
     index, keep = _in_plane(g._backend, shape, flat, g._data.dtype)
     return g[index] if keep is None else g[index] * keep
+
+
+# the kernel's scatter of a max-pool gradient ends on index_put's node (indexing.py's spec), with
+# max-pool's formula: the gradient gathered back at the maxima
+MAX_POOL_SCATTER = node("IndexPutBackward0", _gather_max_bw, variant=True)
 
 
 def _check_planes(shape: tuple) -> None:
