@@ -202,21 +202,21 @@ __all__ = [
     "all", "any", "argmax", "argmin", "count_nonzero", "bincount", "diff", "cummax", "cummin",
     "logcumsumexp", "aminmax", "renorm", "relu", "sigmoid", "selu", "celu", "softmax",
     "log_softmax", "prelu", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "celu_",
-    "selu_", "conv2d", "conv1d", "channel_shuffle", "native_channel_shuffle",
-    "conv_transpose2d", "conv_transpose1d", "det", "slogdet", "logdet", "inverse", "cholesky",
-    "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "cross", "cdist", "pdist",
-    "pairwise_distance", "cosine_similarity", "grid_sampler", "affine_grid_generator", "dot",
-    "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm", "einsum", "tensordot", "kron",
-    "trace", "diag_embed", "diag", "matmul", "layer_norm", "group_norm", "max_pool2d",
-    "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
-    "adaptive_max_pool1d", "poisson", "randperm", "bernoulli", "multinomial", "median",
-    "unique", "sort", "argsort", "topk", "searchsorted", "bucketize", "kthvalue", "mode",
-    "nanmedian", "msort", "unique_consecutive", "lgamma", "digamma", "erfinv", "erfc", "erfc_",
-    "i0", "i0_", "sinc", "sinc_", "polygamma", "mvlgamma", "logit", "xlogy", "xlogy_", "hypot",
-    "logaddexp", "logaddexp2", "nextafter", "copysign", "heaviside", "gcd", "lcm", "gcd_",
-    "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn", "logit_", "nan_to_num_", "nansum",
-    "nanmean", "quantile", "nanquantile", "cov", "corrcoef", "histc", "histogram", "trapezoid",
-    "trapz", "cumulative_trapezoid", "gradient",
+    "selu_", "conv2d", "conv1d", "channel_shuffle", "native_channel_shuffle", "conv3d",
+    "conv_transpose3d", "conv_transpose2d", "conv_transpose1d", "det", "slogdet", "logdet",
+    "inverse", "cholesky", "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "cross",
+    "cdist", "pdist", "pairwise_distance", "cosine_similarity", "grid_sampler",
+    "affine_grid_generator", "dot", "ger", "outer", "mv", "mm", "bmm", "addmm", "baddbmm",
+    "einsum", "tensordot", "kron", "trace", "diag_embed", "diag", "matmul", "layer_norm",
+    "group_norm", "max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+    "max_pool1d_with_indices", "adaptive_max_pool1d", "max_pool3d", "poisson", "randperm",
+    "bernoulli", "multinomial", "median", "unique", "sort", "argsort", "topk", "searchsorted",
+    "bucketize", "kthvalue", "mode", "nanmedian", "msort", "unique_consecutive", "lgamma",
+    "digamma", "erfinv", "erfc", "erfc_", "i0", "i0_", "sinc", "sinc_", "polygamma", "mvlgamma",
+    "logit", "xlogy", "xlogy_", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign",
+    "heaviside", "gcd", "lcm", "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn",
+    "logit_", "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef",
+    "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
 ]
 
 __version__: builtins.str
@@ -377,6 +377,29 @@ def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
 def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """channel_shuffle's native kernel, which has no derivative (backward through it is"""
+
+# ---- declared in _ops/conv3d.py
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
 
 # ---- declared in _ops/conv_transpose.py
 def conv_transpose2d(
@@ -1016,6 +1039,18 @@ def adaptive_max_pool1d(
     return_indices: builtins.bool = False,
 ) -> Tuple[Tensor, Tensor]:
     """The max over output_size bins of the last dim, and each max's index."""
+
+# ---- declared in _ops/pool3d.py
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max of each window of (N, C, D, H, W) or (C, D, H, W) input (and its flat index)."""
 
 # ---- declared in _ops/random.py
 def poisson(input: Tensor, generator: Any = None) -> Tensor:

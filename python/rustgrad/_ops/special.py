@@ -1253,7 +1253,6 @@ def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: An
     Args:
         input (Tensor): the input tensor (floating point).
         dim (int or tuple of ints, optional): the dims to reduce; all of them when None.
-        dtype (rustgrad.dtype, optional): keyword-only; the dtype to compute in and return.
 
     nansum over the count of non-NaN entries, as torch computes it (DivBackward0).
 

@@ -23,16 +23,19 @@ __all__ = [
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
     "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu", "rrelu_",
     "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d", "conv1d",
-    "pad", "channel_shuffle", "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d",
-    "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity", "grid_sample", "affine_grid",
-    "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "multi_margin_loss", "multilabel_margin_loss",
-    "triplet_margin_loss", "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d",
-    "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
-    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
+    "pad", "channel_shuffle", "native_channel_shuffle", "conv3d", "conv_transpose3d",
+    "conv_transpose2d", "conv_transpose1d", "ctc_loss", "pdist", "pairwise_distance",
+    "cosine_similarity", "grid_sample", "affine_grid", "linear", "nll_loss", "mse_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
+    "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d",
-    "embedding_bag", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+    "embedding_bag", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+    "adaptive_avg_pool3d", "adaptive_max_pool3d_with_indices", "adaptive_max_pool3d",
+    "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
 ]
 
 def bilinear(
@@ -449,6 +452,27 @@ def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
 def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """channel_shuffle's native kernel, which has no derivative (backward through it is"""
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -763,6 +787,50 @@ def embedding_bag(
     padding_idx: Optional[builtins.int] = None,
 ) -> Tensor:
     """The sums, means or maxima of bags of embedding rows, without materializing the rows."""
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max of each window of (N, C, D, H, W) or (C, D, H, W) input (and its flat index)."""
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """max_pool3d's maxima and their flat indices, always both (return_indices is ignored)."""
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+    divisor_override: Optional[builtins.int] = None,
+) -> Tensor:
+    """The mean of each window of (N, C, D, H, W) or (C, D, H, W) input."""
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """The mean over output_size bins of the last three dims (bins as torch's: they may"""
+def adaptive_max_pool3d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """The max over output_size bins of the last three dims, and each max's flat index in its"""
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max over output_size bins of the last three dims (and its flat index)."""
 def interpolate(
     input: Tensor,
     size: Any = None,

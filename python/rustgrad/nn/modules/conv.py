@@ -352,3 +352,106 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 
 __all__ += ["ConvTranspose1d", "ConvTranspose2d"]
+
+
+# ---- 3-d convolutions -----------------------------------------------------------------------
+class Conv3d(_ConvNd):
+    """Applies a 3-D convolution (a cross-correlation, as torch) over an input of several
+    volumes.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the convolution produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step between applications of the filter. Default: ``1``.
+        padding (int, tuple or str): implicit padding on both sides, or ``'valid'`` (none) or
+            ``'same'`` (the output as large as the input; stride 1 only). Default: ``0``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        groups (int): splits the channels into groups convolved separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+            Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
+        - Output: ``(N, C_out, D_out, H_out, W_out)`` or ``(C_out, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` and likewise for ``H_out`` and ``W_out``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> m = nn.Conv3d(2, 4, 3, padding=1)
+        >>> m
+        Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1))
+        >>> m(torch.randn(1, 2, 4, 5, 6)).shape
+        torch.Size([1, 4, 4, 5, 6])
+    """
+
+    _n = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Convolves ``input`` (``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)``) with the layer's
+        weight and bias."""
+        padded = self._mode_pad(input)
+        if padded is not None:
+            return F.conv3d(padded, self.weight, self.bias, self.stride, 0, self.dilation,
+                            self.groups)
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Applies a 3-D transposed convolution, the gradient of :class:`Conv3d` with respect to its
+    input; used to upsample volumes.
+
+    The weight has torch's shape ``(in_channels, out_channels / groups, *kernel_size)``.
+
+    Args:
+        in_channels (int): the number of channels of the input.
+        out_channels (int): the number of channels the layer produces.
+        kernel_size (int or tuple): the size of the filter.
+        stride (int or tuple): the step of the filter over the output. Default: ``1``.
+        padding (int or tuple): ``dilation * (kernel_size - 1) - padding`` zeros of implicit
+            padding, as torch. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output, to pick
+            among the sizes a strided layer can produce. Default: ``0``.
+        groups (int): splits the channels into groups handled separately. Default: ``1``.
+        bias (bool): whether the layer adds a learnable bias. Default: ``True``.
+        dilation (int or tuple): the spacing between filter elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (rustgrad.device, optional): where the parameters are created.
+        dtype (rustgrad.dtype, optional): the dtype of the parameters.
+
+    Shape:
+        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
+        - Output: ``(N, C_out, D_out, H_out, W_out)`` or ``(C_out, D_out, H_out, W_out)``, where
+          ``D_out = (D_in - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kernel_size[0] - 1)
+          + output_padding[0] + 1`` and likewise for ``H_out`` and ``W_out``.
+
+    Example::
+
+        >>> _ = rustgrad.manual_seed(0)
+        >>> nn.ConvTranspose3d(2, 3, 2, stride=2)(torch.randn(1, 2, 2, 3, 4)).shape
+        torch.Size([1, 3, 4, 6, 8])
+    """
+
+    _n = 3
+
+    def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:
+        """The transposed convolution of (N, C, D, H, W) or (C, D, H, W) input (output_size
+        picks among the valid sizes)."""
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+__all__ += ["Conv3d", "ConvTranspose3d"]

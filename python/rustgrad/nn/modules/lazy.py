@@ -22,7 +22,7 @@ from ...autograd import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _InstanceNorm
 from .linear import Linear
 
@@ -463,3 +463,47 @@ class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
 
     cls_to_become = InstanceNorm3d
     _no_batch_dim = 4
+
+
+# ---- 3-d convolutions -------------------------------------------------------------------------
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    """A :class:`Conv3d` whose ``in_channels`` comes from its first input; it becomes a
+    :class:`Conv3d` after that first forward. The arguments are :class:`Conv3d`'s but
+    ``in_channels``.
+
+    Example::
+
+        >>> m = nn.LazyConv3d(4, 2)
+        >>> m(torch.ones(1, 3, 3, 3, 3)).shape
+        torch.Size([1, 4, 2, 2, 2])
+        >>> m.weight.shape
+        torch.Size([4, 3, 2, 2, 2])
+    """
+
+    cls_to_become = Conv3d
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device=device, dtype=dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    """A :class:`ConvTranspose3d` whose ``in_channels`` comes from its first input; it becomes
+    a :class:`ConvTranspose3d` after that first forward. The arguments are
+    :class:`ConvTranspose3d`'s but ``in_channels``."""
+
+    cls_to_become = ConvTranspose3d
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device=device, dtype=dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+__all__ += ["LazyConv3d", "LazyConvTranspose3d"]

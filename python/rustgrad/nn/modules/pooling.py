@@ -419,3 +419,154 @@ class LPPool1d(_LPPoolNd):
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward
+
+
+# ---- 3-d pooling ----------------------------------------------------------------------------
+class MaxPool3d(_MaxPoolNd):
+    """Takes the maximum over ``kernel_size`` windows of each channel of a 3-D input.
+
+    The gradient flows only to the element that was the maximum of each window.
+
+    Args:
+        kernel_size (int or tuple): the size of the window.
+        stride (int or tuple, optional): the step of the window. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the flat indices of the maxima. Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` (ceil with ``ceil_mode``) and likewise for ``H_out`` and ``W_out``.
+
+    Example::
+
+        >>> nn.MaxPool3d(2)(torch.arange(8.0).reshape(1, 1, 2, 2, 2))
+        tensor([[[[[7.]]]]])
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input``; returns ``(output, indices)`` with ``return_indices=True``."""
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AvgPool3d(Module):
+    """Averages ``kernel_size`` windows of each channel of a 3-D input.
+
+    Args:
+        kernel_size (int or tuple): the size of the window.
+        stride (int or tuple, optional): the step of the window. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor. Default: ``True``.
+        divisor_override (int, optional): divide by this instead of the window size.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)`` and
+          likewise for ``H_out`` and ``W_out``.
+
+    Example::
+
+        >>> nn.AvgPool3d(2)(torch.arange(8.0).reshape(1, 1, 2, 2, 2))
+        tensor([[[[[3.5000]]]]])
+    """
+
+    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: Optional[int] = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        """The window size, stride and padding."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input``."""
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AdaptiveAvgPool3d(Module):
+    """Averages each channel of a 3-D input over windows chosen so that the output has size
+    ``output_size``, whatever the input's size.
+
+    Args:
+        output_size (int or tuple): the output's ``(D_out, H_out, W_out)``; an int for a cube;
+            None in a position keeps the input's size there.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveAvgPool3d((1, 2, 2))(torch.ones(2, 8, 3, 7, 5)).shape
+        torch.Size([2, 8, 1, 2, 2])
+    """
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        """The output size."""
+        return f"output_size={self.output_size}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Average-pools ``input`` to ``output_size``."""
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+class AdaptiveMaxPool3d(Module):
+    """Takes the maximum of each channel of a 3-D input over windows chosen so that the output
+    has size ``output_size``.
+
+    Args:
+        output_size (int or tuple): the output's ``(D_out, H_out, W_out)``; None in a position
+            keeps the input's size there.
+        return_indices (bool): also return the flat indices of the maxima. Default: ``False``.
+
+    Example::
+
+        >>> nn.AdaptiveMaxPool3d(1)(torch.arange(8.).view(1, 1, 2, 2, 2))
+        tensor([[[[[7.]]]]])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self) -> str:
+        """The output size."""
+        return f"output_size={self.output_size}"
+
+    def forward(self, input: Tensor) -> Any:
+        """Max-pools ``input`` to ``output_size`` (and returns the indices when asked)."""
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+
+__all__ += ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
