@@ -216,7 +216,8 @@ __all__ = [
     "logit", "xlogy", "xlogy_", "hypot", "logaddexp", "logaddexp2", "nextafter", "copysign",
     "heaviside", "gcd", "lcm", "gcd_", "lcm_", "float_power", "frexp", "ldexp", "ldexp_", "sgn",
     "logit_", "nan_to_num_", "nansum", "nanmean", "quantile", "nanquantile", "cov", "corrcoef",
-    "histc", "histogram", "trapezoid", "trapz", "cumulative_trapezoid", "gradient",
+    "histc", "histogram", "histogramdd", "trapezoid", "trapz", "cumulative_trapezoid",
+    "gradient",
 ]
 
 __version__: builtins.str
@@ -1452,6 +1453,15 @@ def histogram(
     density: builtins.bool = False,
 ) -> Any:
     """A histogram of input's entries and its bin edges."""
+def histogramdd(
+    input: Tensor,
+    bins: Any = 10,
+    *,
+    range: Optional[Sequence[builtins.float]] = None,
+    weight: Optional[Tensor] = None,
+    density: builtins.bool = False,
+) -> Any:
+    """A D-dimensional histogram of the points in input's rows and its bin edges per dim."""
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: builtins.int = -1) -> Tensor:
     """The trapezoidal rule's integral of y along dim."""
 def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: builtins.int = -1) -> Tensor:

@@ -74,8 +74,9 @@ median = _make("median")
 nanmedian = _make("nanmedian")
 aminmax = _named("aminmax", ("min", "max"), "aminmax")
 histogram = _named("histogram", ("hist", "bin_edges"), "histogram")
+histogramdd = _named("histogramdd", ("hist", "bin_edges"), "histogramdd")
 
 __all__ = ["max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_inv_ex",
            "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "svd", "linalg_eigh",
            "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
-           "aminmax", "histogram"]
+           "aminmax", "histogram", "histogramdd"]

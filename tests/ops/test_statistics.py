@@ -6,6 +6,8 @@ dtypes, grad_fn names, gradients, double backward, gradcheck and errors, on ever
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import rustgrad
@@ -236,6 +238,48 @@ def test_histogram_result_and_errors():
     check_error(lambda L, a: L.histogram(a.long(), 3), (3,), phrase="not implemented for 'Long'")
     check_error(lambda L, a: L.histogram(a, 3, range=(2.0, 1.0)),
                 (3,), phrase="min should not exceed max")
+
+
+def _dd(r):
+    return (r.hist, *r.bin_edges)
+
+
+def test_histogramdd_matches_torch(device):
+    check(lambda L, a: _dd(L.histogramdd(a, bins=[3, 4])), (40, 2), requires_grad=False,
+          device=device)
+    check(lambda L, a, w: _dd(L.histogramdd(a, bins=2, range=[-1.0, 1.0, -1.0, 1.0, 0.0, 1.0],
+                                            weight=w, density=True)),
+          (6, 5, 3), (6, 5), requires_grad=False, device=device)
+    check(lambda L, a, b, c: _dd(L.histogramdd(a, bins=[b, c])), (30, 2),
+          np.array([-2.0, -0.5, 0.0, 1.5]), np.array([-1.0, 1.0]), requires_grad=False,
+          device=device)
+    check(lambda L, a: _dd(L.histogramdd(a, bins=2)), np.ones((2, 2)), requires_grad=False,
+          device=device)
+    check(lambda L, a: _dd(L.histogramdd(a, bins=2)), np.zeros((0, 2)), requires_grad=False,
+          device=device)
+
+
+def test_histogramdd_result_and_errors(device):
+    pts = rustgrad.tensor([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0]], device=device)
+    r = rustgrad.histogramdd(pts, bins=[2, 2])
+    assert type(r).__name__ == "histogramdd" and isinstance(r.bin_edges, tuple)
+    assert r.hist.tolist() == [[0.0, 1.0], [2.0, 1.0]]
+    check_error(lambda L, a: L.histogramdd(a, bins=[2]), (4, 2), device=device,
+                phrase="size of bins must be equal to the innermost dimension")
+    check_error(lambda L, a: L.histogramdd(a.long(), bins=2), (4, 2), device=device,
+                phrase="\"histogramdd\" not implemented for 'Long'")
+    check_error(lambda L, a: L.histogramdd(a, bins=2, range=[0.0, 1.0]), (4, 2), device=device,
+                phrase="range should have 4 elements, but got 2")
+    check_error(lambda L, a: L.histogramdd(a, bins=2), (3,), device=device,
+                phrase="input tensor should have at least 2 dimensions")
+    check_error(lambda L, a, w: L.histogramdd(a, bins=2, weight=w), (4, 2), (3,), device=device,
+                phrase="excluding its innermost dimension")
+    check_error(lambda L, a: L.histogramdd(a, bins=[2, 0]), (4, 2), device=device,
+                phrase="bins must be > 0, but got 0 for dimension 1")
+    check_error(lambda L, a: L.histogramdd(a, bins=2, range=[1.0, 0.0, 0.0, 1.0]), (4, 2),
+                device=device, phrase="min should not exceed max, but got min 1 max 0")
+    check_error(lambda L, a: L.histogramdd(a, bins=2, range=[0.0, math.inf, 0.0, 1.0]), (4, 2),
+                device=device, phrase="dimension 0's range [0, inf] is not finite")
 
 
 # ---- trapezoid, trapz, cumulative_trapezoid --------------------------------------------------

@@ -151,6 +151,19 @@ def _softmax_backward(grad: Any, out: Any, log: bool) -> Any:
     return _core._softmax_backward(grad, out, log)
 
 
+def _layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    """layer_norm of (N, D) x over its last dim, times weight (D,) plus bias (D,) (either may be
+    None), in one Rust pass per row with float64 statistics (the CUDA kernel's formulas); None
+    for arrays it does not take (float16, strided, mixed dtypes)."""
+    return _core._layer_norm(x, weight, bias, eps)
+
+
+def _layer_norm_backward(g: Any, x: Any, weight: Any, eps: float, want_xhat: bool) -> Any:
+    """(dx, xhat or None) of layer_norm over the last dim of (N, D) x for the upstream gradient
+    g, in one Rust pass per row; None for arrays it does not take."""
+    return _core._layer_norm_backward(g, x, weight, eps, want_xhat)
+
+
 def _powi(x: Any, exponent: int) -> Any:
     """x ** 3 or x ** -2 of a contiguous float32/float64 array as torch's products, in one Rust
     pass; None for other arrays or exponents."""
@@ -211,7 +224,8 @@ def writable_view(view: Any) -> Any:
 
 kernels = Kernels(
     erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, softmax=_softmax,
-    softmax_backward=_softmax_backward, powi=_powi, where=_select, max_pool2d=_max_pool2d,
+    softmax_backward=_softmax_backward, layer_norm=_layer_norm,
+    layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select, max_pool2d=_max_pool2d,
     max_pool2d_backward=_max_pool2d_backward, im2col=_im2col, col2im=_col2im,
     sgd_step=_sgd_step, adam_step=_adam_step,
     lgamma=_scipy_kernel("gammaln"), digamma=_scipy_kernel("psi"), polygamma=_polygamma,

@@ -291,12 +291,8 @@ def _range_of(xp: Any, d: Any, lo: float, hi: float, widen: float, fname: str) -
     if lo == hi:
         lo, hi = lo - widen, hi + widen
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"{fname}: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
+        raise RuntimeError(f"{fname}: range of [{lo:g}, {hi:g}] is not finite")
     return lo, hi
-
-
-def _fmt(v: float) -> str:
-    return "nan" if v != v else ("inf" if v == math.inf else ("-inf" if v == -math.inf else repr(v)))
 
 
 @op(method="histc", function="histc")
@@ -380,27 +376,115 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Optional[Sequence[float]
                                "got 0 elements")
         edges = edges.copy()
     else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-        lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
-        if range is not None and lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} "
-                               f"max {hi:g} for dimension 0")
-        if range is None:
-            lo, hi = (float(d.min()), float(d.max())) if d.size else (0.0, 1.0)
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise RuntimeError(f"torch.histogramdd: range of [{_fmt(lo)}, {_fmt(hi)}] is not "
-                               "finite")
-        if lo == hi:  # as NumPy: a bin of width 1 around the single value
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = _creation.linspace(lo, hi, bins + 1, dtype=_dtype.from_np(d.dtype))._data
-        edges = xp.asarray(edges)
+        edges = _equal_edges(xp, d.reshape(-1), bins, range, 0, d.dtype)
     wd = None if weight is None else weight._data
     hist = _counts(xp, d, edges, wd, d.dtype)
     if density:
         with quiet_fp(xp):
             hist = (hist / (hist.sum() * (edges[1:] - edges[:-1]))).astype(d.dtype)
     return return_types.histogram(_const(hist), _const(edges))
+
+
+def _equal_edges(xp: Any, col: Any, bins: Any, range: Optional[Sequence[float]], dim: int,  # noqa: A002
+                 dtype: Any) -> Any:
+    """bins + 1 equal edges over `range` (lowest, highest), or over col's smallest and largest
+    entries (dim: the histogram's dimension, for torch's messages)."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension {dim}")
+    lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
+    if range is not None and lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} "
+                           f"max {hi:g} for dimension {dim}")
+    if range is None:
+        lo, hi = (float(col.min()), float(col.max())) if col.size else (0.0, 1.0)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is not "
+                           "finite")
+    if lo == hi:  # as NumPy: a bin of width 1 around the single value
+        lo, hi = lo - 0.5, hi + 0.5
+    return xp.asarray(_creation.linspace(lo, hi, bins + 1, dtype=_dtype.from_np(dtype))._data)
+
+
+@op(function="histogramdd")
+def histogramdd(input: Tensor, bins: Any = 10, *, range: Optional[Sequence[float]] = None,  # noqa: A002
+                weight: Optional[Tensor] = None, density: bool = False) -> Any:
+    """A D-dimensional histogram of the points in input's rows and its bin edges per dim.
+
+    Args:
+        input (Tensor): points (..., D), floating point; the last dim holds their coordinates.
+        bins (int, sequence of ints or sequence of Tensors): the number of equal bins in every
+            dim, per dim, or each dim's increasing edges. Default: 10.
+        range (sequence of float, optional): keyword-only; (lowest, highest) of each dim in
+            turn, 2D numbers; the data's smallest and largest coordinates by default.
+        weight (Tensor, optional): keyword-only; a weight per point (input's shape without its
+            last dim), summed instead of counts.
+        density (bool, optional): keyword-only; normalize so that the histogram integrates to 1.
+
+    Returns a named tuple (hist, bin_edges), bin_edges a tuple of D tensors; each bin includes
+    its left edges, the last ones their right edges too. Nothing is differentiable.
+
+    Example::
+
+        >>> pts = rustgrad.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]])
+        >>> rustgrad.histogramdd(pts, bins=[2, 2]).hist
+        tensor([[0., 1.],
+                [2., 1.]])
+    """
+    d = input._data
+    xp = input._backend
+    if not _dtype.is_floating_np(d.dtype):
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{_name_of(d)}\'')
+    if d.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    n_dims = d.shape[-1]
+    pts = d.reshape(-1, n_dims)
+    per_dim = [bins] * n_dims if isinstance(bins, int) else list(bins)
+    if len(per_dim) != n_dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension "
+                           "of the input.")
+    if range is not None and len(range) != 2 * n_dims:
+        raise RuntimeError(f"torch.histogramdd: for a {n_dims}-dimensional histogram range should "
+                           f"have {2 * n_dims} elements, but got {len(range)}")
+    if weight is not None and tuple(weight._data.shape) != tuple(d.shape[:-1]):
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+            "input tensor excluding its innermost dimension, but got input with shape "
+            f"{list(d.shape)} and weight with shape {list(weight._data.shape)}")
+    edges = []
+    for k, b in enumerate(per_dim):
+        if isinstance(b, Tensor):
+            if b._data.dtype != d.dtype:
+                raise RuntimeError(
+                    "torch.histogramdd: input tensor and bins tensors should have the same dtype, "
+                    f"but got input with dtype {_dtype.cpp_name(_dtype.from_np(d.dtype))} and bins for "
+                    f"dimension {k} with dtype {_dtype.cpp_name(_dtype.from_np(b._data.dtype))}")
+            edges.append(b._data.copy())
+        else:
+            rng = None if range is None else range[2 * k:2 * k + 2]
+            edges.append(_equal_edges(xp, pts[:, k], int(b), rng, k, d.dtype))
+    nbins = tuple(e.shape[0] - 1 for e in edges)
+    flat = xp.zeros(pts.shape[0], dtype=_INT64)
+    inside = xp.ones(pts.shape[0], dtype=bool)
+    for k, e in enumerate(edges):
+        col = pts[:, k]
+        pos = xp.searchsorted(e, col, side="right") - 1
+        pos = xp.where(col == e[-1], nbins[k] - 1, pos)
+        inside &= (col >= e[0]) & (col <= e[-1])  # NaN is never inside
+        flat = flat * nbins[k] + xp.clip(pos, 0, max(nbins[k] - 1, 0))
+    keep = xp.nonzero(inside)[0]
+    total = math.prod(nbins)
+    w = None if weight is None else weight._data.reshape(-1)[keep].astype(_dtype.float64.np)
+    counts = xp.bincount(flat[keep], weights=w, minlength=total) if keep.size else \
+        xp.zeros(total, dtype=_dtype.float64.np)
+    hist = counts[:total].astype(d.dtype).reshape(nbins)
+    if density:
+        volume = 1.0
+        for k, e in enumerate(edges):
+            shape = tuple(-1 if i == k else 1 for i in builtins.range(n_dims))
+            volume = volume * (e[1:] - e[:-1]).reshape(shape)
+        with quiet_fp(xp):
+            hist = (hist / (hist.sum() * volume)).astype(d.dtype)
+    return return_types.histogramdd(_const(hist), tuple(_const(e) for e in edges))
 
 
 # ---- trapezoid, cumulative_trapezoid ---------------------------------------------------------

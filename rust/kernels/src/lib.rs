@@ -17,6 +17,9 @@
 //! - [`softmax_rows`], [`softmax_backward_rows`]: softmax and log_softmax over the last dim and
 //!   their gradients, in torch's CPU order (max, exp, 16-lane partial sums), one pass per row
 //!   instead of NumPy's several reductions and temporaries.
+//! - [`layer_norm_rows`], [`layer_norm_backward_rows`]: layer_norm over the last dim and its
+//!   input gradient, one pass per row with the row's statistics in float64 (the CUDA kernels'
+//!   formulas), instead of NumPy's ~8 (forward) and ~20 (backward) whole-array passes.
 //! - [`sgd_step`], [`adam_step`]: one optimizer step over one parameter, in place and in one
 //!   pass, with exactly the roundings of the NumPy formulations in `optim/sgd.py` and
 //!   `optim/adam.py` (which allocate a temporary per operation).
@@ -50,6 +53,7 @@
 mod elementwise;
 mod im2col;
 mod isa;
+mod norm;
 mod optim;
 mod pool;
 mod real;
@@ -61,6 +65,7 @@ pub use elementwise::{
 };
 pub use im2col::{col2im, default_threads, im2col, Unfold, PAR_MIN_ELEMS};
 pub use isa::{with_isa_cap, Isa};
+pub use norm::{layer_norm_backward_rows, layer_norm_rows, split_units};
 pub use optim::{adam_step, sgd_step, Adam, Sgd};
 pub use pool::{max_pool2d, max_pool2d_backward, Pair, Window};
 pub use real::Real;

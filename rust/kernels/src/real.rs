@@ -29,6 +29,8 @@ pub trait Real:
     const INLINE_EXP: bool;
     /// NumPy's conversion of a Python float (round to nearest).
     fn of(x: f64) -> Self;
+    /// The value as a float64 (exact).
+    fn widen(self) -> f64;
     /// exp as the kernels compute it: [`exp_f32`] for float32, libm's for float64.
     fn exp_k(self) -> Self;
     fn ln(self) -> Self;
@@ -50,6 +52,10 @@ macro_rules! real {
             #[inline]
             fn of(x: f64) -> Self {
                 x as $t
+            }
+            #[inline(always)]
+            fn widen(self) -> f64 {
+                self as f64
             }
             #[inline(always)]
             fn exp_k(self) -> Self {

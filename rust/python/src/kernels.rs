@@ -72,7 +72,8 @@ fn shaped<'py, T: numpy::Element>(
 }
 
 /// Exact GELU, x Phi(x) = x/2 (1 + erf(x/sqrt 2)), of a C-contiguous float32/float64 array,
-/// in one pass (float32 through `erf_f32`, float64 through libm); None for other arrays.
+/// in one pass (float32 through `erf_f32`, float64 through libm), the GIL released and split
+/// over Rayon's threads from `PAR_MIN_ELEMS` elements on; None for other arrays.
 #[pyfunction]
 pub fn _gelu<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
     if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
@@ -80,20 +81,25 @@ pub fn _gelu<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Option<Bou
         let Some(xs) = c_slice(&a) else {
             return Ok(None);
         };
-        return Ok(Some(fresh_f32(py, a.shape(), |o| rk::gelu_f32(xs, o))));
+        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
+            rk::gelu_f32(&xs[first..][..o.len()], o)
+        })));
     }
     if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
         let a = a.readonly();
         let Some(xs) = c_slice(&a) else {
             return Ok(None);
         };
-        return fresh_vec(py, a.shape(), xs.len(), |o| rk::gelu_f64(xs, o)).map(Some);
+        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
+            rk::gelu_f64(&xs[first..][..o.len()], o)
+        })));
     }
     Ok(None)
 }
 
 /// The gradient of exact GELU: grad (Phi(x) + x phi(x)), phi the standard normal density, of
-/// C-contiguous float32/float64 arrays of one shape, in one pass; None for other arrays.
+/// C-contiguous float32/float64 arrays of one shape, in one pass (GIL and threads as `_gelu`);
+/// None for other arrays.
 #[pyfunction]
 pub fn _gelu_backward<'py>(
     py: Python<'py>,
@@ -111,8 +117,9 @@ pub fn _gelu_backward<'py>(
         if g.shape() != a.shape() {
             return Ok(None);
         }
-        return Ok(Some(fresh_f32(py, a.shape(), |o| {
-            rk::gelu_backward_f32(gs, xs, o)
+        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
+            let span = first..first + o.len();
+            rk::gelu_backward_f32(&gs[span.clone()], &xs[span], o)
         })));
     }
     if let (Ok(g), Ok(a)) = (
@@ -126,10 +133,10 @@ pub fn _gelu_backward<'py>(
         if g.shape() != a.shape() {
             return Ok(None);
         }
-        return fresh_vec(py, a.shape(), xs.len(), |o| {
-            rk::gelu_backward_f64(gs, xs, o)
-        })
-        .map(Some);
+        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
+            let span = first..first + o.len();
+            rk::gelu_backward_f64(&gs[span.clone()], &xs[span], o)
+        })));
     }
     Ok(None)
 }
@@ -528,7 +535,8 @@ fn scatter_planes<'py, T: Real + numpy::Element>(
 
 /// softmax (`log`: log_softmax) over the last dim of a C-contiguous float32/float64 array, in
 /// torch's CPU order: the row's max m, e = exp(x - m), then e / sum(e) as e * (1 / sum), or
-/// (x - m) - ln sum. None for other arrays (the op's NumPy formulation runs).
+/// (x - m) - ln sum; the GIL released and the rows split over Rayon's threads from
+/// `PAR_MIN_ELEMS` elements on. None for other arrays (the op's NumPy formulation runs).
 #[pyfunction]
 pub fn _softmax<'py>(
     py: Python<'py>,
@@ -557,7 +565,12 @@ fn softmax<'py, T: Real + numpy::Element>(
         return Ok(None);
     }
     let mut out = vec![T::of(0.0); xs.len()];
-    rk::softmax_rows(xs, &mut out, n, log);
+    let threads = rk::default_threads();
+    py.allow_threads(|| {
+        rk::split_units(&mut out, n, threads, |first, o| {
+            rk::softmax_rows(&xs[first..][..o.len()], o, n, log)
+        })
+    });
     shaped(py, a.shape(), out).map(Some)
 }
 
@@ -599,7 +612,13 @@ fn softmax_backward<'py, T: Real + numpy::Element>(
         return Ok(None);
     }
     let mut res = vec![T::of(0.0); ys.len()];
-    rk::softmax_backward_rows(gs, ys, &mut res, n, log);
+    let threads = rk::default_threads();
+    py.allow_threads(|| {
+        rk::split_units(&mut res, n, threads, |first, o| {
+            let span = first..first + o.len();
+            rk::softmax_backward_rows(&gs[span.clone()], &ys[span], o, n, log)
+        })
+    });
     shaped(py, y.shape(), res).map(Some)
 }
 
@@ -649,6 +668,32 @@ fn fresh_released<'py, T: numpy::Element + Send>(
     let written = py.allow_threads(move || fill(slots).len());
     assert_eq!(written, n, "fresh_released: a kernel left slots unwritten");
     arr.into_any()
+}
+
+/// A new C-contiguous array of `shape` whose elements `work(first, chunk)` writes (a kernel over
+/// the input elements from `first` on, returning the chunk's slots initialized), with the GIL
+/// released and split over Rayon's threads in runs of whole `unit`s from `PAR_MIN_ELEMS`
+/// elements on (`rk::split_units`); for kernels whose result does not depend on the split.
+fn fresh_split<'py, T: numpy::Element + Send>(
+    py: Python<'py>,
+    shape: &[usize],
+    unit: usize,
+    work: impl for<'o> Fn(usize, &'o mut [MaybeUninit<T>]) -> &'o mut [T] + Sync + Send,
+) -> Bound<'py, PyAny> {
+    let threads = rk::default_threads();
+    fresh_released(py, shape, move |o| {
+        rk::split_units(o, unit, threads, |first, c| {
+            let n = c.len();
+            assert_eq!(
+                work(first, c).len(),
+                n,
+                "fresh_split: a kernel left slots unwritten"
+            );
+        });
+        // SAFETY: every chunk's slots were returned initialized (checked above), and the
+        // chunks tile `o`.
+        unsafe { &mut *(o as *mut [MaybeUninit<T>] as *mut [T]) }
+    })
 }
 
 /// Python ints as sizes; None if one is negative.
@@ -795,4 +840,151 @@ fn col2im_of<'py, T: Real + numpy::Element>(
     Some(fresh_released(py, &shape, |o| {
         rk::col2im(cs, &g, o, threads)
     }))
+}
+
+/// A float array argument as a C-contiguous slice of `T`: Ok(None) for an absent one, Err(())
+/// for one that does not qualify (another dtype, strided, misaligned).
+type Param<'py, T> = Result<Option<numpy::PyReadonlyArrayDyn<'py, T>>, ()>;
+
+fn param<'py, T: numpy::Element>(a: Option<&Bound<'py, PyAny>>) -> Param<'py, T> {
+    match a {
+        None => Ok(None),
+        Some(a) => match a.downcast::<PyArrayDyn<T>>() {
+            Ok(a) => {
+                let r = a.try_readonly().map_err(|_| ())?;
+                if c_slice(&r).is_none() {
+                    return Err(());
+                }
+                Ok(Some(r))
+            }
+            Err(_) => Err(()),
+        },
+    }
+}
+
+/// layer_norm over the last dim of a C-contiguous float32/float64 array, times `weight` plus
+/// `bias` (each of the last dim's length, same dtype, or None), in one pass per row with the
+/// row's statistics in float64 (the CUDA kernel's formulas; `rustgrad-kernels`'
+/// `layer_norm_rows`), the GIL released and split over Rayon's threads above
+/// `PAR_MIN_ELEMS` elements. None for other arrays.
+#[pyfunction]
+#[pyo3(signature = (x, weight, bias, eps))]
+pub fn _layer_norm<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    weight: Option<&Bound<'py, PyAny>>,
+    bias: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if x.downcast::<PyArrayDyn<f32>>().is_ok() {
+        return Ok(layer_norm_of::<f32>(py, x, weight, bias, eps));
+    }
+    if x.downcast::<PyArrayDyn<f64>>().is_ok() {
+        return Ok(layer_norm_of::<f64>(py, x, weight, bias, eps));
+    }
+    Ok(None)
+}
+
+fn layer_norm_of<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    weight: Option<&Bound<'py, PyAny>>,
+    bias: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+) -> Option<Bound<'py, PyAny>> {
+    let a = x.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
+    let xs = c_slice(&a)?;
+    let d = *a.shape().last()?;
+    let (w, b) = (param::<T>(weight).ok()?, param::<T>(bias).ok()?);
+    let (ws, bs) = (w.as_ref().and_then(c_slice), b.as_ref().and_then(c_slice));
+    if d == 0 || ws.is_some_and(|s| s.len() != d) || bs.is_some_and(|s| s.len() != d) {
+        return None;
+    }
+    let threads = rk::default_threads();
+    Some(fresh_released(py, a.shape(), |o| {
+        rk::layer_norm_rows(xs, ws, bs, eps, d, o, threads)
+    }))
+}
+
+/// `_layer_norm_backward`'s answer: (dx, xhat or None).
+type GradAndXhat<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+
+/// The input gradient of `_layer_norm` (no bias needed) for the incoming gradient `grad`, and
+/// with `want_xhat` the normalized input (x - mean) * rstd for the weight's gradient, as
+/// (dx, xhat or None); float64 statistics, GIL released and threads as `_layer_norm`. None for
+/// arrays that do not qualify (dtypes or shapes that differ, strided).
+#[pyfunction]
+#[pyo3(signature = (grad, x, weight, eps, want_xhat))]
+pub fn _layer_norm_backward<'py>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    weight: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    want_xhat: bool,
+) -> PyResult<Option<GradAndXhat<'py>>> {
+    if x.downcast::<PyArrayDyn<f32>>().is_ok() {
+        return Ok(layer_norm_backward_of::<f32>(
+            py, grad, x, weight, eps, want_xhat,
+        ));
+    }
+    if x.downcast::<PyArrayDyn<f64>>().is_ok() {
+        return Ok(layer_norm_backward_of::<f64>(
+            py, grad, x, weight, eps, want_xhat,
+        ));
+    }
+    Ok(None)
+}
+
+/// A new C-contiguous uninitialized array of `shape`, and its slots.
+///
+/// # Safety
+/// The slots must all be written before Python sees the array.
+unsafe fn uninit_array<'py, 's, T: numpy::Element>(
+    py: Python<'py>,
+    shape: &[usize],
+) -> (Bound<'py, PyArrayDyn<T>>, &'s mut [MaybeUninit<T>]) {
+    // SAFETY: a new C-contiguous array that nothing else references yet; the caller writes
+    // every slot before Python sees it.
+    let arr = unsafe { PyArrayDyn::<T>::new(py, shape, false) };
+    let slots =
+        unsafe { std::slice::from_raw_parts_mut(arr.data() as *mut MaybeUninit<T>, arr.len()) };
+    (arr, slots)
+}
+
+fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    weight: Option<&Bound<'py, PyAny>>,
+    eps: f64,
+    want_xhat: bool,
+) -> Option<GradAndXhat<'py>> {
+    let a = x.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
+    let g = grad.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
+    let (xs, gs) = (c_slice(&a)?, c_slice(&g)?);
+    let d = *a.shape().last()?;
+    let w = param::<T>(weight).ok()?;
+    let ws = w.as_ref().and_then(c_slice);
+    if d == 0 || g.shape() != a.shape() || ws.is_some_and(|s| s.len() != d) {
+        return None;
+    }
+    let threads = rk::default_threads();
+    // SAFETY: `layer_norm_backward_rows` writes every slot of both (it returns them
+    // initialized, checked below) before Python sees either array.
+    let (dx, dx_slots) = unsafe { uninit_array::<T>(py, a.shape()) };
+    let (xhat, xhat_slots) = if want_xhat {
+        let (h, s) = unsafe { uninit_array::<T>(py, a.shape()) };
+        (Some(h), Some(s))
+    } else {
+        (None, None)
+    };
+    let n = xs.len();
+    let written = py.allow_threads(move || {
+        let (o, h) =
+            rk::layer_norm_backward_rows(gs, xs, ws, eps, d, dx_slots, xhat_slots, threads);
+        (o.len(), h.map(|h| h.len()))
+    });
+    assert_eq!(written.0, n, "layer_norm backward: slots left unwritten");
+    Some((dx.into_any(), xhat.map(|h| h.into_any())))
 }

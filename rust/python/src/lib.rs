@@ -82,6 +82,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_powi, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_softmax, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_softmax_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_layer_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_layer_norm_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_sgd_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d, m)?)?;
