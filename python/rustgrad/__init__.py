@@ -183,7 +183,7 @@ __version__: str
 # imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
 _LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "serialization",
                               "testing", "viz", "special", "linalg", "fft", "distributions",
-                              "func"})
+                              "func", "profiler"})
 # functions bound on first use, from the module that defines them (imported then): name ->
 # module; the `if _TYPE_CHECKING:` imports below name them for type checkers and the stub
 _LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization",

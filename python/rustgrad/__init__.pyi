@@ -23,6 +23,7 @@ from . import memory as memory
 from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import optim as optim
+from . import profiler as profiler
 from . import return_types as return_types
 from . import serialization as serialization
 from . import special as special

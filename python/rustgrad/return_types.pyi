@@ -14,7 +14,7 @@ __all__ = [
     "max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_inv_ex",
     "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "svd", "linalg_eigh",
     "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
-    "aminmax", "histogram",
+    "aminmax", "histogram", "histogramdd",
 ]
 
 
@@ -156,6 +156,12 @@ class aminmax(NamedTuple):
 
 class histogram(NamedTuple):
     """torch.return_types.histogram: the named tuple of histogram."""
+
+    hist: Tensor
+    bin_edges: Tensor
+
+class histogramdd(NamedTuple):
+    """torch.return_types.histogramdd: the named tuple of histogramdd."""
 
     hist: Tensor
     bin_edges: Tensor

@@ -343,7 +343,12 @@ def _accumulate_grad(
 
 def __getattr__(name: str) -> Any:
     """`who_gets_grad`, imported on first use: its module and the explain machinery it uses
-    (dataclasses, ~5 ms) are not needed by `import rustgrad`."""
+    (dataclasses, ~5 ms) are not needed by `import rustgrad`; `profiler` and `profiler_util`
+    (torch.autograd.profiler), submodules imported on first use likewise."""
+    if name in ("profiler", "profiler_util"):
+        import importlib  # import-time cost: only this first use needs it
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "who_gets_grad":
         from ._reach import who_gets_grad  # import-time cost: see above
 

@@ -22,6 +22,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -651,3 +652,84 @@ def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
     t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     return _inf_where(p.low < q.scale, t2 * (q.alpha + 1) - t1)
+
+
+# ---- ContinuousBernoulli -------------------------------------------------------------------------
+def _cb_cross_terms(p_mean: Tensor, q: ContinuousBernoulli) -> Tensor:
+    # -E_p[log q(x)] for p of mean p_mean: -(mean logit_q + log(1 - q) + log C(q))
+    return -p_mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _cb_cross_terms(p.mean, q)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p: ContinuousBernoulli, q: Distribution) -> Tensor:
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).square()) + q.scale.log()
+    t3 = (p.variance + p.mean.square() - 2.0 * q.loc * p.mean) / (2.0 * q.scale.square())
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
+    result = -p.entropy() + (q.high - q.low).log()
+    # infinite unless q's interval strictly contains [0, 1]
+    return _inf_where((q.low >= 0.0) | (q.high <= 1.0), result)
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+def _kl_exponential_continuous_bernoulli(p: Exponential, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.rate)
+
+
+@register_kl(Gamma, ContinuousBernoulli)
+def _kl_gamma_continuous_bernoulli(p: Gamma, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Gumbel, ContinuousBernoulli)
+def _kl_gumbel_continuous_bernoulli(p: Gumbel, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Laplace, ContinuousBernoulli)
+def _kl_laplace_continuous_bernoulli(p: Laplace, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Normal, ContinuousBernoulli)
+def _kl_normal_continuous_bernoulli(p: Normal, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_pareto_continuous_bernoulli(p: Pareto, q: ContinuousBernoulli) -> Tensor:
+    return _infinite_like(p.scale)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    result = -p.entropy() + _cb_cross_terms(p.mean, q)
+    # infinite unless p's interval lies strictly inside (0, 1)
+    return _inf_where((p.high >= 1.0) | (p.low <= 0.0), result)

@@ -27,13 +27,14 @@ from typing import Any, List, Optional, Sequence, Union
 from . import _linalg, constraints
 from . import _rg as rg
 from ._rg import Size, Tensor
-from .utils import _sum_rightmost, broadcast_all, broadcast_shapes
+from .utils import _sum_rightmost, broadcast_all, broadcast_shapes, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
-    "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
-    "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+    "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+    "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
+    "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+    "Transform", "identity_transform",
 ]
 
 
@@ -924,6 +925,255 @@ class CumulativeDistributionTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+
+class CorrCholeskyTransform(Transform):
+    """From unconstrained vectors of D (D - 1) / 2 entries to Cholesky factors of D x D
+    correlation matrices (lower triangular, positive diagonal, rows of unit norm).
+
+    The vector fills the strictly lower triangle row by row; each entry passes through tanh,
+    and each row is then completed by a signed stick breaking: entry j of a row takes the
+    fraction tanh(x_j) of the square root of what the row's earlier entries left of its unit
+    norm, and the diagonal takes the rest.
+    """
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        eps = rg.finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # the root of what each row leaves of its unit norm before each entry
+        left = (1 - r**2).sqrt().cumprod(-1)
+        ones = rg.ones_like(left[..., :1])
+        r = r + rg.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * rg.cat([ones, left[..., :-1]], -1)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        left = 1 - (y * y).cumsum(-1)
+        left_before = rg.cat([rg.ones_like(left[..., :1]), left[..., :-1]], -1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left_before, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2  # atanh
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor, intermediates: Any = None) -> Tensor:
+        """log |det| of the map from x to the strictly lower triangle of y (the spaces differ in
+        dimension, so the triangle stands for y): the stick breaking's half log of what each
+        row leaves, plus the tanh's log(1 - tanh(x)**2) written stably."""
+        left = 1 - (y * y).cumsum(-1)
+        # diagonal -2 of the cumulative sums is what the entries of diagonal -1 see: no shift
+        stick = 0.5 * tril_matrix_to_vec(left, diag=-2).log().sum(-1)
+        tanh = -2 * (x + rg.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape: Sequence[int]) -> Size:
+        """(..., N) to (..., D, D), with N = D (D - 1) / 2."""
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size(tuple(shape[:-1]) + (d, d))
+
+    def inverse_shape(self, shape: Sequence[int]) -> Size:
+        """(..., D, D) to (..., D (D - 1) / 2)."""
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+
+
+def _check_piece(what: str, t: Tensor, dim: int, size: int, name: str) -> None:
+    # torch's AssertionErrors for a dim out of range or a size that does not fit
+    if not -t.dim() <= dim < t.dim():
+        raise AssertionError(f"dim {dim} out of range for {what} with {t.dim()} dimensions")
+    if t.size(dim) != size:
+        raise AssertionError(f"{name[0]}.size({dim}) = {t.size(dim)} must equal {name[1:]} {size}")
+
+
+class CatTransform(Transform):
+    """Transforms applied to consecutive pieces of one dim, as ``rustgrad.cat`` would join
+    them: piece i, of ``lengths[i]`` entries along ``dim``, goes through ``tseq[i]``.
+
+    Args:
+        tseq (list of Transform): the transforms, one per piece.
+        dim (int): the dim the pieces are cut along.
+        lengths (list of int, optional): the pieces' lengths (default: 1 each).
+        cache_size (int): 0 or 1 (given to every transform).
+
+    Example::
+
+        >>> from rustgrad.distributions.transforms import CatTransform, ExpTransform, identity_transform
+        >>> t = CatTransform([ExpTransform(), identity_transform], dim=0, lengths=[2, 1])
+        >>> t(torch.tensor([0.0, 1.0, 5.0]))
+        tensor([1.0000, 2.7183, 5.0000])
+    """
+
+    transforms: List[Transform]
+
+    def __init__(self, tseq: Sequence[Transform], dim: int = 0, lengths: Optional[Sequence[int]] = None,
+                 cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:
+        """The largest event dims of the transforms."""
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        """The total length of the pieces."""
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        """The same transform with this cache size."""
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, t: Tensor) -> List[Tensor]:
+        out, start = [], 0
+        for length in self.lengths:
+            out.append(t.narrow(self.dim, start, length))
+            start = start + length
+        return out
+
+    def _call(self, x: Tensor) -> Tensor:
+        _check_piece("tensor", x, self.dim, self.length, "xlength")
+        return rg.cat([t(p) for t, p in zip(self.transforms, self._pieces(x))], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        _check_piece("tensor", y, self.dim, self.length, "ylength")
+        return rg.cat([t.inv(p) for t, p in zip(self.transforms, self._pieces(y))], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """Each piece's, summed over the event dims it lacks; concatenated along dim when dim is
+        a batch dim, else added up.
+
+        Args:
+            x (Tensor): the input.
+            y (Tensor): the output.
+        """
+        _check_piece("x", x, self.dim, self.length, "xlength")
+        _check_piece("y", y, self.dim, self.length, "ylength")
+        event_dim = self.event_dim
+        parts = []
+        for t, xp, yp in zip(self.transforms, self._pieces(x), self._pieces(y)):
+            part = t.log_abs_det_jacobian(xp, yp)
+            if t.event_dim < event_dim:
+                part = _sum_rightmost(part, event_dim - t.event_dim)
+            parts.append(part)
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim = dim + event_dim
+        if dim < 0:
+            return rg.cat(parts, dim)
+        return reduce(operator.add, parts)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        """Whether every transform is."""
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self) -> constraints.Constraint:
+        """The transforms' domains, concatenated."""
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self) -> constraints.Constraint:
+        """The transforms' codomains, concatenated."""
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Transforms applied to the slices of one dim, as ``rustgrad.stack`` would join them: slice
+    i along ``dim`` goes through ``tseq[i]``.
+
+    Args:
+        tseq (list of Transform): the transforms, one per slice.
+        dim (int): the dim the slices are taken along.
+        cache_size (int): 0 or 1 (given to every transform).
+
+    Example::
+
+        >>> from rustgrad.distributions.transforms import ExpTransform, StackTransform, identity_transform
+        >>> t = StackTransform([ExpTransform(), identity_transform], dim=1)
+        >>> t(torch.tensor([[0.0, 3.0], [1.0, 4.0]]))
+        tensor([[1.0000, 3.0000],
+                [2.7183, 4.0000]])
+    """
+
+    transforms: List[Transform]
+
+    def __init__(self, tseq: Sequence[Transform], dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        """The same transform with this cache size."""
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, z: Tensor) -> List[Tensor]:
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _call(self, x: Tensor) -> Tensor:
+        _check_piece("tensor", x, self.dim, len(self.transforms), "xlen(transforms)")
+        return rg.stack([t(s) for s, t in zip(self._slice(x), self.transforms)], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        _check_piece("tensor", y, self.dim, len(self.transforms), "ylen(transforms)")
+        return rg.stack([t.inv(s) for s, t in zip(self._slice(y), self.transforms)], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """Each slice's, stacked along dim.
+
+        Args:
+            x (Tensor): the input.
+            y (Tensor): the output.
+        """
+        _check_piece("x", x, self.dim, len(self.transforms), "xlen(transforms)")
+        _check_piece("y", y, self.dim, len(self.transforms), "ylen(transforms)")
+        return rg.stack([t.log_abs_det_jacobian(xs, ys)
+                         for xs, ys, t in zip(self._slice(x), self._slice(y), self.transforms)], self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        """Whether every transform is."""
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self) -> constraints.Constraint:
+        """The transforms' domains, stacked."""
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self) -> constraints.Constraint:
+        """The transforms' codomains, stacked."""
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
 def _parts(transforms: Union[Transform, List[Transform]]) -> List[Transform]:
