@@ -154,7 +154,8 @@ MAX_POOL3D_BACKWARD = node("MaxPool3DWithIndicesBackwardBackward0", _max_bb, sav
 
 
 @op(function="max_pool3d", functional="max_pool3d",
-    grad_fn=("MaxPool3DWithIndicesBackward0", "MaxPool3DWithIndicesBackwardBackward0"))
+    grad_fn=("MaxPool3DWithIndicesBackward0", "MaxPool3DWithIndicesBackwardBackward0"),
+    autocast=dict(cpu="fp32"))
 def max_pool3d(input: Tensor, kernel_size: IntOrTriple, stride: Optional[IntOrTriple] = None,
                padding: IntOrTriple = 0, dilation: IntOrTriple = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
@@ -272,7 +273,8 @@ AVG_POOL3D = node("AvgPool3DBackward0", _avg_bw, saved=("self",), getters={
 AVG_POOL3D_BACKWARD = node("AvgPool3DBackwardBackward0", _avg_bb, saved=("self",))
 
 
-@op(functional="avg_pool3d", grad_fn=("AvgPool3DBackward0", "AvgPool3DBackwardBackward0"))
+@op(functional="avg_pool3d", grad_fn=("AvgPool3DBackward0", "AvgPool3DBackwardBackward0"),
+    autocast=dict(cpu="fp32"))
 def avg_pool3d(input: Tensor, kernel_size: IntOrTriple, stride: Optional[IntOrTriple] = None,
                padding: IntOrTriple = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: Optional[int] = None) -> Tensor:
@@ -387,7 +389,8 @@ ADAPTIVE_AVG_POOL3D_BACKWARD = node("AdaptiveAvgPool3DBackwardBackward0", _adapt
 
 
 @op(functional="adaptive_avg_pool3d",
-    grad_fn=("AdaptiveAvgPool3DBackward0", "AdaptiveAvgPool3DBackwardBackward0"))
+    grad_fn=("AdaptiveAvgPool3DBackward0", "AdaptiveAvgPool3DBackwardBackward0"),
+    autocast=dict(cpu="fp32"))
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """The mean over output_size bins of the last three dims (bins as torch's: they may
     overlap).
@@ -515,7 +518,8 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
     return res, idx
 
 
-@op(functional="adaptive_max_pool3d", grad_fn="AdaptiveMaxPool3DBackward0")
+@op(functional="adaptive_max_pool3d", grad_fn="AdaptiveMaxPool3DBackward0",
+    autocast=dict(cpu="fp32"))
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """The max over output_size bins of the last three dims (and its flat index).
 

@@ -6,9 +6,11 @@
 
 use std::sync::{Arc, Weak};
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::impl_::pyclass_init::PyObjectInit;
 use pyo3::prelude::*;
-use pyo3::types::{PyTuple, PyWeakrefReference};
+use pyo3::types::{PyTuple, PyType, PyWeakrefReference};
+use pyo3::PyClassInitializer;
 use pyo3::{PyTraverseError, PyVisit};
 use rustgrad_core::meta::{self, ViewRef, MODIFIED_BASE};
 use rustgrad_core::{
@@ -30,13 +32,6 @@ pub struct TensorMeta {
     pub version: Arc<VersionCounter>,
     pub storage: Option<Arc<Storage>>,
     pub requires_grad: bool,
-}
-
-thread_local! {
-    /// Note [Internal construction]: set by `new_tensor_of` around its class call, so that
-    /// `py_new` can tell the ops' bare construction (hot, no arguments) from a user's legacy
-    /// `Tensor()` (which torch answers with an empty tensor) without looking at arguments.
-    static INTERNAL_NEW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[pyclass(subclass, weakref, name = "TensorBase", module = "rustgrad._core")]
@@ -83,14 +78,26 @@ pub fn view_mode_error(b: &PyTensor, modified: &str) -> PyErr {
 
 impl PyTensor {
     fn placeholder(py: Python<'_>) -> Self {
+        Self::with(py.None(), false, VersionCounter::new(), None, None, 0)
+    }
+
+    /// A new tensor's fields: its array, flags, version counter, storage and history.
+    fn with(
+        data: Py<PyAny>,
+        requires_grad: bool,
+        version: Arc<VersionCounter>,
+        storage: Option<Arc<Storage>>,
+        grad_fn: Option<NodeRef<PyGrad>>,
+        output_nr: usize,
+    ) -> Self {
         PyTensor {
-            data: py.None(),
-            requires_grad: false,
-            grad_fn: None,
-            output_nr: 0,
+            data,
+            requires_grad,
+            grad_fn,
+            output_nr,
             grad: None,
-            version: VersionCounter::new(),
-            storage: None,
+            version,
+            storage,
             base: None,
             accumulator: Weak::new(),
             hooks: None,
@@ -168,22 +175,29 @@ pub fn new_tensor_of<'py>(
     grad_fn: Option<NodeRef<PyGrad>>,
     output_nr: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    // Note [Internal construction]: the class call below is ours, not the user's legacy
-    // `Tensor(...)`; py_new reads this flag to hand back a bare placeholder.
-    INTERNAL_NEW.with(|f| f.set(true));
-    let obj = cls.call0();
-    INTERNAL_NEW.with(|f| f.set(false));
-    let t = obj?.downcast_into::<PyTensor>()?;
-    {
-        let mut b = t.borrow_mut();
-        b.data = data;
-        b.requires_grad = meta.requires_grad;
-        b.version = meta.version;
-        b.storage = meta.storage;
-        b.grad_fn = grad_fn;
-        b.output_nr = output_nr;
+    let py = cls.py();
+    let ty = cls.downcast::<PyType>()?;
+    if !ty.is_subclass_of::<PyTensor>()? {
+        return Err(PyTypeError::new_err(format!(
+            "{} is not a subclass of rustgrad.Tensor",
+            ty.name()?
+        )));
     }
-    Ok(t)
+    let tensor = PyTensor::with(
+        data,
+        meta.requires_grad,
+        meta.version,
+        meta.storage,
+        grad_fn,
+        output_nr,
+    );
+    // Note [Internal construction]: an op's tensor is allocated by the class's own tp_alloc, as
+    // the class call would, without the call's argument parsing, `__init__` and placeholder
+    // fields made only to be replaced (a tenth of a recorded op's time).
+    // SAFETY: `ty` is PyTensor's type or a subclass of it (checked above).
+    let obj = unsafe { PyClassInitializer::from(tensor).into_new_object(py, ty.as_type_ptr())? };
+    // SAFETY: `into_new_object` returned a new reference to an instance of `ty`.
+    Ok(unsafe { Bound::from_owned_ptr(py, obj).downcast_into_unchecked() })
 }
 
 /// The edge a gradient for this tensor travels along: its grad_fn, or its leaf accumulator.
@@ -372,12 +386,9 @@ impl PyTensor {
         args: &Bound<'_, pyo3::types::PyTuple>,
         kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Self> {
-        // Ops make tensors by calling the class with no arguments and filling them in (see Note
-        // [Internal construction]); any other call is torch's legacy constructor, built in
-        // Python (`Tensor([1., 2.])`, `Tensor(2, 3)`, `Tensor()`), and this tensor aliases it.
-        if INTERNAL_NEW.with(|f| f.replace(false)) {
-            return Ok(PyTensor::placeholder(py));
-        }
+        // Ops allocate their tensors directly (Note [Internal construction]); a call of the
+        // class is torch's legacy constructor, built in Python (`Tensor([1., 2.])`,
+        // `Tensor(2, 3)`, `Tensor()`), and this tensor aliases it.
         let made = py
             .import("rustgrad._legacy")?
             .getattr("legacy_new")?
