@@ -505,13 +505,15 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
+# torch's formulas: the gradient masked_fill'ed with 0 (so double backward records
+# MaskedFillBackward0, as torch's)
 def _masked_fill_bw(g: Tensor, saved: Any, mask: Any) -> Any:
-    return where(_const(mask), 0.0, g)
+    return masked_fill(g, _const(mask), 0.0)
 
 
 def _masked_fill_value_bw(g: Tensor, saved: Any, mask: Any) -> Any:
     m = _const(mask)
-    return where(m, 0.0, g), where(m, g, 0.0).sum()
+    return masked_fill(g, m, 0.0), where(m, g, 0.0).sum()
 
 
 MASKED_FILL = node("MaskedFillBackward0", _masked_fill_bw)
@@ -555,9 +557,15 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     if v is None:
         raise TypeError(f"masked_fill(): argument 'value' must be Number, not "
                         f"{type(value).__name__}")
-    out = xp.where(xp.broadcast_to(md, shape), xp.asarray(v).astype(d.dtype), d)
-    out = out.astype(d.dtype, copy=False)
     mask_b = xp.broadcast_to(md, shape)
+    fill = xp.asarray(v).astype(d.dtype)
+    if shape == d.shape:
+        # a copy written where the mask holds (the mask broadcast by copyto): half the memory
+        # traffic of a three-way where
+        out = d.copy()
+        xp.copyto(out, fill, where=md)
+    else:
+        out = xp.where(mask_b, fill, d)
     if vt:
         return MASKED_FILL_VALUE.record(out, (input, value), mask_b)
     return MASKED_FILL.record(out, (input,), mask_b)
