@@ -13,7 +13,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
-from ._util import NOT_IMPLEMENTED, record, same_devices
+from ._util import NOT_IMPLEMENTED, const, is_grad_enabled, record, same_devices
 from .gather import _index_add_zeros
 
 Pads = Tuple[int, int, int, int]  # top, bottom, left, right
@@ -253,7 +253,11 @@ CONVOLUTION = node("ConvolutionBackward0", _convolution_bw, saved=("input", "wei
 
 def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, w = saved
-    xshape, (o, cg, kh, kw), groups, d, p, s, needs, has_bias = ctx
+    xshape, (o, cg, kh, kw), groups, d, p, s, needs, has_bias, kept = ctx
+    if not is_grad_enabled():  # no graph of the gradients to record: the arrays directly
+        grads = _conv_bw_arrays(g, x, w, ctx)
+        if grads is not None:
+            return grads
     gx = gw = gb = None
     nx, nw, nb = needs
     n = xshape[0]
@@ -276,6 +280,43 @@ def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
             gcols = w.reshape(groups, og, ckg).transpose(1, 2) @ g2.reshape(groups, og, nl)
             gcols = gcols.reshape(groups * ckg, nl)
         gx = _fold_cf(gcols, xshape, (kh, kw), d, p, s, oh, ow)
+    if nb:
+        gb = g.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _conv_bw_arrays(g: Tensor, x: Tensor, w: Tensor, ctx: Any) -> Any:
+    """_conv_bw's gradients computed on the arrays, for a backward that records no graph: the
+    same GEMMs on the same operands (so the same bits), with the forward's columns (`kept`,
+    see _conv_forward) as the weight gradient's operand and then as the buffer of the input
+    gradient's columns, instead of an im2col and a new buffer of that size each. The columns
+    are taken out of the node's context as they are overwritten; a second backward through
+    the node (retain_graph) unfolds the input again. None for what it does not take (groups,
+    mixed or half-precision dtypes), which the op formulation then computes."""
+    xshape, (o, cg, kh, kw), groups, d, p, s, needs, has_bias, kept = ctx
+    gd, xd, wd = g._data, x._data, w._data
+    dt = gd.dtype
+    if groups != 1 or xd.dtype != dt or wd.dtype != dt or dt.kind != "f" or dt.itemsize < 4:
+        return None
+    xp = g._backend
+    nx, nw, nb = needs
+    n, c, h, wi = xshape
+    oh, ow = gd.shape[2], gd.shape[3]
+    pads = (p[0], p[0], p[1], p[1])
+    ck = c * kh * kw
+    g2 = xp.ascontiguousarray(gd.transpose(1, 0, 2, 3)).reshape(o, n * oh * ow)
+    cols = kept.pop() if kept else None  # (C*kh*kw, N*OH*OW), x's at the forward
+    gx = gw = gb = None
+    if nw:
+        if cols is None:
+            cols = im2col(xp, xd, (kh, kw), d, pads, s, channels_first=True).reshape(ck, -1)
+        gw = const((g2 @ cols.T).reshape(o, cg, kh, kw))
+    if nx:
+        # the input gradient's columns w^T g2, into the columns' buffer once they are used
+        w2t = wd.reshape(o, ck).T
+        gcols = w2t @ g2 if cols is None else xp.matmul(w2t, g2, out=cols)
+        gx = const(col2im(xp, gcols.reshape(c, kh, kw, n, oh, ow), (h, wi), d, pads, s,
+                          channels_first=True))
     if nb:
         gb = g.sum((0, 2, 3))
     return (gx, gw, gb) if has_bias else (gx, gw)
@@ -310,15 +351,10 @@ def _check_conv(xd: Any, wd: Any, groups: int, x: Tensor, w: Tensor, name: str,
         raise RuntimeError("non-positive groups is not supported")
 
 
-def _check_window(xd: Any, wd: Any, x: Tensor, w: Tensor, groups: int, s: Tuple[int, int],
-                  p: Tuple[int, int], d: Tuple[int, int], dims: int) -> None:
-    """torch's checks of a convolution's arguments, in its order, on the (N, C, H, W) input and
-    (O, C/groups, kh, kw) weight arrays (a 1-d convolution seen as one of height 1)."""
-    if p[0] < 0 or p[1] < 0:
-        raise RuntimeError("negative padding is not supported")
-    if s[0] <= 0 or s[1] <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    wshape = list(wd.shape) if dims == 2 else [wd.shape[0], wd.shape[1], wd.shape[3]]
+
+def check_groups(xd: Any, wd: Any, groups: int, wshape: List[int], xshape: List[int]) -> None:
+    """torch's checks of a convolution's weight and input channels against groups (wshape and
+    xshape: the shapes its messages show)."""
     if wd.shape[0] == 0:
         raise RuntimeError(
             f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
@@ -331,11 +367,22 @@ def _check_window(xd: Any, wd: Any, x: Tensor, w: Tensor, groups: int, s: Tuple[
         )
     c, cg = xd.shape[1], wd.shape[1]
     if cg * groups != c:
-        xshape = list(xd.shape) if dims == 2 else [xd.shape[0], xd.shape[1], xd.shape[3]]
         raise RuntimeError(
             f"Given groups={groups}, weight of size {wshape}, expected input"
             f"{xshape} to have {cg * groups} channels, but got {c} channels instead"
         )
+
+def _check_window(xd: Any, wd: Any, x: Tensor, w: Tensor, groups: int, s: Tuple[int, int],
+                  p: Tuple[int, int], d: Tuple[int, int], dims: int) -> None:
+    """torch's checks of a convolution's arguments, in its order, on the (N, C, H, W) input and
+    (O, C/groups, kh, kw) weight arrays (a 1-d convolution seen as one of height 1)."""
+    if p[0] < 0 or p[1] < 0:
+        raise RuntimeError("negative padding is not supported")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    # the 1-d op runs on (N, C, 1, L) arrays: its messages show the shapes as given
+    shown = (lambda a: list(a.shape)) if dims == 2 else (lambda a: [a.shape[0], a.shape[1], a.shape[3]])
+    check_groups(xd, wd, groups, shown(wd), shown(xd))
     first = 2 if dims == 2 else 3
     padded = [xd.shape[2 + i] + 2 * p[i] for i in range(first - 2, 2)]
     kernel = [d[i] * (wd.shape[2 + i] - 1) + 1 for i in range(first - 2, 2)]
@@ -356,10 +403,17 @@ def _check_window(xd: Any, wd: Any, x: Tensor, w: Tensor, groups: int, s: Tuple[
         raise RuntimeError(f"expected scalar type {type_name(x)} but found {type_name(w)}")
 
 
+# The forward's im2col columns are kept for the weight gradient (and reused as the buffer of
+# the input gradient's columns) when they are at most this many bytes; larger ones are unfolded
+# again in the backward rather than held from the forward on.
+KEEP_COLS_BYTES = 32 << 20
+
+
 def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tuple[int, int],
-                  d: Tuple[int, int], groups: int) -> Any:
+                  d: Tuple[int, int], groups: int, kept: Optional[list] = None) -> Any:
     """The (N, O, OH, OW) output of (N, C, H, W) input and (O, C/groups, kh, kw) weight arrays:
-    one GEMM (per group) over the channels-first im2col."""
+    one GEMM (per group) over the channels-first im2col. With `kept` (a list), the (C*kh*kw,
+    N*OH*OW) columns are appended to it when they fit KEEP_COLS_BYTES."""
     same_devices((xd, wd) if bd is None else (xd, wd, bd))
     n, c = xd.shape[:2]
     o, cg, kh, kw = wd.shape
@@ -367,16 +421,30 @@ def _conv_forward(xp: Any, xd: Any, wd: Any, bd: Any, s: Tuple[int, int], p: Tup
     oh, ow = cols.shape[4], cols.shape[5]
     ckg = cg * kh * kw
     cols2 = cols.reshape(c * kh * kw, n * oh * ow)
+    if kept is not None and cols2.nbytes <= KEEP_COLS_BYTES:
+        kept.append(cols2)
     if groups == 1:
         out = wd.reshape(o, ckg) @ cols2
     else:
         out = xp.matmul(wd.reshape(groups, o // groups, ckg),
                         cols2.reshape(groups, ckg, -1))
+    if bd is not None and out.dtype == xd.dtype and bd.dtype == out.dtype:
+        # the (O, N, L) -> (N, O, L) transpose and the bias in one pass (the same sums)
+        res = xp.empty((n, o, oh, ow), dtype=out.dtype)
+        xp.add(out.reshape(o, n, oh * ow).transpose(1, 0, 2), bd.reshape(1, o, 1),
+               out=res.reshape(n, o, oh * ow))
+        return res
     out = xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
     if bd is not None:
         out += bd.reshape(1, o, 1, 1)
     # bfloat16: NumPy's GEMM ran in float32 (as torch's accumulates); round once, bias added
     return out.astype(xd.dtype, copy=False)
+
+
+def _kept_cols(w: Tensor) -> Optional[list]:
+    """The list the forward keeps its columns in when a backward will want them (the weight's
+    gradient is recorded), else None."""
+    return [] if w.requires_grad and is_grad_enabled() else None
 
 
 @op(function="conv2d", functional="conv2d", grad_fn="ConvolutionBackward0", autocast=dict(cuda="lower", cpu="lower"))
@@ -394,10 +462,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     if isinstance(p, list):
         return conv2d(pad(x, p), w, b, 1, 0, d, groups)
     _check_window(xd, wd, x, w, groups, s, p, d, 2)
-    out = _conv_forward(x._backend, xd, wd, None if b is None else b._data, s, p, d, groups)
+    kept = _kept_cols(w)
+    out = _conv_forward(x._backend, xd, wd, None if b is None else b._data, s, p, d, groups,
+                        kept)
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
-    ctx = (xd.shape, wd.shape, groups, d, p, s, needs, b is not None)
+    ctx = (xd.shape, wd.shape, groups, d, p, s, needs, b is not None, kept)
     return CONVOLUTION.record(out, inputs, (_conv_bw, ctx), input=x, weight=w)
 
 
@@ -426,11 +496,12 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
         return conv1d(pad(x, p[:2]), w, b, 1, 0, d[1], groups)
     x4, w4 = xd[:, :, None, :], wd[:, :, None, :]
     _check_window(x4, w4, x, w, groups, s, p, d, 1)
+    kept = _kept_cols(w)
     out = _conv_forward(x._backend, x4, w4, None if b is None else b._data, s, p, d,
-                        groups)[:, :, 0, :]
+                        groups, kept)[:, :, 0, :]
     inputs = (x, w) if b is None else (x, w, b)
     needs = (x.requires_grad, w.requires_grad, b is not None and b.requires_grad)
-    ctx = (x4.shape, w4.shape, groups, d, p, s, needs, b is not None)
+    ctx = (x4.shape, w4.shape, groups, d, p, s, needs, b is not None, kept)
     return CONVOLUTION.record(out, inputs, (_conv1d_bw, ctx), input=x, weight=w)
 
 

@@ -22,7 +22,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 from .._tensor import Tensor
 from ._declare import op
 from ._util import same_devices
-from .conv import COL2IM, CONVOLUTION, IM2COL, type_name
+from .conv import COL2IM, CONVOLUTION, IM2COL, check_groups, type_name
+from .conv_transpose import check_transpose_args
 
 Ints = Tuple[int, ...]
 Pads = Tuple[Tuple[int, int], ...]  # per spatial dim: (low, high)
@@ -223,22 +224,7 @@ def _check_conv(x: Tensor, w: Tensor, b: Optional[Tensor], groups: int, s: Ints,
         raise RuntimeError("negative padding is not supported")
     if any(v <= 0 for v in s):
         raise RuntimeError("non-positive stride is not supported")
-    if wd.shape[0] == 0:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
-            f"weight of size {list(wd.shape)} instead"
-        )
-    if wd.shape[0] % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size [{list(wd.shape)}] instead"
-        )
-    c, cg = xd.shape[1], wd.shape[1]
-    if cg * groups != c:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(wd.shape)}, expected input"
-            f"{list(xd.shape)} to have {cg * groups} channels, but got {c} channels instead"
-        )
+    check_groups(xd, wd, groups, list(wd.shape), list(xd.shape))
     _check_bias(b, wd, wd.shape[0], False)
     nd = wd.ndim - 2
     padded = [xd.shape[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
@@ -410,22 +396,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
                                                                       name)
     _check_lengths(wd, stride=s, padding=p, dilation=d, output_padding=op_)
     groups = int(groups)
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    if min(p) < 0:
-        raise RuntimeError("negative padding is not supported")
-    if min(s) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if min(d) <= 0:
-        raise RuntimeError("dilation should be greater than zero")
-    if min(op_) < 0 or any(o >= st and o >= dl for o, st, dl in zip(op_, s, d)):
-        raise RuntimeError(
-            "output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_depth: {op_[0]} output_padding_height: {op_[1]} "
-            f"output_padding_width: {op_[2]} stride_depth: {s[0]} stride_height: {s[1]} "
-            f"stride_width: {s[2]} dilation_depth: {d[0]} dilation_height: {d[1]} "
-            f"dilation_width: {d[2]}"
-        )
+    check_transpose_args(s, p, op_, d, groups)
     if xd.dtype != wd.dtype:
         raise RuntimeError(f"expected scalar type {type_name(x)} but found {type_name(w)}")
     if wd.shape[0] % groups:

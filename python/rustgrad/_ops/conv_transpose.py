@@ -10,15 +10,16 @@ torch's ConvolutionBackward0.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .._tensor import Tensor
 from ._declare import op
 from .conv import CONVOLUTION, IntOrPair, _unfold_cf, col2im, conv2d, out_size, type_name
 
 
-def _check_args(s: Tuple[int, int], p: Tuple[int, int], op_: Tuple[int, int],
-                d: Tuple[int, int], groups: int) -> None:
+def check_transpose_args(s: Sequence[int], p: Sequence[int], op_: Sequence[int],
+                         d: Sequence[int], groups: int) -> None:
+    """torch's argument checks of a transposed convolution of 2 or 3 spatial dims."""
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if min(p) < 0:
@@ -29,11 +30,14 @@ def _check_args(s: Tuple[int, int], p: Tuple[int, int], op_: Tuple[int, int],
         raise RuntimeError("dilation should be greater than zero")
     # torch checks per dim: smaller than the stride or the dilation
     if any(o >= st and o >= dl for o, st, dl in zip(op_, s, d)) or min(op_) < 0:
+        dims = ("depth", "height", "width")[3 - len(s):]
+
+        def each(name: str, v: Sequence[int]) -> str:
+            return " ".join(f"{name}_{dim}: {x}" for dim, x in zip(dims, v))
+
         raise RuntimeError(
             "output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_height: {op_[0]} output_padding_width: {op_[1]} "
-            f"stride_height: {s[0]} stride_width: {s[1]} dilation_height: {d[0]} "
-            f"dilation_width: {d[1]}"
+            f"{each('output_padding', op_)} {each('stride', s)} {each('dilation', d)}"
         )
 
 
@@ -132,7 +136,7 @@ def _transpose(x: Tensor, w: Tensor, b: Optional[Tensor], s: Tuple[int, int],
                one_d: bool) -> Tensor:
     """The checked transposed convolution (1-d on (N, C, 1, L) arrays), recording one
     ConvolutionBackward0."""
-    _check_args(s, p, op_, d, groups)
+    check_transpose_args(s, p, op_, d, groups)
     xd, wd = x._data, w._data
     shown = list(wd.shape)
     if one_d:
