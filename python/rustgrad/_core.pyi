@@ -23,7 +23,8 @@ __all__ = [
     "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "_set_package_dir", "set_provenance",
     "is_provenance_enabled", "_set_cheap_anomaly", "_is_cheap_anomaly_enabled",
     "set_strict_data", "is_strict_data", "_push_scope", "_pop_scope", "_set_hook_tracer", "_erf",
-    "_gelu", "_gelu_backward", "_softmax", "_softmax_backward", "_where", "_powi", "_sgd_step",
+    "_gelu", "_gelu_backward", "_softmax", "_softmax_backward", "_where", "_threshold_backward",
+    "_powi", "_sgd_step",
     "_adam_step", "_max_pool2d", "_max_pool2d_backward", "_im2col", "_col2im", "_layer_norm",
     "_layer_norm_backward",
 ]
@@ -223,6 +224,7 @@ def _layer_norm_backward(
 ) -> Optional[Tuple[Any, Optional[Any]]]: ...
 def _powi(x: Any, exponent: int) -> Optional[Any]: ...
 def _where(mask: Any, a: Any, other: Any) -> Optional[Any]: ...
+def _threshold_backward(grad: Any, result: Any) -> Optional[Any]: ...
 def _sgd_step(param: Any, grad: Any, buf: Optional[Any], args: Any) -> bool: ...
 def _max_pool2d(
     x: Any, kernel: Tuple[int, int], stride: Tuple[int, int], padding: Tuple[int, int],

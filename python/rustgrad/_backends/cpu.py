@@ -80,6 +80,12 @@ def _select(mask: Any, a: Any, other: Any) -> Any:
     return np.where(mask, a, other) if out is None else out
 
 
+def _threshold_backward(grad: Any, out: Any) -> Any:
+    """ReLU's gradient from its output, grad where out > 0 (a NaN passes) else +0, in one Rust
+    pass over contiguous float32/float64 arrays of one shape and dtype; None otherwise."""
+    return _core._threshold_backward(grad, out)
+
+
 def _sgd_step(param: Any, grad: Any, buf: Any, args: Any) -> bool:
     """One fused SGD step in place (see optim/sgd.py); False when the arrays do not qualify
     (the optimizer then runs its NumPy formulation)."""
@@ -225,7 +231,8 @@ def writable_view(view: Any) -> Any:
 kernels = Kernels(
     erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, softmax=_softmax,
     softmax_backward=_softmax_backward, layer_norm=_layer_norm,
-    layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select, max_pool2d=_max_pool2d,
+    layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select,
+    threshold_backward=_threshold_backward, max_pool2d=_max_pool2d,
     max_pool2d_backward=_max_pool2d_backward, im2col=_im2col, col2im=_col2im,
     sgd_step=_sgd_step, adam_step=_adam_step,
     lgamma=_scipy_kernel("gammaln"), digamma=_scipy_kernel("psi"), polygamma=_polygamma,

@@ -269,7 +269,9 @@ def _conv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     if nw:
         cols = _unfold_cf(x, (kh, kw), d, p, s)  # (C*K, N*L)
         if groups == 1:
-            gw = (g2 @ cols.t()).reshape(o, cg, kh, kw)
+            # as _conv_bw_arrays computes it
+            gw = (cols @ g2.t()).t() if ckg >= o else g2 @ cols.t()
+            gw = gw.reshape(o, cg, kh, kw)
         else:
             gw = (g2.reshape(groups, og, nl) @ cols.reshape(groups, ckg, nl).transpose(1, 2))
             gw = gw.reshape(o, cg, kh, kw)
@@ -310,7 +312,10 @@ def _conv_bw_arrays(g: Tensor, x: Tensor, w: Tensor, ctx: Any) -> Any:
     if nw:
         if cols is None:
             cols = im2col(xp, xd, (kh, kw), d, pads, s, channels_first=True).reshape(ck, -1)
-        gw = const((g2 @ cols.T).reshape(o, cg, kh, kw))
+        # w's gradient g2 cols^T, as (cols g2^T)^T where that is OpenBLAS's faster order of
+        # operands (the same dot products: the same bits)
+        gw = (cols @ g2.T).T if ck >= o else g2 @ cols.T
+        gw = const(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw))
     if nx:
         # the input gradient's columns w^T g2, into the columns' buffer once they are used
         w2t = wd.reshape(o, ck).T

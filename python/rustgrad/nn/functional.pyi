@@ -23,10 +23,10 @@ __all__ = [
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
     "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu", "rrelu_",
     "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d", "conv1d",
-    "pad", "channel_shuffle", "native_channel_shuffle", "conv3d", "conv_transpose3d",
-    "conv_transpose2d", "conv_transpose1d", "ctc_loss", "pdist", "pairwise_distance",
-    "cosine_similarity", "grid_sample", "affine_grid", "linear", "nll_loss", "mse_loss",
-    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "pad", "channel_shuffle", "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d",
+    "conv3d", "conv_transpose3d", "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity",
+    "grid_sample", "affine_grid", "linear", "nll_loss", "mse_loss", "smooth_l1_loss",
+    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
     "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
@@ -452,27 +452,6 @@ def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
 def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """channel_shuffle's native kernel, which has no derivative (backward through it is"""
-def conv3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Optional[Tensor] = None,
-    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
-    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
-    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
-    groups: builtins.int = 1,
-) -> Tensor:
-    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
-def conv_transpose3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Optional[Tensor] = None,
-    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
-    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
-    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
-    groups: builtins.int = 1,
-    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
-) -> Tensor:
-    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -495,6 +474,27 @@ def conv_transpose1d(
     dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
 ) -> Tensor:
     """1-D transposed convolution of (N, C, L) or (C, L) input."""
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
 def ctc_loss(
     log_probs: Tensor,
     targets: Tensor,

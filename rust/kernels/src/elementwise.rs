@@ -213,6 +213,26 @@ pub fn select_scalar<'o, T: Real>(
     unsafe { assume_init(out) }
 }
 
+/// ReLU's gradient from its output (torch's `threshold_backward` at 0): `grad[i]` where
+/// `result[i]` is above 0 or NaN, else +0, as a bit blend (the fallback's `where(~(result <=
+/// 0), grad, 0)` bit for bit), in one pass without the two masks.
+pub fn threshold_backward<'o, T: Real>(
+    grad: &[T],
+    result: &[T],
+    out: &'o mut [MaybeUninit<T>],
+) -> &'o mut [T] {
+    assert!(
+        grad.len() == result.len() && out.len() == grad.len(),
+        "threshold_backward: lengths differ"
+    );
+    let zero = T::of(0.0);
+    for ((o, &g), &y) in out.iter_mut().zip(grad).zip(result) {
+        o.write(T::pick(y <= zero, zero, g));
+    }
+    // SAFETY: the loop wrote every slot (the lengths are equal).
+    unsafe { assume_init(out) }
+}
+
 /// A `Vec` of `n` elements written by `fill` (one of the kernels above, say): `fill` gets the
 /// `n` uninitialized slots and returns them initialized, so nothing is zeroed first.
 ///

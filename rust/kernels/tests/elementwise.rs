@@ -334,6 +334,51 @@ fn select_takes_the_chosen_bits() {
     assert_eq!(got[1].to_bits(), nan.to_bits());
 }
 
+/// torch's threshold_backward at 0, element by element: the gradient where the result is
+/// above 0 or NaN, else +0.
+fn threshold_backward_ref<T: Float>(grad: &[T], result: &[T]) -> Vec<T> {
+    grad.iter()
+        .zip(result)
+        .map(|(&g, &y)| if y <= T::of(0.0) { T::of(0.0) } else { g })
+        .collect()
+}
+
+fn check_threshold_backward<T: Float>(n: usize, seed: u64) {
+    // the results carry the specials (NaN, -0, +-inf, subnormals), the gradients too
+    let (g, y) = (sample::<T>(n, seed, 2.0), sample::<T>(n, seed + 1, 2.0));
+    let got = run(n, |o| threshold_backward(&g, &y, o));
+    assert_bits(
+        &got,
+        &threshold_backward_ref(&g, &y),
+        &format!("threshold_backward n={n}"),
+    );
+}
+
+#[test]
+fn threshold_backward_passes_the_gradient_above_zero_and_at_nan() {
+    for (k, &n) in LENS.iter().enumerate() {
+        check_threshold_backward::<f32>(n, k as u64);
+        check_threshold_backward::<f64>(n, k as u64);
+    }
+    let nan = f32::NAN;
+    let got = run(5, |o| {
+        threshold_backward(
+            &[1.0, 2.0, 3.0, -4.0, nan],
+            &[0.0, -0.0, nan, 1e-40, -1.0],
+            o,
+        )
+    });
+    let want = [0.0f32, 0.0, 3.0, -4.0, 0.0];
+    assert_bits(&got, &want, "rules");
+}
+
+#[test]
+#[should_panic(expected = "lengths differ")]
+fn threshold_backward_refuses_a_short_result() {
+    let mut out = vec![std::mem::MaybeUninit::uninit(); 2];
+    threshold_backward(&[1.0f32, 2.0], &[1.0], &mut out);
+}
+
 #[test]
 #[should_panic(expected = "lengths differ")]
 fn a_short_output_is_refused() {

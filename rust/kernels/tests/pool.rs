@@ -174,6 +174,42 @@ fn fixed_geometries_match_the_reference() {
     }
 }
 
+/// The unpadded 2x2, stride 2 pool (the CNN's) has its own loop: every plane size, odd ones
+/// (a row and a column left over) and ceil_mode's partial windows (the general loop) included,
+/// with NaN, -inf and ties everywhere.
+#[test]
+fn two_by_two_windows_match_the_reference() {
+    for h in 1..=7 {
+        for w in 1..=9 {
+            for ceil in [false, true] {
+                let (Some(oh), Some(ow)) =
+                    (out_size(h, 2, 2, 0, 1, ceil), out_size(w, 2, 2, 0, 1, ceil))
+                else {
+                    continue;
+                };
+                let g = win((2, 2), (2, 2), (0, 0), (1, 1), (oh, ow));
+                let seed = (h * 16 + w) as u64;
+                for planes in [1, 3] {
+                    check(
+                        &plane_values::<f32>(planes * h * w, seed),
+                        planes,
+                        (h, w),
+                        &g,
+                        1,
+                    );
+                    check(
+                        &plane_values::<f64>(planes * h * w, seed),
+                        planes,
+                        (h, w),
+                        &g,
+                        1,
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn rules_on_a_small_plane() {
     on_every_isa(rules_on);

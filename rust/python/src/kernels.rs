@@ -220,6 +220,46 @@ fn select<'py, T: Real + numpy::Element>(
     shaped(py, a.shape(), out).map(Some)
 }
 
+/// ReLU's gradient from its output: `grad` where `result` is above 0 or NaN, else +0, for
+/// C-contiguous float32/float64 arrays of one shape and dtype, as a new array, in one pass
+/// (`where(~(result <= 0), grad, 0)` bit for bit). None when the arrays do not qualify.
+#[pyfunction]
+pub fn _threshold_backward<'py>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyAny>,
+    result: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let (Ok(g), Ok(y)) = (
+        grad.downcast::<PyArrayDyn<f32>>(),
+        result.downcast::<PyArrayDyn<f32>>(),
+    ) {
+        return Ok(threshold_backward_of(py, g, y));
+    }
+    if let (Ok(g), Ok(y)) = (
+        grad.downcast::<PyArrayDyn<f64>>(),
+        result.downcast::<PyArrayDyn<f64>>(),
+    ) {
+        return Ok(threshold_backward_of(py, g, y));
+    }
+    Ok(None)
+}
+
+fn threshold_backward_of<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    grad: &Bound<'py, PyArrayDyn<T>>,
+    result: &Bound<'py, PyArrayDyn<T>>,
+) -> Option<Bound<'py, PyAny>> {
+    let (g, y) = (grad.try_readonly().ok()?, result.try_readonly().ok()?);
+    let (gs, ys) = (c_slice(&g)?, c_slice(&y)?);
+    if g.shape() != y.shape() {
+        return None;
+    }
+    // SAFETY: the kernel writes every slot (it checks the lengths) before Python sees the array.
+    let (arr, slots) = unsafe { uninit_array::<T>(py, g.shape()) };
+    rk::threshold_backward(gs, ys, slots);
+    Some(arr.into_any())
+}
+
 /// The hyper-parameters of one SGD step over one parameter (`optim/sgd.py` passes them).
 #[derive(FromPyObject)]
 pub struct SgdArgs {

@@ -79,6 +79,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_gelu, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_where, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_threshold_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_powi, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_softmax, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_softmax_backward, m)?)?;
