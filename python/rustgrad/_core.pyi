@@ -156,6 +156,7 @@ class NodeSpec:
         inputs: Tuple[Any, ...],
         ctx: Any = None,
         differentiable: Optional[Sequence[bool]] = None,
+        view_of: Optional[TensorBase] = None,
         **saved: Any,
     ) -> Tuple[Any, ...]: ...
 def record(

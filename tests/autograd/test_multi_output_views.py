@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rustgrad
+import torch
 
 SPLITTERS = {
     # torch >= 2.15 names the node without its "Backward<n>" suffix in these messages
@@ -84,3 +86,19 @@ def test_pieces_made_under_no_grad_follow_the_no_grad_rule(lib):
     with lib.no_grad():
         a, _ = y.unbind()
     assert "no_grad mode" in _message(lambda: a.mul_(2))
+
+
+@pytest.mark.parametrize("how", list(SPLITTERS))
+def test_one_node_for_the_pieces_as_torchs(how):
+    def graph(lib):
+        x, y, parts = _pieces(lib, how)
+        fn = parts[0].grad_fn
+        same = all(p.grad_fn is fn for p in parts)
+        saved = {a: getattr(fn, a) for a in dir(fn) if a.startswith("_saved_")}
+        # the second piece alone gets a gradient: the join's other inputs are edgeless zeros
+        (g,) = lib.autograd.grad((parts[1] * parts[1]).sum(), y, create_graph=True)
+        joined = (type(g.grad_fn).__name__, [f is None for f, _ in g.grad_fn.next_functions])
+        return (same, [p.output_nr for p in parts], type(fn).__name__, saved, joined,
+                g.detach().tolist())
+
+    assert graph(rustgrad) == graph(torch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Sequence, Tuple
 
 from .. import _core, _dtype
 from .._size import Size, _wrap_dim
@@ -44,9 +44,56 @@ def _slice_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 SLICE = node("SliceBackward0", _slice_bw)
 SELECT = node("SelectBackward0", _slice_bw)
-UNBIND = node("UnbindBackward0", _slice_bw)
-SPLIT = node("SplitBackward0", _slice_bw)
-SPLIT_WITH_SIZES = node("SplitWithSizesBackward0", _slice_bw)
+
+
+# ---- split and unbind: one node for all the views returned together, as torch's ---------------
+def _pieces_of(g: Tensor, dim: int, sizes: Sequence[int]) -> Tuple[Tensor, ...]:
+    """g cut along dim as split cut its input (sizes), or as unbind did (sizes empty)."""
+    if not sizes:
+        return tuple(g.select(dim, i) for i in range(g._data.shape[dim]))
+    lead = (slice(None),) * dim
+    out = []
+    start = 0
+    for n in sizes:
+        out.append(g[lead + (slice(start, start + n),)])
+        start += n
+    return tuple(out)
+
+
+# the join of the pieces' gradients, torch's at::cat / at::stack in split's and unbind's backward:
+# its own gradient cuts the join's gradient back into pieces (cat's and stack's specs are
+# joins.py's)
+JOIN_SPLIT = node("CatBackward0", lambda g, saved, ctx: _pieces_of(g, *ctx), variant=True)
+JOIN_UNBIND = node("StackBackward0", lambda g, saved, ctx: _pieces_of(g, *ctx), variant=True)
+
+
+def _join_bw(grads: Any, saved: Any, ctx: Any) -> Any:
+    """The input's gradient from its pieces' (None for a piece that got none): one buffer the
+    pieces are written into, recorded as torch's cat (split) or stack (unbind)."""
+    shape, dim, sizes = ctx[:3]
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    g0 = next(g for g in grads if g is not None)
+    z = g0._backend.empty(shape, dtype=g0._data.dtype)  # every element is written below
+    lead = (slice(None),) * dim
+    start = 0
+    for i, g in enumerate(grads):
+        n = sizes[i] if sizes else 1
+        at = lead + ((slice(start, start + n),) if sizes else (i,))
+        z[at] = 0 if g is None else g._data
+        start += n
+    return (JOIN_SPLIT if sizes else JOIN_UNBIND).record(z, grads, (dim, sizes))
+
+
+def _dim_of(saved: Any, ctx: Any) -> int:
+    return ctx[1]
+
+
+UNBIND = node("UnbindBackward0", _join_bw, getters={"dim": _dim_of})
+SPLIT = node("SplitBackward0", _join_bw, getters={
+    "dim": _dim_of, "self_sym_sizes": lambda s, c: tuple(c[0]), "split_size": lambda s, c: c[3]})
+SPLIT_WITH_SIZES = node("SplitWithSizesBackward0", _join_bw, getters={
+    "dim": _dim_of, "self_sym_sizes": lambda s, c: tuple(c[0]),
+    "split_sizes": lambda s, c: tuple(c[2])})
 
 
 def _view(a: Tensor, idx: tuple, spec: Any) -> Tensor:
@@ -138,27 +185,23 @@ def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap_dim(dim, d.ndim)
     lead = (slice(None),) * dim
-    return _multi_output([_view(input, lead + (i, Ellipsis), UNBIND)
-                          for i in range(d.shape[dim])])
+    views = tuple(d[lead + (i, Ellipsis)] for i in range(d.shape[dim]))
+    return UNBIND.record_multi(views, (input,), (d.shape, dim, ()), view_of=input)
 
 
 # ---- split, chunk ----------------------------------------------------------------------
-def _pieces(input: Tensor, dim: int, sizes: Sequence[int], spec: Any) -> Tuple[Tensor, ...]:
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int], spec: Any,
+            split_size: Any = None) -> Tuple[Tensor, ...]:
+    """input's views cut along dim (sizes), all recorded by one node of `spec`."""
+    d = input._data
     lead = (slice(None),) * dim
-    out = []
+    views = []
     start = 0
     for n in sizes:
-        out.append(_view(input, lead + (slice(start, start + n),), spec))
+        views.append(d[lead + (slice(start, start + n),)])
         start += n
-    return _multi_output(out)
-
-
-def _multi_output(views: List[Tensor]) -> Tuple[Tensor, ...]:
-    """The views one function returns together: as torch's, none may be written in place
-    with autograd, nor used once another (or their base) was."""
-    for i, v in enumerate(views):
-        v._set_multi_output(i)
-    return tuple(views)
+    return spec.record_multi(tuple(views), (input,), (d.shape, dim, tuple(sizes), split_size),
+                             view_of=input)
 
 
 @op(method="split", function="split", grad_fn=("SplitBackward0", "SliceBackwardBackward0"))
@@ -193,7 +236,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> Tuple[Te
             )
         count = builtins.max((n + s - 1) // s, 1) if s else 1
         sizes = [builtins.min(s, n - i * s) for i in range(count)]
-        return _pieces(tensor, dim, sizes, SPLIT)
+        return _pieces(tensor, dim, sizes, SPLIT, s)
     return split_with_sizes(tensor, s, dim)
 
 

@@ -185,7 +185,9 @@ impl NodeSpec {
     /// Records the node once for several outputs (output `i` is the node's input slot `i`;
     /// the formula gets a tuple of their gradients): `rustgrad._core.record_multi` with this
     /// spec's name, formula and slots. A slot may name one of the outputs (saved as an output).
-    #[pyo3(signature = (outputs, inputs, ctx=None, differentiable=None, **saved))]
+    /// `view_of`: the outputs given as arrays are views of it returned together (split, unbind).
+    #[pyo3(signature = (outputs, inputs, ctx=None, differentiable=None, view_of=None, **saved))]
+    #[allow(clippy::too_many_arguments)]
     fn record_multi<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
@@ -193,6 +195,7 @@ impl NodeSpec {
         inputs: &Bound<'py, PyTuple>,
         ctx: Option<Bound<'py, PyAny>>,
         differentiable: Option<Vec<bool>>,
+        view_of: Option<&Bound<'py, PyTensor>>,
         saved: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
@@ -201,6 +204,7 @@ impl NodeSpec {
             name: this.name,
             backward: slf.as_any(),
             own_formula: true,
+            view_of,
         };
         record_multi_node(
             py,

@@ -495,6 +495,7 @@ pub fn record_multi<'py>(
         name: intern_name(name),
         backward,
         own_formula: false,
+        view_of: None,
     };
     record_multi_node(py, outputs, inputs, node, saved, ctx, differentiable)
 }
@@ -505,6 +506,9 @@ pub struct MultiNode<'a, 'py> {
     pub backward: &'a Bound<'py, PyAny>,
     /// rustgrad's own formula (a node spec's), not a custom Function's: see `PyNode::own_formula`
     pub own_formula: bool,
+    /// The outputs given as arrays are views of this tensor, returned together (torch's
+    /// split/unbind: one node, each view a MULTI_OUTPUT_NODE view).
+    pub view_of: Option<&'a Bound<'py, PyTensor>>,
 }
 
 /// `record_multi` for a node already named and known (a node spec's).
@@ -541,12 +545,38 @@ pub fn record_multi_node<'py>(
             Ok(t) => outs.push(t.clone()),
             Err(_) => {
                 let data = as_array(o)?;
-                let meta = TensorMeta {
-                    version: VersionCounter::new(),
-                    storage: Some(Storage::new(device, nbytes(&data)?)),
-                    requires_grad: false,
+                let Some(v) = node_of.view_of else {
+                    let meta = TensorMeta {
+                        version: VersionCounter::new(),
+                        storage: Some(Storage::new(device, nbytes(&data)?)),
+                        requires_grad: false,
+                    };
+                    outs.push(new_tensor(py, data.unbind(), meta, None, 0)?);
+                    continue;
                 };
-                outs.push(new_tensor(py, data.unbind(), meta, None, 0)?);
+                // a view of `v`, as record_node's, then one of the views returned together
+                let (meta, root, view) = {
+                    let b = v.try_borrow()?;
+                    let (root, inherited) = match &b.base {
+                        Some(r) => (r.clone_ref(py), b.creation_meta),
+                        None => (v.clone().into_any().unbind(), CreationMeta::Default),
+                    };
+                    let view = ViewOf {
+                        creation: CreationMeta::of_new_view_now(inherited),
+                        inference: b.inference.of_view(),
+                    };
+                    let meta = TensorMeta {
+                        version: b.version.clone(),
+                        storage: b.storage.clone(),
+                        requires_grad: false,
+                    };
+                    (meta, root, view)
+                };
+                let out = new_tensor(py, data.unbind(), meta, None, 0)?;
+                mark_view(&out, Some(root), Some(view));
+                // which output it is, the message reads from output_nr (set with the history)
+                out.borrow_mut()._set_multi_output(0);
+                outs.push(out);
             }
         }
     }

@@ -552,7 +552,7 @@ impl PyTensor {
 
     /// Marks this view as output `nr` of a function returning several views (torch's
     /// MULTI_OUTPUT_NODE), unless it was made in no_grad or inference mode.
-    fn _set_multi_output(&mut self, nr: u32) {
+    pub(crate) fn _set_multi_output(&mut self, nr: u32) {
         if self.base.is_some() {
             let made = self.creation_meta.as_multi_output();
             if made != self.creation_meta {
