@@ -141,3 +141,18 @@ def test_cuda_and_cpu_take_torchs_arguments(lib):
     assert t.cpu(memory_format=lib.preserve_format) is t
     with pytest.raises(RuntimeError, match="Invalid device, must be cuda device"):
         t.cuda("cpu")
+
+
+def test_a_cpu_scalar_tensor_meets_a_device_tensor_as_torchs(device):
+    # torch takes a 0-d CPU tensor beside a device tensor as a scalar; its gradient returns to
+    # the CPU, the other's stays on the device
+    x = rustgrad.ones(3, device=device, requires_grad=True)
+    s = rustgrad.tensor(2.0, requires_grad=True)
+    y = (x * s + s - s / x).sum()
+    y.backward()
+    assert y.device.type == device and x.grad.device.type == device
+    assert s.grad.device.type == "cpu" and s.grad.item() == 3.0
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [4.0, 4.0, 4.0])
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            x + rustgrad.ones(3)  # a CPU tensor with dims is still refused, as torch's

@@ -126,8 +126,6 @@ def test_vae_trains_with_fresh_noise():
     assert np.mean(losses[-20:]) < np.mean(losses[:20]) - 0.5, (losses[:3], losses[-3:])
 
 
-@pytest.mark.xfail_device("cuda-sim", "cuda", reason="rustgrad's binary ops refuse a 0-d CPU tensor beside a "
-                          "device tensor (torch accepts it as a scalar): a prior built from numbers lives on the CPU")
 def test_a_prior_built_from_numbers_meets_device_tensors(device):
     import rustgrad
     import rustgrad.distributions as RD

@@ -8,7 +8,7 @@ rustgrad never requires it.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Union
+from typing import Any, Tuple, Union
 
 # device types `device()` accepts: torch's two, plus those of backends registered later (tests)
 _DEVICE_TYPES = {"cpu", "cuda"}
@@ -228,6 +228,19 @@ def check_same_device(a: Any, b: Any) -> None:
         backend = _BY_ARRAY_TYPE.get(ta)
         if backend is not None and backend.device_index(a) != backend.device_index(b):
             raise _mismatch(a, b)
+
+
+def cpu_scalar_beside(a: Any, b: Any) -> Tuple[Any, Any]:
+    """(a, b) with a 0-d CPU array moved to the other's device: torch takes a 0-d CPU tensor
+    beside a device tensor as a scalar. Anything else is returned as it is."""
+    ta, tb = type(a), type(b)
+    if ta is _NDARRAY and tb is not _NDARRAY and a.ndim == 0 and tb in _BY_ARRAY_TYPE:
+        backend = _BY_ARRAY_TYPE[tb]
+        return backend.from_numpy(a, backend.device_of(b)), b
+    if tb is _NDARRAY and ta is not _NDARRAY and b.ndim == 0 and ta in _BY_ARRAY_TYPE:
+        backend = _BY_ARRAY_TYPE[ta]
+        return a, backend.from_numpy(b, backend.device_of(a))
+    return a, b
 
 
 def check_all_same_device(arrays: Any) -> None:

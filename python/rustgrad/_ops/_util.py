@@ -8,6 +8,7 @@ from .. import _core, _dtype
 from .._backends import _NDARRAY
 from .._backends import check_all_same_device as same_devices  # noqa: F401  (for the families)
 from .._backends import check_same_device as _check_same_device
+from .._backends import cpu_scalar_beside as _cpu_scalar_beside
 from .._tensor import Tensor
 from ._node import node
 
@@ -64,9 +65,12 @@ def same_device(a: Any, b: Any) -> None:
 
 
 def promote(a: Tensor, b: Tensor) -> Tuple[Any, Any]:
-    """a's and b's arrays cast to torch's result dtype of (a, b)."""
+    """a's and b's arrays cast to torch's result dtype of (a, b); a 0-d CPU tensor beside a
+    device tensor is taken to that device, as torch's scalar (its gradient returns to the CPU:
+    Note [Input metadata])."""
     ad, bd = a._data, b._data
     if type(ad) is not _NDARRAY or type(bd) is not _NDARRAY:
+        ad, bd = _cpu_scalar_beside(ad, bd)
         _check_same_device(ad, bd)
     if ad.dtype != bd.dtype:
         rt = _dtype.result_type(a, b).np
@@ -157,10 +161,14 @@ def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
     return g.to(_dtype.from_np(np_dtype))
 
 
-def conform(g: Tensor, shape: Tuple[int, ...], np_dtype: Any) -> Tensor:
+def conform(g: Tensor, shape: Tuple[int, ...], np_dtype: Any, numpy: bool = False) -> Tensor:
     """The engine's call (Note [Input metadata], rust/core/src/engine.rs): a formula's gradient
-    summed to its input's shape and cast to its dtype."""
-    return cast_grad(sum_to(g, shape), np_dtype)
+    summed to its input's shape and cast to its dtype, and taken to the CPU for a NumPy input
+    (a 0-d CPU tensor that met a device tensor as torch's scalar)."""
+    g = cast_grad(sum_to(g, shape), np_dtype)
+    if numpy and type(g._data) is not _NDARRAY:
+        g = g.cpu()
+    return g
 
 
 # a view's _creation_meta when made in no_grad or inference mode (it has no edge to its base),

@@ -62,20 +62,28 @@ fn any_of(grad: &Bound<'_, PyAny>, test: &str) -> Result<bool> {
 pub struct PyInputMeta {
     pub shape: Box<[usize]>,
     pub dtype: Py<PyAny>,
+    /// The input is a NumPy (CPU) array: a 0-d CPU tensor met a device tensor as torch's scalar,
+    /// and its gradient returns to the CPU.
+    pub numpy: bool,
 }
 
-/// Whether two arrays have one shape and dtype: read from NumPy's array struct for ndarrays
-/// (no Python call: this runs for every input of every recorded op), by attribute otherwise.
+/// Whether two arrays have one shape and dtype (and are both NumPy's or both not): read from
+/// NumPy's array struct for ndarrays (no Python call: this runs for every input of every
+/// recorded op), by attribute otherwise.
 pub fn same_shape_and_dtype(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if let (Ok(x), Ok(y)) = (
+    match (
         a.downcast::<PyUntypedArray>(),
         b.downcast::<PyUntypedArray>(),
     ) {
-        if x.shape() != y.shape() {
-            return Ok(false);
+        (Ok(x), Ok(y)) => {
+            if x.shape() != y.shape() {
+                return Ok(false);
+            }
+            let (dx, dy) = (x.dtype(), y.dtype());
+            return Ok(dx.is(&dy) || dx.is_equiv_to(&dy));
         }
-        let (dx, dy) = (x.dtype(), y.dtype());
-        return Ok(dx.is(&dy) || dx.is_equiv_to(&dy));
+        (Ok(_), Err(_)) | (Err(_), Ok(_)) => return Ok(false),
+        (Err(_), Err(_)) => {}
     }
     let py = a.py();
     let (shape, dtype) = (pyo3::intern!(py, "shape"), pyo3::intern!(py, "dtype"));
@@ -88,6 +96,7 @@ pub fn input_meta_of(a: &Bound<'_, PyAny>) -> PyResult<PyInputMeta> {
         return Ok(PyInputMeta {
             shape: x.shape().into(),
             dtype: x.dtype().into_any().unbind(),
+            numpy: true,
         });
     }
     let py = a.py();
@@ -95,21 +104,27 @@ pub fn input_meta_of(a: &Bound<'_, PyAny>) -> PyResult<PyInputMeta> {
     Ok(PyInputMeta {
         shape: shape.into(),
         dtype: a.getattr(pyo3::intern!(py, "dtype"))?.unbind(),
+        numpy: false,
     })
 }
 
-/// Whether an array has the shape and dtype in `meta`; else its shape.
+/// Whether an array has the shape, dtype and kind (NumPy's or not) in `meta`; else its shape.
 fn conforms_to(a: &Bound<'_, PyAny>, meta: &PyInputMeta) -> PyResult<(bool, Vec<usize>)> {
     let py = a.py();
     let (shape, dtype_ok) = match a.downcast::<PyUntypedArray>() {
         Ok(x) => {
             let d = x.dtype();
             let want = meta.dtype.bind(py);
-            let ok = d.is(want)
-                || want
-                    .downcast::<numpy::PyArrayDescr>()
-                    .is_ok_and(|w| d.is_equiv_to(w));
+            let ok = meta.numpy
+                && (d.is(want)
+                    || want
+                        .downcast::<numpy::PyArrayDescr>()
+                        .is_ok_and(|w| d.is_equiv_to(w)));
             (x.shape().to_vec(), ok)
+        }
+        Err(_) if meta.numpy => {
+            let shape: Vec<usize> = a.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+            (shape, false)
         }
         Err(_) => {
             let shape: Vec<usize> = a.getattr(pyo3::intern!(py, "shape"))?.extract()?;
@@ -153,7 +168,7 @@ impl GradValue for PyGrad {
             let wanted = PyTuple::new(py, meta.shape.iter()).map_err(from_py)?;
             let out = conform
                 .bind(py)
-                .call1((grad, wanted, meta.dtype.bind(py)))
+                .call1((grad, wanted, meta.dtype.bind(py), meta.numpy))
                 .map_err(from_py)?;
             let fresh = if out.is(grad) {
                 self.1
