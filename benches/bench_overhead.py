@@ -2,6 +2,7 @@
 torch side by side in one run. Prints µs per recorded op and rustgrad/torch ratios.
 
     python benches/bench_overhead.py [--n 5000] [--repeat 7]
+    python benches/bench_overhead.py --provenance   # forward with node provenance off and on
 """
 
 from __future__ import annotations
@@ -82,9 +83,48 @@ def run(n: int, repeat: int) -> Dict[str, Any]:
     return results
 
 
+def provenance_child(on: bool, n: int) -> float:
+    """Forward µs/op at (1,) in this process, node provenance on or off (best of 3 chains)."""
+    import rustgrad
+    from rustgrad.autograd import provenance
+
+    provenance.set_provenance(on)
+    chain(rustgrad, (1,), 50)  # warm up
+    return min(chain(rustgrad, (1,), n)[0] for _ in range(3))
+
+
+def provenance_cost(n: int, rounds: int) -> Tuple[float, float]:
+    """(forward µs/op at (1,) with node provenance off, with it on): each measured in a fresh
+    process (a graph's allocations in one mode change the other's timings in a shared one),
+    the modes alternating `rounds` times; medians (issue 26's bar: on costs <= 2%)."""
+    import statistics
+    import subprocess
+    import sys
+
+    times: Dict[bool, List[float]] = {False: [], True: []}
+    for r in range(rounds):
+        for on in ((True, False) if r % 2 else (False, True)):
+            out = subprocess.run([sys.executable, __file__, "--provenance-child",
+                                  "on" if on else "off", "--n", str(n)],
+                                 capture_output=True, text=True, check=True).stdout
+            times[on].append(float(out.split()[-1]))
+    a, b = statistics.median(times[False]), statistics.median(times[True])
+    print(f"W1 forward at (1,), medians of {rounds} fresh processes each: provenance off {a:.3f} "
+          f"µs/op, on {b:.3f} µs/op: {(b / a - 1) * 100:+.1f}% (bar <= 2%)")
+    return a, b
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=5000)
     p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--provenance", action="store_true",
+                   help="the forward's cost of recording each node's site")
+    p.add_argument("--provenance-child", choices=("on", "off"), help=argparse.SUPPRESS)
     a = p.parse_args()
-    run(a.n, a.repeat)
+    if a.provenance_child:
+        print(provenance_child(a.provenance_child == "on", a.n))
+    elif a.provenance:
+        provenance_cost(a.n, a.repeat)
+    else:
+        run(a.n, a.repeat)
