@@ -576,8 +576,9 @@ def _inplace(self: Tensor, other: Any, ufunc: Any, out_of_place: Any, operand: A
     other_t = isinstance(other, Tensor)
     if is_grad_enabled() and (self.requires_grad or (other_t and other.requires_grad)):
         check_inplace(self)
-        check_inplace_cast(self, _dtype.result_type(self, other))
-        if other_t and _dtype.result_type(self, other).np != self._data.dtype:
+        result = _dtype.result_type(self, other)
+        check_inplace_cast(self, result)
+        if other_t and result.np != self._data.dtype:
             # torch computes in the promoted dtype and writes self's: one node, no ToCopy
             kw["_out_dtype"] = self._data.dtype
         # mul, div and pow's backward reads self as it was before the write

@@ -47,20 +47,6 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # ---- helpers ---------------------------------------------------------------------------
 
 
-def _unary(a: Tensor, fn: Any, spec: Any) -> Tensor:
-    """out = fn(xp, float array of a), recorded as `spec`'s node: it saves the output
-    (`result=True`) or the input (slot `self`)."""
-    if not isinstance(a, Tensor):
-        raise TypeError(f"{spec.name[:-9].lower()}(): argument 'input' must be Tensor, not "
-                        f"{type(a).__name__}")
-    xp = a._backend
-    with quiet_fp(xp):
-        out = fn(xp, floating(a))
-    if spec.save_output:
-        return spec.record(out, (a,))
-    return spec.record(out, (a,), self=a)
-
-
 # Gradients are returned at the output's shape and dtype: the engine sums each to its input's
 # shape and casts it to its dtype (Note [Input metadata], rust/core/src/engine.rs).
 
@@ -798,7 +784,13 @@ def erf(input: Tensor) -> Tensor:
     if kernel is not None and d.dtype.kind == "f" and d.dtype.itemsize >= 4:
         # the backend's kernel raises no floating-point warnings: no errstate to enter (~1 us)
         return ERF.record(kernel(d), (input,), self=input)
-    return _unary(input, _erf_array, ERF)
+    if d is None:
+        raise TypeError(f"erf(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    xp = input._backend
+    with quiet_fp(xp):
+        out = _erf_array(xp, floating(input))
+    return ERF.record(out, (input,), self=input)
 
 
 # ---- lerp, fmod ------------------------------------------------------------------------

@@ -698,34 +698,19 @@ def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tens
     return _inf_where((q.low >= 0.0) | (q.high <= 1.0), result)
 
 
-@register_kl(Exponential, ContinuousBernoulli)
-def _kl_exponential_continuous_bernoulli(p: Exponential, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.rate)
+def _infinite_kl(param: str) -> Callable[[Any, Any], Tensor]:
+    """KL(p || q) where p puts mass where q has none: inf, shaped as p's parameter `param`."""
+    def kl(p: Any, q: Any) -> Tensor:
+        return _infinite_like(getattr(p, param))
+
+    return kl
 
 
-@register_kl(Gamma, ContinuousBernoulli)
-def _kl_gamma_continuous_bernoulli(p: Gamma, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.concentration)
-
-
-@register_kl(Gumbel, ContinuousBernoulli)
-def _kl_gumbel_continuous_bernoulli(p: Gumbel, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Laplace, ContinuousBernoulli)
-def _kl_laplace_continuous_bernoulli(p: Laplace, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Normal, ContinuousBernoulli)
-def _kl_normal_continuous_bernoulli(p: Normal, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Pareto, ContinuousBernoulli)
-def _kl_pareto_continuous_bernoulli(p: Pareto, q: ContinuousBernoulli) -> Tensor:
-    return _infinite_like(p.scale)
+# ContinuousBernoulli lives on [0, 1]: these p's reach outside it
+for _p, _param in ((Exponential, "rate"), (Gamma, "concentration"), (Gumbel, "loc"),
+                   (Laplace, "loc"), (Normal, "loc"), (Pareto, "scale")):
+    register_kl(_p, ContinuousBernoulli)(_infinite_kl(_param))
+del _p, _param
 
 
 @register_kl(Uniform, ContinuousBernoulli)

@@ -120,33 +120,20 @@ pub fn record_node<'py>(
             }
         }
     }
-    let mut view = None;
-    let (version, storage, base) = match view_of {
+    let (meta, base, view) = match view_of {
         Some(v) => {
-            let b = v.try_borrow()?;
-            let (root, inherited) = match &b.base {
-                Some(r) => (r.clone_ref(py), b.creation_meta),
-                None => (v.clone().into_any().unbind(), CreationMeta::Default),
-            };
-            // As torch: a view made in no_grad or inference mode (or of such a view) cannot
-            // follow an in-place op; one of a tensor that requires grad still requires grad,
-            // as a leaf with no edge.
-            view = Some(ViewOf {
-                creation: CreationMeta::of_new_view_now(inherited),
-                inference: b.inference.of_view(),
-            });
-            (b.version.clone(), b.storage.clone(), Some(root))
+            let (meta, root, view) = new_view_of(v, needs_grad)?;
+            (meta, Some(root), Some(view))
         }
         None => (
-            VersionCounter::new(),
-            Some(Storage::new(device_of(inputs), nbytes(&data)?)),
+            TensorMeta {
+                version: VersionCounter::new(),
+                storage: Some(Storage::new(device_of(inputs), nbytes(&data)?)),
+                requires_grad: needs_grad,
+            },
+            None,
             None,
         ),
-    };
-    let meta = TensorMeta {
-        version,
-        storage,
-        requires_grad: needs_grad,
     };
     if !needs_grad {
         let cut = output_cut(py, inputs)?;
@@ -260,6 +247,33 @@ fn input_meta(
         m[i] = Some(input_meta_of(data)?);
     }
     Ok(metas.map(Vec::into_boxed_slice))
+}
+
+/// A new view of `v`: its meta (v's version counter and storage), its root base, and how it
+/// relates to it.
+fn new_view_of(
+    v: &Bound<'_, PyTensor>,
+    requires_grad: bool,
+) -> PyResult<(TensorMeta, Py<PyAny>, ViewOf)> {
+    let py = v.py();
+    let b = v.try_borrow()?;
+    let (root, inherited) = match &b.base {
+        Some(r) => (r.clone_ref(py), b.creation_meta),
+        None => (v.clone().into_any().unbind(), CreationMeta::Default),
+    };
+    // As torch: a view made in no_grad or inference mode (or of such a view) cannot follow an
+    // in-place op; one of a tensor that requires grad still requires grad, as a leaf with no
+    // edge.
+    let view = ViewOf {
+        creation: CreationMeta::of_new_view_now(inherited),
+        inference: b.inference.of_view(),
+    };
+    let meta = TensorMeta {
+        version: b.version.clone(),
+        storage: b.storage.clone(),
+        requires_grad,
+    };
+    Ok((meta, root, view))
 }
 
 /// How a new view relates to what it views.
@@ -554,24 +568,8 @@ pub fn record_multi_node<'py>(
                     outs.push(new_tensor(py, data.unbind(), meta, None, 0)?);
                     continue;
                 };
-                // a view of `v`, as record_node's, then one of the views returned together
-                let (meta, root, view) = {
-                    let b = v.try_borrow()?;
-                    let (root, inherited) = match &b.base {
-                        Some(r) => (r.clone_ref(py), b.creation_meta),
-                        None => (v.clone().into_any().unbind(), CreationMeta::Default),
-                    };
-                    let view = ViewOf {
-                        creation: CreationMeta::of_new_view_now(inherited),
-                        inference: b.inference.of_view(),
-                    };
-                    let meta = TensorMeta {
-                        version: b.version.clone(),
-                        storage: b.storage.clone(),
-                        requires_grad: false,
-                    };
-                    (meta, root, view)
-                };
+                // a view of `v`, then one of the views returned together
+                let (meta, root, view) = new_view_of(v, false)?;
                 let out = new_tensor(py, data.unbind(), meta, None, 0)?;
                 mark_view(&out, Some(root), Some(view));
                 // which output it is, the message reads from output_nr (set with the history)

@@ -93,7 +93,24 @@ class MaxPool1d(_MaxPoolNd):
         __call__ = forward
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: Optional[int] = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        """The window size, stride and padding."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
     """Averages ``kernel_size`` windows of each channel of a 2-D input.
 
     Args:
@@ -110,21 +127,6 @@ class AvgPool2d(Module):
           ``H_out = floor((H_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)`` and
           likewise for ``W_out``.
     """
-
-    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: Optional[int] = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def extra_repr(self) -> str:
-        """The window size, stride and padding."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input``."""
@@ -177,7 +179,17 @@ def _single(v: Any) -> Any:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,)
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        """The output size."""
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Averages each channel of a 2-D input over windows chosen so that the output has size
     ``output_size``, whatever the input's size.
 
@@ -194,14 +206,6 @@ class AdaptiveAvgPool2d(Module):
         >>> nn.AdaptiveAvgPool2d((1, 1))(torch.ones(2, 8, 7, 5)).shape
         torch.Size([2, 8, 1, 1])
     """
-
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def extra_repr(self) -> str:
-        """The output size."""
-        return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input`` to ``output_size``."""
@@ -304,7 +308,18 @@ class MaxUnpool1d(_MaxUnpoolNd):
         __call__ = forward
 
 
-class AdaptiveMaxPool2d(Module):
+class _AdaptiveMaxPoolNd(Module):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self) -> str:
+        """The output size."""
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Takes the maximum of each channel of a 2-D input over windows chosen so that the output
     has size ``output_size``.
 
@@ -318,15 +333,6 @@ class AdaptiveMaxPool2d(Module):
         >>> nn.AdaptiveMaxPool2d(1)(torch.arange(4.).view(1, 1, 2, 2))
         tensor([[[[3.]]]])
     """
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def extra_repr(self) -> str:
-        """The output size."""
-        return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Any:
         """Max-pools ``input`` to ``output_size`` (and returns the indices when asked)."""
@@ -456,7 +462,7 @@ class MaxPool3d(_MaxPoolNd):
         __call__ = forward
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """Averages ``kernel_size`` windows of each channel of a 3-D input.
 
     Args:
@@ -479,21 +485,6 @@ class AvgPool3d(Module):
         tensor([[[[[3.5000]]]]])
     """
 
-    def __init__(self, kernel_size: Any, stride: Optional[Any] = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: Optional[int] = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def extra_repr(self) -> str:
-        """The window size, stride and padding."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input``."""
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
@@ -503,7 +494,7 @@ class AvgPool3d(Module):
         __call__ = forward
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Averages each channel of a 3-D input over windows chosen so that the output has size
     ``output_size``, whatever the input's size.
 
@@ -521,14 +512,6 @@ class AdaptiveAvgPool3d(Module):
         torch.Size([2, 8, 1, 2, 2])
     """
 
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def extra_repr(self) -> str:
-        """The output size."""
-        return f"output_size={self.output_size}"
-
     def forward(self, input: Tensor) -> Tensor:
         """Average-pools ``input`` to ``output_size``."""
         return F.adaptive_avg_pool3d(input, self.output_size)
@@ -537,7 +520,7 @@ class AdaptiveAvgPool3d(Module):
         __call__ = forward
 
 
-class AdaptiveMaxPool3d(Module):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Takes the maximum of each channel of a 3-D input over windows chosen so that the output
     has size ``output_size``.
 
@@ -551,15 +534,6 @@ class AdaptiveMaxPool3d(Module):
         >>> nn.AdaptiveMaxPool3d(1)(torch.arange(8.).view(1, 1, 2, 2, 2))
         tensor([[[[[7.]]]]])
     """
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def extra_repr(self) -> str:
-        """The output size."""
-        return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Any:
         """Max-pools ``input`` to ``output_size`` (and returns the indices when asked)."""
