@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 TORCH_VERSION := 2.15.0
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test bench build lint clean fuzz wheel docs gpu-wheel
+.PHONY: demo test bench build lint clean fuzz wheel docs gpu-wheel coverage
 
 # scipy is rustgrad's own dependency (pyproject): the CPU kernels of lgamma, digamma, erfinv, ...
 $(VENV)/.base:
@@ -63,6 +63,10 @@ gpu-wheel: $(VENV)/.base
 	$(PIP) download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux1_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
 		-d gpu/wheels "mpich==$(MPICH_VERSION)" "mpi4py==$(MPI4PY_VERSION)"
+
+# how much of the installed torch's public surface rustgrad has (tools/api_coverage.py)
+coverage: $(VENV)/.test build
+	$(PY) tools/api_coverage.py --missing
 
 # the API reference and the guides, into site/ (--strict: a warning fails the build)
 docs: $(VENV)/.test build
