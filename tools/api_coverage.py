@@ -101,11 +101,12 @@ def surfaces() -> List[Tuple[str, List[str], Any, Dict[str, List[str]]]]:
         return name in _DEPRECATED_NAMES or bool(_DEPRECATED.search(_doc(obj)[:300]))
 
     foreign = ("sparse, quantized, nested, other devices", lambda n, o: bool(_FOREIGN.search(n)))
-    storages = ("legacy typed storages", lambda n, o: "Storage" in n)
+    storages = ("legacy typed storages", lambda n, o: "Storage" in n or n == "storage_type")
     out = []
 
     names, dropped = _classify(public(torch.Tensor), torch.Tensor, [
-        foreign, storages, ("deprecated by torch", deprecated)])
+        foreign, storages, ("functorch first-class dimensions", lambda n, o: n == "index"),
+        ("deprecated by torch", deprecated)])
     out.append(("Tensor methods", names, rustgrad.Tensor, dropped))
 
     def torch_callable(name: str) -> bool:

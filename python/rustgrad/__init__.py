@@ -96,8 +96,10 @@ from ._memory_format import (
     channels_last,
     channels_last_3d,
     contiguous_format,
+    layout,
     memory_format,
     preserve_format,
+    strided,
 )
 from ._ops._util import can_require_grad as _can_require_grad
 from ._ops._util import conform as _conform
@@ -156,6 +158,63 @@ def from_dlpack(ext_tensor: _Any) -> Tensor:
     return _from_dlpack(ext_tensor)
 
 
+def to_dlpack(tensor: Tensor) -> _Any:
+    """tensor's memory as a DLPack capsule (rustgrad.utils.dlpack.to_dlpack)."""
+    from .utils.dlpack import to_dlpack as _to_dlpack  # import-time cost: utils.dlpack is deferred
+
+    return _to_dlpack(tensor)
+
+
+def is_storage(obj: object) -> _builtins.bool:
+    """Whether obj is a storage (what `Tensor.untyped_storage()` returns)."""
+    from ._tensor import UntypedStorage
+
+    return isinstance(obj, UntypedStorage)
+
+
+def is_nonzero(input: Tensor) -> _builtins.bool:
+    """Whether the one value of a one-element tensor is not zero (Tensor.is_nonzero)."""
+    return input.is_nonzero()
+
+
+def is_inference(input: Tensor) -> _builtins.bool:
+    """Whether input was made in inference mode (Tensor.is_inference)."""
+    return input.is_inference()
+
+
+def typename(obj: _Any) -> str:
+    """A type's name as torch spells it: 'torch.FloatTensor' for a float32 CPU tensor, the
+    qualified class name for anything else ('float', 'torch.nn.modules.linear.Linear')."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "builtins")
+    name = type(obj).__qualname__
+    if module == "builtins":
+        return name
+    if module.startswith("rustgrad"):
+        module = "torch" + module[len("rustgrad"):]
+    return f"{module}.{name}"
+
+
+def get_device_module(device: _Any = None) -> _Any:
+    """The module of a device type: rustgrad.cuda for 'cuda', rustgrad.cpu for 'cpu'; with no
+    device, the current accelerator's (the cpu's where there is none)."""
+    if device is None:
+        kind = "cuda" if cuda.is_available() else "cpu"
+    else:
+        kind = device.type if isinstance(device, _backends.device) else str(device).split(":")[0]
+    if kind not in ("cuda", "cpu"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as "
+                           f"'torch.{kind}'.")
+    return cuda if kind == "cuda" else cpu
+
+
+def thread_safe_generator() -> Generator:
+    """The generator for random numbers in data-loading code: rustgrad's DataLoader workers are
+    processes, each with its own default generator, so this is `default_generator`."""
+    return default_generator
+
+
 def numel(input: Tensor) -> _builtins.int:
     """The number of elements of input."""
     return input.numel()
@@ -183,11 +242,12 @@ __version__: str
 # imported on first use: nn and optim alone cost `import rustgrad` ~15 ms
 _LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "nn", "optim", "serialization",
                               "testing", "viz", "special", "linalg", "fft", "distributions",
-                              "func", "profiler"})
+                              "func", "profiler", "jit"})
 # functions bound on first use, from the module that defines them (imported then): name ->
 # module; the `if _TYPE_CHECKING:` imports below name them for type checkers and the stub
 _LAZY_FUNCTIONS = {"explain": "._explain", "load": ".serialization", "save": ".serialization",
-                   "set_printoptions": "._tensor_str"}
+                   "from_file": ".serialization", "set_printoptions": "._tensor_str",
+                   "vmap": ".func"}
 
 
 def _lazy_submodule(name: str) -> _Any:
@@ -219,15 +279,20 @@ from ._config import (
     get_float32_matmul_precision,
     get_num_interop_threads,
     get_num_threads,
+    init_num_threads,
     is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
     set_default_device,
     set_deterministic_debug_mode,
     set_float32_matmul_precision,
+    set_flush_denormal,
     set_num_interop_threads,
     set_num_threads,
+    set_warn_always,
     use_deterministic_algorithms,
 )
-from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from .accelerator import Event, Stream
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .amp.autocast_mode import (  # torch's torch.* spellings (amp is imported above anyway)
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -244,11 +309,13 @@ from .amp.autocast_mode import (  # torch's torch.* spellings (amp is imported a
     set_autocast_gpu_dtype,
 )
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .cuda import AcceleratorError, OutOfMemoryError
 
 if _TYPE_CHECKING:  # bound on first use by _lazy_submodule (_LAZY_FUNCTIONS)
     from ._explain import explain
     from ._tensor_str import set_printoptions
-    from .serialization import load, save
+    from .func import vmap
+    from .serialization import from_file, load, save
 
 # what `from rustgrad import *` gives and what type checkers treat as exported (mypy --strict
 # re-exports nothing else): the names bound above by hand, then every declared op function
@@ -282,6 +349,10 @@ __all__ = [
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "autocast_increment_nesting",
     "autocast_decrement_nesting",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
-    "is_complex", "is_floating_point", "from_dlpack",
+    "is_complex", "is_floating_point", "from_dlpack", "layout", "strided", "to_dlpack",
+    "is_storage", "is_nonzero", "is_inference", "typename", "get_device_module",
+    "thread_safe_generator", "init_num_threads", "is_warn_always_enabled", "set_flush_denormal",
+    "set_warn_always", "Event", "Stream", "GradScaler", "AcceleratorError", "OutOfMemoryError",
+    "from_file", "vmap", "jit",
     *_OP_NAMES,
 ]

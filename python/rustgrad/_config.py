@@ -12,7 +12,7 @@ import os
 import warnings
 from typing import Any, Callable, Optional, Union
 
-from . import cuda
+from . import _warn_once, cuda
 from ._backends import device as _device
 
 _state: dict = {
@@ -161,3 +161,34 @@ def compile(model: Optional[Callable[..., Any]] = None, *, fullgraph: bool = Fal
     if not callable(model):
         raise RuntimeError("The torch.compile decorator must be called on a function or module")
     return model
+
+
+# ---- warnings and denormals -------------------------------------------------------------------
+def set_warn_always(b: bool) -> None:
+    """Makes the warnings torch gives once per process (float() of a tensor that requires grad,
+    backward(create_graph=True), ...) warn every time, or once again.
+
+    Args:
+        b (bool): True to warn every time.
+    """
+    _warn_once._always[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether set_warn_always(True) holds."""
+    return _warn_once._always[0]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormal floats to zero could be set: always False here, since NumPy's
+    and CuPy's kernels keep denormals (torch returns False too where the CPU lacks SSE3).
+
+    Args:
+        mode (bool): whether to flush denormals.
+    """
+    return False
+
+
+def init_num_threads() -> None:
+    """Initialises the intra-op thread pool: nothing to do here (OpenBLAS and rayon start their
+    own threads on first use)."""

@@ -56,3 +56,22 @@ def accepting(fn: F) -> F:
         return fn(input, *args, **kwargs)
 
     return like  # type: ignore[return-value]
+
+
+class layout:
+    """How a tensor's elements are stored, as `torch.layout`: rustgrad has only `strided`
+    (dense arrays with strides); sparse layouts do not exist here."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+strided = layout("strided")

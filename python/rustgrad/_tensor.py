@@ -9,13 +9,11 @@ from __future__ import annotations
 import copy as _copy
 import warnings
 import weakref
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import _core, _dtype
+from . import _backends, _core, _dtype, _memory_format, _warn_once
 from ._backends import namespace_of
 from ._size import Size, _wrap_dim
-
-_WARNED_FLOAT_OF_GRAD: list = []  # torch warns once per process: float() of a grad tensor
 
 # rustgrad.autograd (backward, no_grad), which sits above the tensor: it sets itself here when
 # imported, and `import rustgrad` imports it before any tensor exists
@@ -209,6 +207,211 @@ class Tensor(_core.TensorBase):
         """The number of dimensions (dim())."""
         return self._data.ndim
 
+    # ---- torch's layout, memory-placement and identity queries --------------------------------
+    @property
+    def layout(self) -> Any:
+        """The storage layout: always `rustgrad.strided` (no sparse layouts here)."""
+        return _memory_format.strided
+
+    @property
+    def name(self) -> None:
+        """torch's Variable name slot: None (nothing sets it)."""
+        return None
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the tensor is on torch's shape-only meta device: never here."""
+        return False
+
+    @property
+    def volatile(self) -> bool:
+        """Removed from torch (always False, with torch's warning): use `no_grad()`."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                      stacklevel=2)
+        return False
+
+    def reinforce(self, reward: Any) -> None:
+        """Removed from torch: raises torch's RuntimeError, which shows the
+        `torch.distributions` way of writing a policy gradient."""
+        raise RuntimeError(
+            "reinforce() was removed.\nUse torch.distributions instead.\n"
+            "See https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\n"
+            "probs = policy_network(state)\naction = probs.multinomial()\n"
+            "next_state, reward = env.step(action)\naction.reinforce(reward)\n"
+            "action.backward()\n\nUse:\n\nprobs = policy_network(state)\n"
+            "# NOTE: categorical is equivalent to what used to be called multinomial\n"
+            "m = torch.distributions.Categorical(probs)\naction = m.sample()\n"
+            "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\n"
+            "loss.backward()\n")
+
+    def is_distributed(self) -> bool:
+        """Whether the tensor is a distributed (THD) tensor: never here."""
+        return False
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """Whether the tensor lives in page-locked host memory (made by `pin_memory()`)."""
+        return self.device.type == "cpu" and _is_pinned_array(self._data)
+
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory (CuPy's pinned allocator), for faster copies to
+        the GPU; self where it is pinned already. Needs CUDA, as torch's.
+
+        Args:
+            device (optional): accepted for torch's signature (deprecated there).
+        """
+        from . import cuda
+
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        if self.is_pinned():
+            return self
+        if not cuda.is_available():
+            raise RuntimeError("Found no NVIDIA driver on your system. Please check that you "
+                               "have an NVIDIA GPU and installed a driver from "
+                               "http://www.nvidia.com/Download/index.aspx")
+        import cupyx  # import cost: only for pinning, which needs CuPy anyway
+
+        pinned = cupyx.empty_pinned(self._data.shape, self._data.dtype)
+        pinned[...] = self._data
+        return _wrap(pinned)
+
+    def is_shared(self) -> bool:
+        """Whether the tensor's memory can be seen by other processes: after
+        `share_memory_()`, or mapped from a file with `from_file(shared=True)`; a CUDA tensor
+        always can (torch's answer)."""
+        return self.device.type == "cuda" or _is_shared_array(self._data)
+
+    def share_memory_(self) -> Tensor:
+        """Moves the tensor's values into shared memory (an anonymous shared mapping that
+        forked workers see), in place; nothing to do where they are shared already or on CUDA.
+
+        Example::
+
+            >>> x = torch.arange(3.).share_memory_()
+            >>> x.is_shared(), x.tolist()
+            (True, [0.0, 1.0, 2.0])
+        """
+        if self.is_shared():
+            return self
+        import mmap
+
+        nbytes = max(int(self._data.nbytes), 1)
+        array = _backends.cpu.np.frombuffer(mmap.mmap(-1, nbytes), dtype=self._data.dtype,
+                                            count=self._data.size).reshape(self._data.shape)
+        array[...] = self._data
+        self._set_data(array, int(array.nbytes))
+        return self
+
+    def record_stream(self, stream: Any) -> None:
+        """Marks the tensor as used by `stream`, so its memory is not reused before that stream's
+        work ends. CuPy's pool frees a block for reuse on the stream it was allocated on only;
+        stream-ordered reuse elsewhere is the caller's to synchronise (see docs/gpu.md)."""
+        if self.device.type != "cuda":
+            raise RuntimeError("unknown parameter type")
+        from . import cuda
+
+        if not isinstance(stream, cuda.Stream):
+            raise TypeError(f"record_stream(): argument 'stream' must be Stream, not "
+                            f"{type(stream).__name__}")
+
+    def const_data_ptr(self) -> int:
+        """The address of the first element, for reading (data_ptr())."""
+        return self.data_ptr()
+
+    def dim_order(self, *, ambiguity_check: Any = False) -> Tuple[int, ...]:
+        """The dimensions from outermost to innermost in memory (by decreasing stride).
+
+        Example::
+
+            >>> torch.zeros(2, 3).t().dim_order()
+            (1, 0)
+        """
+        strides = self.stride()
+        return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+
+    def module_load(self, other: Tensor, assign: bool = False) -> Tensor:
+        """What `load_state_dict` swaps in for this parameter or buffer: `other.detach()` with
+        assign, else `self.copy_(other).detach()` (torch's default).
+
+        Args:
+            other (Tensor): the state dict's value.
+            assign (bool): load_state_dict's assign argument.
+        """
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
+    def as_subclass(self, cls: type) -> Tensor:
+        """The same values as an instance of `cls` (a Tensor subclass), sharing memory and
+        attached to the graph through torch's AliasBackward0.
+
+        Example::
+
+            >>> class Tagged(torch.Tensor):
+            ...     pass
+            >>> type(torch.ones(2).as_subclass(Tagged)).__name__
+            'Tagged'
+        """
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                            "Tensor is not possible. Make sure your class inherits from Tensor.")
+        out = self.view_as(self)
+        out.__class__ = cls
+        return out
+
+    def _elementwise_python(self, fn_name: str) -> Any:
+        """The NumPy array an apply_/map_/map2_ writes into, after torch's checks."""
+        if self.requires_grad:
+            raise RuntimeError(f"Can't call {fn_name}() on Variable that requires grad. Use "
+                               f"var.detach().{fn_name}() instead.")
+        if self.device.type != "cpu":
+            raise TypeError(f"{fn_name} is only implemented on CPU tensors")
+        return self._data
+
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A002  (torch's name)
+        """Replaces each element with `callable(element)`, in place (CPU only, slow: a Python
+        call per element, as torch's).
+
+        Example::
+
+            >>> torch.tensor([1., 2.]).apply_(lambda v: v * 10)
+            tensor([10., 20.])
+        """
+        data = self._elementwise_python("apply_")
+        for index in _backends.cpu.np.ndindex(data.shape):
+            data[index] = callable(data[index].item())
+        self._bump_version()
+        return self
+
+    def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:  # noqa: A002
+        """Replaces each element a with `callable(a, b)`, b from `tensor` broadcast to self's
+        shape, in place (CPU only).
+
+        Example::
+
+            >>> torch.tensor([1., 2.]).map_(torch.tensor([3., 4.]), lambda a, b: a * b)
+            tensor([3., 8.])
+        """
+        data = self._elementwise_python("map_")
+        np = _backends.cpu.np
+        other = np.broadcast_to(tensor.detach().cpu()._data, data.shape)
+        for index in np.ndindex(data.shape):
+            data[index] = callable(data[index].item(), other[index].item())
+        self._bump_version()
+        return self
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:  # noqa: A002
+        """Replaces each element a with `callable(a, b, c)`, b and c from x and y broadcast to
+        self's shape, in place (CPU only)."""
+        data = self._elementwise_python("map2_")
+        np = _backends.cpu.np
+        bx = np.broadcast_to(x.detach().cpu()._data, data.shape)
+        by = np.broadcast_to(y.detach().cpu()._data, data.shape)
+        for index in np.ndindex(data.shape):
+            data[index] = callable(data[index].item(), bx[index].item(), by[index].item())
+        self._bump_version()
+        return self
+
     def untyped_storage(self) -> Any:  # an UntypedStorage (the stubs show Tensor alone)
         """The memory this tensor reads, as a minimal storage object (its bytes and address).
 
@@ -380,8 +583,7 @@ class Tensor(_core.TensorBase):
     def __float__(self) -> float:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self.requires_grad and not _WARNED_FLOAT_OF_GRAD:
-            _WARNED_FLOAT_OF_GRAD.append(True)  # torch warns once per process
+        if self.requires_grad and _warn_once.due("float() of a tensor that requires grad"):
             warnings.warn(
                 "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                 "behavior.\nConsider using tensor.detach() first.",
@@ -704,6 +906,31 @@ class UntypedStorage:
 
     def __repr__(self) -> str:
         return f"<rustgrad.UntypedStorage of {self._nbytes} bytes on {self.device}>"
+
+
+def _array_bases(array: Any) -> Any:
+    """array, then the objects whose memory it borrows, outermost first."""
+    while array is not None:
+        yield array
+        array = array.obj if isinstance(array, memoryview) else getattr(array, "base", None)
+
+
+def _is_pinned_array(array: Any) -> bool:
+    """Whether a NumPy array's memory came from CuPy's pinned allocator."""
+    return any(type(b).__name__ == "PinnedMemoryPointer" or type(b).__name__ == "PinnedMemory"
+               for b in _array_bases(array))
+
+
+def _is_shared_array(array: Any) -> bool:
+    """Whether a NumPy array's memory is a shared mapping (share_memory_, from_file)."""
+    import mmap
+
+    for b in _array_bases(array):
+        if isinstance(b, mmap.mmap):
+            return True
+        if type(b).__name__ == "memmap" and getattr(b, "_mmap", None) is not None:
+            return getattr(b, "mode", "") in ("r+", "w+", "r")
+    return False
 
 
 def _wrap(array: Any, requires_grad: bool = False) -> Tensor:

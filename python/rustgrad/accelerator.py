@@ -54,3 +54,40 @@ def synchronize(device: object = None) -> None:
         sync = getattr(cuda, "synchronize", None)
         if sync is not None:
             sync()
+
+
+def _accelerator_device(device: object, what: str) -> Optional[int]:
+    """The CUDA index a device-generic stream or event is made on (torch.Stream(device))."""
+    dev = current_accelerator() if device is None else _device(device)  # type: ignore[arg-type]
+    if dev is None or dev.type != "cuda":
+        raise RuntimeError(f"torch.{what}: rustgrad's only accelerator is CUDA through CuPy; got "
+                           f"device {'none available' if dev is None else str(dev)}")
+    return dev.index
+
+
+class Stream(cuda.Stream):
+    """torch.Stream: a stream of the current accelerator (a CUDA stream here).
+
+    Args:
+        device (optional): the accelerator device. Default: the current accelerator.
+        priority (int, optional): lower is more urgent. Default: 0.
+    """
+
+    def __init__(self, device: object = None, *, priority: int = 0) -> None:
+        super().__init__(_accelerator_device(device, "Stream"), priority)
+
+
+class Event(cuda.Event):
+    """torch.Event: an event of the current accelerator (a CUDA event here).
+
+    Args:
+        device (optional): the accelerator device. Default: the current accelerator.
+        enable_timing (bool, optional): whether elapsed_time works. Default: False.
+        blocking (bool, optional): whether synchronize() blocks the thread. Default: False.
+        interprocess (bool, optional): refused, as by rustgrad.cuda.Event. Default: False.
+    """
+
+    def __init__(self, device: object = None, *, enable_timing: bool = False,
+                 blocking: bool = False, interprocess: bool = False) -> None:
+        _accelerator_device(device, "Event")
+        super().__init__(enable_timing, blocking, interprocess)

@@ -274,6 +274,15 @@ def get_device_capability(device: Any = None) -> tuple:
     return (p.major, p.minor)
 
 
+# ---- errors -----------------------------------------------------------------------------------
+class OutOfMemoryError(RuntimeError):
+    """Device memory ran out (torch.OutOfMemoryError, also reached as torch.cuda's)."""
+
+
+class AcceleratorError(RuntimeError):
+    """An error the accelerator's runtime reported (torch.AcceleratorError)."""
+
+
 # ---- streams and events -------------------------------------------------------------------
 class Stream:
     """A CUDA stream (a CuPy stream): kernels queued on one run in order.

@@ -735,3 +735,47 @@ def _load(fh: Any, map_location: Any, weights_only: bool = True, pickle_module: 
         except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as e:
             what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
             raise _Malformed(f"malformed structure.json ({type(e).__name__}: {what})") from None
+
+
+def from_file(filename: Union[str, os.PathLike[str]], shared: Optional[bool] = None,
+              size: int = 0, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: bool = False) -> Tensor:
+    """A CPU tensor of `size` elements whose memory is the file, mapped (as torch.from_file).
+
+    With ``shared=True`` writes to the tensor go to the file (created, or grown, to the size
+    needed); otherwise the mapping is private: the tensor's writes stay in this process.
+
+    Args:
+        filename (str): the file to map.
+        shared (bool): whether writes reach the file. Default: False.
+        size (int): the number of elements.
+        dtype (rustgrad.dtype, optional): the element type. Default: the default dtype.
+        layout, device, pin_memory: accepted for torch's signature (strided CPU memory only).
+
+    Example::
+
+        >>> import numpy as np, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "values.bin")
+        >>> np.arange(4, dtype=np.float32).tofile(path)
+        >>> torch.from_file(path, size=4, dtype=torch.float32)
+        tensor([0., 1., 2., 3.])
+    """
+    if device is not None and _device(device).type != "cpu":
+        raise RuntimeError("from_file: only CPU tensors can be mapped to files")
+    if pin_memory:
+        raise RuntimeError("from_file: tensors mapped to files cannot be created in pinned memory")
+    np_dtype = _dtype.to_np(dtype if dtype is not None else _dtype.get_default_dtype())
+    need = int(size) * _np.dtype(np_dtype).itemsize
+    path = os.fspath(filename)
+    if shared:
+        with open(path, "ab") as fh:  # creates it; grows it to the mapping's size
+            if fh.tell() < need:
+                fh.truncate(need)
+    have = os.path.getsize(path)
+    if have < need:
+        raise RuntimeError(f"file <{path}> size <{have}> is smaller than the required mapping "
+                           f"size <{need}>")
+    if size == 0:
+        return from_numpy(_np.empty(0, dtype=np_dtype))
+    mapped = _np.memmap(path, dtype=np_dtype, mode="r+" if shared else "c", shape=(int(size),))
+    return from_numpy(mapped)

@@ -284,9 +284,9 @@ def test_emit_nvtx_is_a_no_op_without_cuda() -> None:
 
 
 def test_cuda_activity_warns_that_device_time_is_not_reported(monkeypatch: Any) -> None:
-    from rustgrad.profiler import profiler as module
+    from rustgrad import _warn_once
 
-    monkeypatch.setattr(module, "_warned_cuda", False)
+    monkeypatch.setattr(_warn_once, "_seen", set())
     prof = rustgrad.profiler
     with pytest.warns(UserWarning, match="CUDA kernel times"):
         p = prof.profile(activities=[prof.ProfilerActivity.CPU, prof.ProfilerActivity.CUDA])

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence, Tuple, Union
 
-from .. import _backends, _core, _creation, _tensor
+from .. import _backends, _core, _creation, _tensor, _warn_once
 from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
 from .._ops._util import sum_to as _sum_to
 from .._tensor import Tensor
@@ -190,15 +190,10 @@ def _is_checkpoint_valid() -> bool:
     return getattr(_checkpoint_state, "valid", True)
 
 
-_create_graph_warned = False
-
-
 def _warn_create_graph_once() -> None:
     """torch's TORCH_WARN_ONCE for backward(create_graph=True)."""
-    global _create_graph_warned
-    if _create_graph_warned:
+    if not _warn_once.due("backward(create_graph=True)"):
         return
-    _create_graph_warned = True
     warnings.warn(
         "Using backward() with create_graph=True will create a reference cycle between the "
         "parameter and its gradient which can cause a memory leak. We recommend using "

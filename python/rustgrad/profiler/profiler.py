@@ -9,6 +9,7 @@ import warnings
 from enum import Enum
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from .. import _warn_once
 from .. import cuda as _cuda
 from ..autograd import profiler as _prof
 from ..autograd.profiler_util import EventList, FunctionEventAvg, write_chrome_trace
@@ -130,7 +131,6 @@ def tensorboard_trace_handler(dir_name: str, worker_name: Optional[str] = None, 
     return handler_fn
 
 
-_warned_cuda = False
 
 
 class _KinetoProfile:
@@ -141,12 +141,10 @@ class _KinetoProfile:
                  with_modules: bool = False, experimental_config: Any = None,
                  execution_trace_observer: Any = None, acc_events: bool = False,
                  custom_trace_id_callback: Optional[Callable[[], str]] = None, **kwargs: Any) -> None:
-        global _warned_cuda
         self.activities = set(activities) if activities is not None else supported_activities()
         if not self.activities:
             raise AssertionError("No valid profiler activities found")
-        if ProfilerActivity.CUDA in self.activities and not _warned_cuda:
-            _warned_cuda = True
+        if ProfilerActivity.CUDA in self.activities and _warn_once.due("profiler CUDA activity"):
             warnings.warn("rustgrad's profiler records host (CPU) time only: CUDA kernel times "
                           "and device memory are not reported", stacklevel=3)
         self.record_shapes = record_shapes
