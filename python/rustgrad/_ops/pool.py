@@ -344,38 +344,51 @@ def max_pool2d_with_indices(input: Tensor, kernel_size: IntOrPair,
 
 
 # ---- max unpooling ------------------------------------------------------------------------
-def _max_unpool_bw(g: Tensor, saved: Any, in_shape: Any) -> Any:
-    lead = tuple(in_shape[:-2])
-    flat = g.reshape(lead + (-1,))
-    return flat.gather(-1, saved.indices.reshape(lead + (-1,))).reshape(in_shape)
+def _max_unpool_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    in_shape, dims = ctx
+    lead = tuple(in_shape[:-dims])
+    n = math.prod(in_shape[-dims:])
+    flat = g.reshape(lead + (math.prod(g.shape[-dims:]),))
+    return flat.gather(-1, saved.indices.reshape(lead + (n,))).reshape(in_shape)
 
 
 MAX_UNPOOL = node("MaxUnpool2DBackward0", _max_unpool_bw, saved=("indices",))
+MAX_UNPOOL3D = node("MaxUnpool3DBackward0", _max_unpool_bw, saved=("indices",))
 
 
-def _unpool_size(input: Tensor, k: Tuple[int, int], s: Tuple[int, int], p: Tuple[int, int],
+def _unpool_size(input: Tensor, k: Tuple[int, ...], s: Tuple[int, ...], p: Tuple[int, ...],
                  output_size: Any, dims: int) -> List[int]:
-    """The unpooled (H, W): the pooling's input size by default, or output_size checked against
-    it (each within a stride of the default), as torch's."""
+    """The unpooled spatial size: the pooling's input size by default, or output_size checked
+    against it (each within a stride of the default), as torch's."""
     shape = input.shape
     default = [(shape[-dims + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(dims)]
     if output_size is None:
-        return default
-    size = list(output_size.tolist() if isinstance(output_size, Tensor) else output_size)
-    if len(size) == dims + 2:
-        size = size[2:]
-    if len(size) != dims:
-        raise ValueError(f"output_size should be a sequence containing {dims} or {dims + 2} "
-                         f"elements, but it has a length of '{len(size)}'")
+        size = default
+    else:
+        given = output_size.tolist() if isinstance(output_size, Tensor) else output_size
+        if len(given) == dims + 2:
+            given = given[2:]
+        if len(given) != dims:
+            raise ValueError(f"output_size should be a sequence containing {dims} or {dims + 2} "
+                             f"elements, but it has a length of '{len(given)}'")
+        for d in range(dims):
+            lo, hi = default[d] - s[d], default[d] + s[d]
+            if not lo < given[d] < hi:
+                raise ValueError(f'invalid output_size "{given}" (dim {d} must be between '
+                                 f"{lo} and {hi})")
+        size = [int(v) for v in given]
     for d in range(dims):
-        lo, hi = default[d] - s[d], default[d] + s[d]
-        if not lo < size[d] < hi:
-            raise ValueError(f'invalid output_size "{tuple(size)}" (dim {d} must be between '
-                             f"{lo} and {hi})")
-    return [int(v) for v in size]
+        if size[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={size[d]}")
+    return size
 
 
-def _max_unpool2d(input: Tensor, indices: Tensor, size: List[int]) -> Tensor:
+def max_unpool_nd(input: Tensor, indices: Tensor, size: List[int], dims: int,
+                  stride: Optional[Tuple[int, ...]] = None) -> Tensor:
+    """Each value of input put back at its flat index in an output plane (dims=2) or volume
+    (dims=3) of `size`, zeros elsewhere, with torch's checks in its order (the stride is
+    checked by the 3-d op only)."""
     xd, idd = input._data, indices._data
     if idd.dtype != _dtype.int64.np:
         raise RuntimeError("elements in indices should be type int64 but got: "
@@ -384,24 +397,39 @@ def _max_unpool2d(input: Tensor, indices: Tensor, size: List[int]) -> Tensor:
         raise RuntimeError(
             "Expected shape of indices to be same as that of the input tensor "
             f"({list(xd.shape)}) but got indices tensor with shape: {list(idd.shape)}")
-    if xd.ndim not in (3, 4):
-        raise RuntimeError("Input to max_unpooling2d should be a 3d or 4d Tensor, but got a "
-                           f"tensor with {xd.ndim} dimensions.")
+    if xd.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"Input to max_unpooling{dims}d should be a {dims + 1}d or "
+                           f"{dims + 2}d Tensor, but got a tensor with {xd.ndim} dimensions.")
+    if dims == 3 and len(size) != 3:
+        raise RuntimeError("There should be exactly three elements (depth, height, width) in "
+                           f"output_size, but got {len(size)} elements.")
+    for dim in range(1, xd.ndim):  # (as torch's: the first dim is never checked)
+        if xd.shape[dim] == 0:
+            raise RuntimeError(
+                f"max_unpooling{dims}d_forward_out_cpu(): Expected input to have non-zero size "
+                f"for non-batch dimensions, but input has sizes {list(xd.shape)} with "
+                f"dimension {dim} being empty")
+    if stride is not None and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(stride)}")
+    if not _dtype.is_floating_np(xd.dtype):
+        raise NotImplementedError(
+            f'"max_unpool{dims}d" not implemented for \'{_dtype.scalar_type_name(input.dtype)}\'')
     shape = tuple(xd.shape)
-    if xd.ndim == 3:  # one sample, computed as a batch of one (one node, as torch's)
-        xd, idd = xd[None], idd[None]
-    oh, ow = size
-    n, c = xd.shape[0], xd.shape[1]
-    flat = idd.reshape(n, c, -1)
-    if flat.size and bool(((flat < 0) | (flat >= oh * ow)).any()):
-        bad = int(flat[(flat < 0) | (flat >= oh * ow)][0])
-        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                           f"{oh}x{ow}")
+    lead = shape[:-dims]
+    rows = math.prod(lead)
+    vol = math.prod(size)
     xp = input._backend
-    out = xp.zeros((n, c, oh * ow), dtype=xd.dtype)
-    xp.put_along_axis(out, flat, xd.reshape(n, c, -1), axis=2)
-    return MAX_UNPOOL.record(out.reshape(shape[:-2] + (oh, ow)), (input,), shape,
-                             indices=indices)
+    out = xp.zeros((rows, vol), dtype=xd.dtype)
+    if out.size:  # (an empty output takes nothing: torch checks no index then)
+        flat = idd.reshape(rows, -1)
+        bad = (flat < 0) | (flat >= vol)
+        if flat.size and bool(bad.any()):
+            raise RuntimeError(f"Found an invalid max index: {int(flat[bad][0])} (output volumes "
+                               f"are of size {'x'.join(str(v) for v in size)}")
+        xp.put_along_axis(out, flat, xd.reshape(rows, -1), axis=1)
+    spec = MAX_UNPOOL3D if dims == 3 else MAX_UNPOOL
+    return spec.record(out.reshape(lead + tuple(size)), (input,), (shape, dims),
+                       indices=indices)
 
 
 @op(functional="max_unpool2d", grad_fn="MaxUnpool2DBackward0", autocast=dict(cpu="fp32"))
@@ -430,7 +458,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: IntOrPair,
     k = pair(kernel_size)
     s = _stride(stride, kernel_size)
     size = _unpool_size(input, k, s, pair(padding), output_size, 2)
-    return _max_unpool2d(input, indices, size)
+    return max_unpool_nd(input, indices, size, 2)
 
 
 @op(functional="max_unpool1d", grad_fn="MaxUnpool2DBackward0")
@@ -457,7 +485,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: IntOrPair,
     k = single(kernel_size)
     s = single(stride if stride is not None and stride != [] and stride != () else kernel_size)
     size = _unpool_size(input, (k,), (s,), (single(padding),), output_size, 1)
-    return _max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1]).squeeze(-1)
+    return max_unpool_nd(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1], 2).squeeze(-1)
 
 
 # ---- adaptive max pooling -----------------------------------------------------------------
@@ -623,7 +651,18 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 # ---- power-average pooling ----------------------------------------------------------------
-def _lp_finish(pooled: Tensor, count: int, norm_type: float) -> Tensor:
+def lp_pool_nd(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
+               count: int, max_pool: Any, avg_pool: Any) -> Tensor:
+    """(count * mean of x^p over each window)^(1/p) through the dims' average pooling (the
+    maximum of |x| at p = inf, minus the maximum of -|x| at p = -inf), as torch's lp_poolNd."""
+    if isinstance(norm_type, (int, float)):
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+        if norm_type == math.inf:  # the largest magnitude in each window
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -math.inf:  # the smallest magnitude
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    pooled = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     # (count * mean of x^p)^(1/p); a negative mean (odd p) keeps its sign, so the root is NaN
     # as torch's, and a zero mean passes no gradient through |.|
     return (pooled.sign() * pooled.abs().relu() * count).pow(1.0 / norm_type)
@@ -635,7 +674,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrPair,
     """The p-norm of each window of (N, C, H, W) or (C, H, W) input: (sum x^p)^(1/p).
 
     Args:
-        norm_type (float): p; inf gives max pooling.
+        norm_type (float): p (not 0); inf gives max pooling of |x|, -inf min pooling of |x|.
         kernel_size (int or pair of ints): the window's size.
         stride (int or pair of ints, optional): the step between windows. Default: kernel_size.
         ceil_mode (bool, optional): round the output size up instead of down. Default: False.
@@ -647,10 +686,8 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrPair,
         tensor([[[[5.]]]])
     """
     kh, kw = pair(kernel_size)
-    if norm_type == math.inf:  # the largest magnitude in each window
-        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    pooled = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
-    return _lp_finish(pooled, kh * kw, norm_type)
+    return lp_pool_nd(input, norm_type, (kh, kw), stride, ceil_mode, kh * kw, max_pool2d,
+                      avg_pool2d)
 
 
 @op(functional="lp_pool1d", grad_fn="PowBackward0")
@@ -659,7 +696,7 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int,
     """The p-norm of each window of (N, C, L) or (C, L) input: (sum x^p)^(1/p).
 
     Args:
-        norm_type (float): p; inf gives max pooling.
+        norm_type (float): p (not 0); inf gives max pooling of |x|, -inf min pooling of |x|.
         kernel_size (int): the window's size.
         stride (int, optional): the step between windows. Default: kernel_size.
         ceil_mode (bool, optional): round the output size up instead of down. Default: False.
@@ -670,10 +707,7 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int,
         tensor([[5., 1.]])
     """
     k = single(kernel_size)
-    if norm_type == math.inf:  # the largest magnitude in each window
-        return max_pool1d(input.abs(), k, stride, 0, 1, ceil_mode)
-    pooled = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
-    return _lp_finish(pooled, k, norm_type)
+    return lp_pool_nd(input, norm_type, k, stride, ceil_mode, k, max_pool1d, avg_pool1d)
 
 
 # ---- embedding_bag: embedding rows pooled by bag ------------------------------------------

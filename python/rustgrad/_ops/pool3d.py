@@ -1,4 +1,5 @@
-"""3-d pooling: max_pool3d (with indices), avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d.
+"""3-d pooling: max_pool3d (with indices), avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d,
+lp_pool3d and max_unpool3d (the latter two share pool.py's code of the 1-d and 2-d forms).
 
 Windows come from conv3d.py's N-d `windows` (one strided slice per kernel offset, the padding
 and ceil_mode's extra high end read as -inf or 0); the average's gradient is its adjoint
@@ -22,7 +23,7 @@ from ._node import node
 from ._util import const
 from .conv import type_name
 from .conv3d import Ints, windows, windows_sum
-from .pool import _adaptive_bins, _adaptive_windows, _pool_geometry
+from .pool import _adaptive_bins, _adaptive_windows, _pool_geometry, _unpool_size, lp_pool_nd, max_unpool_nd
 
 IntOrTriple = Union[int, Sequence[int]]
 
@@ -113,11 +114,12 @@ def _scatter(g: Tensor, x_shape: Ints, flat: Any, keep: Any) -> Any:
     shape5 = (1,) * (5 - len(x_shape)) + tuple(x_shape)
     n, c = shape5[:2]
     vol = shape5[2] * shape5[3] * shape5[4]
-    gd = g._data.reshape(n, c, -1)
+    per = math.prod(g._data.shape[-3:])  # (explicit: an empty batch has no -1 to infer)
+    gd = g._data.reshape(n, c, per)
     if keep is not None:
-        gd = gd * keep.reshape(n, c, -1)
+        gd = gd * keep.reshape(n, c, per)
     z = xp.zeros((n, c, vol), dtype=gd.dtype)
-    index = (xp.arange(n).reshape(n, 1, 1), xp.arange(c).reshape(1, c, 1), flat.reshape(n, c, -1))
+    index = (xp.arange(n).reshape(n, 1, 1), xp.arange(c).reshape(1, c, 1), flat.reshape(n, c, per))
     xp.add_at(z, index, gd)
     return z.reshape(x_shape)
 
@@ -538,3 +540,62 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     """
     res = adaptive_max_pool3d_with_indices(input, output_size)
     return res if return_indices else res[0]
+
+
+# ---- lp_pool3d --------------------------------------------------------------------------------
+def _as_triple(v: Any) -> Tuple[Any, ...]:
+    """torch's `_triple`: a sequence as it is, anything else three times."""
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * 3
+
+
+@op(functional="lp_pool3d", grad_fn="PowBackward0")
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrTriple,
+              stride: Optional[IntOrTriple] = None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm of each window of (N, C, D, H, W) or (C, D, H, W) input: (sum x^p)^(1/p).
+
+    Args:
+        norm_type (float): p (not 0); inf gives max pooling of |x|, -inf min pooling of |x|.
+        kernel_size (int or tuple of three ints): the window's size.
+        stride (int or tuple of three ints, optional): the step between windows.
+            Default: kernel_size.
+        ceil_mode (bool, optional): round the output size up instead of down. Default: False.
+
+    Example::
+
+        >>> x = rustgrad.tensor([3., 4., 0., 0., 0., 0., 0., 0.]).view(1, 1, 2, 2, 2)
+        >>> rustgrad.nn.functional.lp_pool3d(x, 2, 2)
+        tensor([[[[[5.]]]]])
+    """
+    kd, kh, kw = _as_triple(kernel_size)
+    return lp_pool_nd(input, norm_type, kernel_size, stride, ceil_mode, kd * kh * kw,
+                      max_pool3d, avg_pool3d)
+
+
+# ---- max_unpool3d -----------------------------------------------------------------------------
+@op(functional="max_unpool3d", grad_fn="MaxUnpool3DBackward0", autocast=dict(cpu="fp32"))
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: IntOrTriple,
+                 stride: Optional[IntOrTriple] = None, padding: IntOrTriple = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of max_pool3d: each value put back at its index, zeros elsewhere.
+
+    Args:
+        input (Tensor): the pooled values, (N, C, D, H, W) or (C, D, H, W).
+        indices (Tensor): max_pool3d's indices (return_indices=True).
+        kernel_size (int or tuple of three ints): the pooling's window.
+        stride (int or tuple of three ints, optional): the pooling's stride.
+            Default: kernel_size.
+        padding (int or tuple of three ints, optional): the pooling's padding. Default: 0.
+        output_size (sequence of ints, optional): the size to restore, when the pooling's
+            input size is ambiguous.
+
+    Example::
+
+        >>> x = rustgrad.arange(8.).view(1, 1, 2, 2, 2)
+        >>> v, i = rustgrad.nn.functional.max_pool3d(x, 2, return_indices=True)
+        >>> rustgrad.nn.functional.max_unpool3d(v, i, 2).flatten()
+        tensor([0., 0., 0., 0., 0., 0., 0., 7.])
+    """
+    k = _as_triple(kernel_size)
+    s = k if stride is None else _as_triple(stride)
+    size = _unpool_size(input, k, s, _as_triple(padding), output_size, len(k))
+    return max_unpool_nd(input, indices, size, 3, s)

@@ -413,6 +413,84 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
 
 
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+                         reduction: str = "mean", ignore_index: Optional[int] = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """cross_entropy of the logits ``linear(input, linear_weight, linear_bias)``, as torch's.
+
+    Args:
+        input (Tensor): ``(in_features)`` or ``(N, in_features)``.
+        linear_weight (Tensor): ``(C, in_features)``, or ``(C, d1, ..., dK, in_features)``
+            for a K-dimensional loss (batched input only).
+        target (Tensor): class indices ``()``, ``(N)`` or ``(N, d1, ..., dK)``, or class
+            probabilities of the logits' shape.
+        linear_bias (Tensor, optional): ``(C)`` or ``(C, d1, ..., dK)``.
+        weight (Tensor, optional): a weight for each of the ``C`` classes.
+        reduction (str, optional): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+        ignore_index (int, optional): a class index whose entries add nothing (class indices
+            only); ``None`` means -100. Default: ``None``.
+        label_smoothing (float, optional): in [0, 1]. Default: 0.0.
+        options (optional): torch's chunking options; rustgrad computes the same loss
+            unchunked whatever they say.
+
+    Example::
+
+        >>> x = torch.tensor([[1.0, 0.0]])
+        >>> w = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
+        >>> F.linear_cross_entropy(x, w, torch.tensor([0]))
+        tensor(0.1269)
+    """
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError("expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.ndim}")
+    batches = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {in_features} and {linear_weight.shape[-1]}, respectively")
+    classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} "
+            f"requires batched input, (N, {in_features}), got unbatched input with shape "
+            f"{tuple(input.shape)}")
+    logits_shape = (*batches, classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    if out_features:
+        rows = math.prod(out_features) * classes
+        linear_weight = linear_weight.reshape(rows, in_features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(rows)
+    logits = _lin.linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+def assert_int_or_pair(arg: Any, arg_name: str, message: str) -> None:
+    """Raises AssertionError(message.format(arg_name)) unless arg is an int or has length 2.
+
+    Example::
+
+        >>> F.assert_int_or_pair((1, 2), "stride", "{} must be an int or a pair")
+        >>> F.assert_int_or_pair([1, 2, 3], "stride", "{} must be an int or a pair")
+        Traceback (most recent call last):
+          ...
+        AssertionError: stride must be an int or a pair
+    """
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+
+
 def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
             reduce: Optional[bool] = None, reduction: str = "mean",
             weight: Optional[Tensor] = None) -> Tensor:
@@ -1094,7 +1172,7 @@ __all__ = [
     "scaled_dot_product_attention", "multi_head_attention_forward",
     "instance_norm", "rms_norm", "multilabel_soft_margin_loss", "dropout1d", "dropout3d",
     "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "local_response_norm",
-    "triplet_margin_with_distance_loss",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy", "assert_int_or_pair",
 ]
 # every op declared with an nn.functional name (linear, conv2d, pad, max_pool2d, gelu,
 # layer_norm, nll_loss, ...), bound once; see rustgrad/_bind.py

@@ -67,6 +67,7 @@ from .loss import (
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
     MultiLabelMarginLoss,
@@ -80,7 +81,7 @@ from .loss import (
 )
 from .module import Module
 from .multilabel_loss import MultiLabelSoftMarginLoss
-from .normalization import GroupNorm, LayerNorm, LocalResponseNorm
+from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -109,13 +110,17 @@ from .pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
 )
 from .prelu import PReLU
 from .rmsnorm import RMSNorm
@@ -165,3 +170,5 @@ __all__ = [
 ]
 __all__ += ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
             "AdaptiveMaxPool3d", "LazyConv3d", "LazyConvTranspose3d"]
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool3d", "MaxUnpool3d",
+            "CrossMapLRN2d", "LinearCrossEntropyLoss"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional
+import math
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from ..._ops.loss import legacy_reduction
 from ..._tensor import Tensor
 from .. import functional as F
 from .distance import PairwiseDistance
+from .linear import Linear
 from .module import Module
 
 __all__ = [
@@ -15,7 +17,7 @@ __all__ = [
     "SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
     "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss",
+    "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss",
 ]
 
 
@@ -198,6 +200,90 @@ class CrossEntropyLoss(_WeightedLoss):
 
     if TYPE_CHECKING:  # module(x) is typed as forward(x)
         __call__ = forward
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """The cross entropy of ``target`` and the logits of a linear map of ``input`` (a
+    :class:`Linear` of its own, ``self.linear``, without bias by default): see
+    :func:`~rustgrad.nn.functional.linear_cross_entropy`.
+
+    Args:
+        in_features (int): the size of each input sample.
+        num_classes (int): the number of classes ``C``.
+        out_features (tuple of ints): ``(d1, ..., dK)`` for a K-dimensional loss; the linear
+            map has ``C * d1 * ... * dK`` outputs. Default: ``()``.
+        bias (bool): whether the linear map adds a learnable bias. Default: ``False``.
+        device (rustgrad.device, optional): where the linear weight is created.
+        dtype (rustgrad.dtype, optional): the linear weight's dtype.
+        reduction (str): ``'none'`` | ``'mean'`` | ``'sum'``. Default: ``'mean'``.
+        weight (Tensor, optional): a weight for each of the ``C`` classes, ``(C)``.
+        ignore_index (int, optional): a class index whose entries add nothing (class indices
+            only; ``None`` means -100). Default: ``None``.
+        label_smoothing (float): in [0, 1]. Default: ``0.0``.
+        options (optional): torch's chunking options; the loss is computed unchunked.
+
+    Shape:
+        - Input: ``(in_features)`` or ``(N, in_features)``.
+        - Target: class indices ``()``, ``(N)`` or ``(N, *out_features)``, or class
+          probabilities ``(C)`` or ``(N, C, *out_features)``.
+        - Output: a scalar; the target's shape (of indices) with ``reduction='none'``.
+
+    Example::
+
+        >>> loss = nn.LinearCrossEntropyLoss(2, 3, out_features=(5,))
+        >>> loss.linear
+        Linear(in_features=2, out_features=15, bias=False)
+        >>> loss(torch.randn(4, 2), torch.zeros(4, 5, dtype=torch.long)).shape
+        torch.Size([])
+    """
+
+    num_classes: int
+    out_features: Tuple[int, ...]
+    ignore_index: Optional[int]
+    label_smoothing: float
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: Tuple[int, ...] = (),
+                 bias: bool = False, device: Any = None, dtype: Any = None,
+                 reduction: str = "mean", weight: Optional[Tensor] = None,
+                 ignore_index: Optional[int] = None, label_smoothing: float = 0.0,
+                 options: Any = None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError("expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        # the weight is stored flat, (C * prod(out_features), in_features), and reshaped in
+        # forward, as torch's
+        self.linear = Linear(in_features, math.prod(out_features) * num_classes, bias=bias,
+                             device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Computes the loss of ``input``'s logits and ``target``."""
+        weight = self.linear.weight.reshape(
+            (self.num_classes, *self.out_features, self.linear.in_features))
+        bias = None if self.linear.bias is None else \
+            self.linear.bias.reshape((self.num_classes, *self.out_features))
+        return F.linear_cross_entropy(input, weight, target, linear_bias=bias,
+                                      weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    if TYPE_CHECKING:  # module(x) is typed as forward(x)
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        """The linear map's sizes and the loss's options."""
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class BCELoss(_WeightedLoss):
