@@ -86,6 +86,14 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         tensor(11.)
     """
     ad, bd = input._data, tensor._data
+    _check_dot(ad, bd)
+    out = _rounded(input._backend.asarray(ad @ bd), ad)
+    return DOT.record(out, (input, tensor), self=input if tensor.requires_grad else None,
+                      tensor=tensor if input.requires_grad else None)
+
+
+def _check_dot(ad: Any, bd: Any) -> None:
+    """torch's checks of dot's (and vdot's) operands: two 1-D tensors of one size and dtype."""
     same_device(ad, bd)
     if ad.ndim != 1 or bd.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {ad.ndim}D and {bd.ndim}D tensors")
@@ -101,9 +109,6 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
             f"number of elements, but got {n} and {m} elements respectively"
         )
     _no_bool("dot", ad)
-    out = _rounded(input._backend.asarray(ad @ bd), ad)
-    return DOT.record(out, (input, tensor), self=input if tensor.requires_grad else None,
-                      tensor=tensor if input.requires_grad else None)
 
 
 
@@ -289,9 +294,9 @@ def _expanded_shape(shape: tuple, target: tuple) -> None:
     """torch's expand check for addmm/baddbmm's `input` against the product's shape."""
     lead = len(target) - len(shape)
     ok = lead >= 0
-    if ok:
-        for i, s in enumerate(shape):
-            if s != 1 and s != target[lead + i]:
+    if ok:  # compared from the last dim, as torch's expand
+        for i in range(len(shape) - 1, -1, -1):
+            if shape[i] != 1 and shape[i] != target[lead + i]:
                 ok = False
                 bad = lead + i
                 break
@@ -331,7 +336,9 @@ ADDMM = node("AddmmBackward0", _addmm_bw, saved=("mat1", "mat2"))
 BADDBMM = node("BaddbmmBackward0", _addmm_bw, saved=("batch1", "batch2"))
 
 
-def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched: bool) -> Tensor:
+def _addmm_checks(input: Tensor, m1: Tensor, m2: Tensor, batched: bool) -> Tuple[int, ...]:
+    """torch's checks of addmm's (baddbmm's) operands, in its order, up to the bias's shape;
+    the product's shape."""
     ad, bd = m1._data, m2._data
     same_device(ad, bd)
     same_device(input._data, ad)
@@ -358,6 +365,14 @@ def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched
         _check_mm(ad, bd, "addmm")
     if batched:
         _no_bool("baddbmm", ad)
+        return (int(ad.shape[0]), int(ad.shape[1]), int(bd.shape[2]))
+    return (int(ad.shape[0]), int(bd.shape[1]))
+
+
+def _addmm(input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any, batched: bool) -> Tensor:
+    _addmm_checks(input, m1, m2, batched)
+    ad, bd = m1._data, m2._data
+    idt = input._data.dtype
     xp = m1._backend
     prod = xp.matmul(ad, bd)
     _expanded_shape(input._data.shape, prod.shape)
