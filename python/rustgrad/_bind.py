@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from . import _ops
 from ._ops import _declare
@@ -86,10 +86,30 @@ def bind_tensor(tensor: type) -> None:
     _BINDER.bind_tensor(tensor, load_families())
 
 
+# every namespace bind_namespace filled, as (target, namespace, names), and who wants to hear of
+# the next ones: autograd.forward_ad swaps these entry points while a dual level is open
+_NAMESPACES: List[Tuple[str, MutableMapping[str, Any], List[str]]] = []
+_LISTENERS: List[Callable[[str, MutableMapping[str, Any], List[str]], None]] = []
+
+
 def bind_namespace(namespace: MutableMapping[str, Any], target: str, kind: str,
                    decls: Optional[Iterable[Decl]] = None) -> List[str]:
     """Binds every declared name of this kind into namespace (see Binder.bind_namespace)."""
-    return _BINDER.bind_namespace(namespace, target, kind, load_families() if decls is None else decls)
+    names = _BINDER.bind_namespace(namespace, target, kind, load_families() if decls is None else decls)
+    _NAMESPACES.append((target, namespace, list(names)))
+    for listener in list(_LISTENERS):
+        listener(target, namespace, list(names))
+    return names
+
+
+def bound_namespaces(
+    listener: Optional[Callable[[str, MutableMapping[str, Any], List[str]], None]] = None,
+) -> List[Tuple[str, MutableMapping[str, Any], List[str]]]:
+    """The namespaces bound so far, as (target, namespace, names bound there); `listener`, if
+    given, is also called so with each namespace bound from now on (a module imported later)."""
+    if listener is not None and listener not in _LISTENERS:
+        _LISTENERS.append(listener)
+    return [(t, ns, list(names)) for t, ns, names in _NAMESPACES]
 
 
 def declared() -> List[Decl]:

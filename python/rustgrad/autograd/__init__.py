@@ -339,8 +339,8 @@ def _accumulate_grad(
 def __getattr__(name: str) -> Any:
     """`who_gets_grad`, imported on first use: its module and the explain machinery it uses
     (dataclasses, ~5 ms) are not needed by `import rustgrad`; `profiler` and `profiler_util`
-    (torch.autograd.profiler), submodules imported on first use likewise."""
-    if name in ("profiler", "profiler_util"):
+    (torch.autograd.profiler) and `forward_ad`, submodules imported on first use likewise."""
+    if name in ("profiler", "profiler_util", "forward_ad"):
         import importlib  # import-time cost: only this first use needs it
 
         return importlib.import_module(f"{__name__}.{name}")
