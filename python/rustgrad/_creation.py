@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math as _math
+import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as _np
@@ -594,6 +595,172 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device:
     xp = _target(device) if device is not None else namespace(CPU)
     dt = (dtype or _dtype.get_default_dtype()).np
     return _wrap(xp.linspace(start, end, steps, dtype=_np.float64).astype(dt), requires_grad)
+
+
+def _number_of(v: Any) -> Any:
+    """A Python number of a number or a one-element tensor (torch's Scalar arguments)."""
+    if isinstance(v, Tensor):
+        return v.item()
+    return v
+
+
+def inclusive_range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
+                    device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.range: the values start, start + step, ... up to end included, in the default
+    dtype unless given (for an integer dtype, start, end and step are truncated to ints first).
+    """
+    start, end, step = (_number_of(v) for v in (start, end, step))
+    dt = dtype or _dtype.get_default_dtype()
+    integral = not dt.is_floating_point
+    if integral:
+        start, end, step = int(start), int(end), int(step)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (_math.isfinite(start) and _math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_scalar_str(float(start))} -> "
+                           f"{_scalar_str(float(end))}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int((end - start) / step) + 1
+    if device is None:
+        device = _config.default_device()
+    xp = _target(device) if device is not None else namespace(CPU)
+    if integral:
+        arr = start + xp.arange(n, dtype=_np.int64) * step
+    else:
+        arr = start + xp.arange(n, dtype=_np.float64) * step
+    return _wrap(arr.astype(dt.np), requires_grad)
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """`steps` values base ** x, x evenly spaced from start to end (both included)."""
+    start, end, base = (_number_of(v) for v in (start, end, base))
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = (dtype or _dtype.get_default_dtype()).np
+    exps = _linspace_points(float(start), float(end), steps)
+    with _np.errstate(all="ignore"):
+        host = _np.power(float(base), exps).astype(dt)
+    return _on_device(host, device, requires_grad)
+
+
+def _linspace_points(start: float, end: float, steps: int) -> Any:
+    """torch's linspace in float64: the first half counted up from start, the second half
+    down from end, so that both ends are exact."""
+    if steps == 1:
+        return _np.array([start], dtype=_np.float64)
+    i = _np.arange(steps, dtype=_np.float64)
+    step = (end - start) / max(steps - 1, 1)
+    half = steps // 2
+    return _np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+
+
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None,
+                   device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of shape size whose memory holds its dims in the order
+    physical_layout (outermost first)."""
+    shape = tuple(int(n) for n in size)
+    order = tuple(int(p) for p in physical_layout)
+    if len(shape) != len(order):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(shape)} is not equal to "
+                           f"len(physical_layout) = {len(order)}")
+    seen = set()
+    for i, p in enumerate(order):
+        if not 0 <= p < len(shape):
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and "
+                               f"{len(shape) - 1}, but got {p} at index {i}).  NB: negative dims "
+                               f"not currently supported; file an issue if you want it.")
+        if p in seen:
+            raise RuntimeError("Duplicate dim not allowed")
+        seen.add(p)
+    physical = empty(tuple(shape[p] for p in order), dtype=dtype, device=device)
+    inverse = [0] * len(order)
+    for i, p in enumerate(order):
+        inverse[p] = i
+    arr = physical._data.transpose(inverse) if order else physical._data
+    return _wrap(arr, requires_grad)
+
+
+def _numpy_of(obj: Any) -> Any:
+    """obj's memory as a NumPy array when obj is one or offers Python's buffer protocol; None
+    otherwise."""
+    if isinstance(obj, _np.ndarray):
+        return obj
+    if isinstance(obj, _np.generic):
+        return _np.asarray(obj)
+    if isinstance(obj, (list, tuple, str, bool, int, float, complex, dict)):
+        return None
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        return None
+    return _np.asarray(view)
+
+
+_WARNED_ASARRAY: list = []  # torch warns once per process
+_ASARRAY_DEFAULT = (
+    "torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+    "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+    "warning.")
+
+
+def _asarray_tensor(obj: Tensor, dtype: Any, device: Any, copy: Optional[bool],
+                    requires_grad: Optional[bool]) -> Tensor:
+    if requires_grad is None and obj.requires_grad and not _WARNED_ASARRAY:
+        _WARNED_ASARRAY.append(True)
+        warnings.warn(_ASARRAY_DEFAULT, UserWarning, stacklevel=4)
+    out = obj
+    if dtype is not None and dtype != out.dtype:
+        if copy is False:
+            raise ValueError(f"can't alias tensor with dtype '{_dtype.scalar_type_name(out.dtype)}' "
+                             f"into dtype '{_dtype.scalar_type_name(dtype)}'.")
+        out = out.to(dtype)
+    if device is not None and _Device(device) != out.device:
+        if copy is False:
+            raise ValueError(f"can't alias tensor from device '{out.device}' to "
+                             f"'{_Device(device)}'.")
+        out = out.to(device)
+    if copy and out is obj:
+        out = obj.clone()
+    if requires_grad is False and out.requires_grad:
+        # a leaf stops requiring grad (obj itself, when it is returned); else a detached alias
+        return out.requires_grad_(False) if out.is_leaf else out.detach()
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: Optional[bool] = None,
+            requires_grad: Optional[bool] = None) -> Tensor:
+    """obj as a tensor, sharing memory with a tensor, NumPy array or buffer when dtype and
+    device allow it and copy is not True (copy=False refuses to copy). requires_grad None
+    keeps a tensor's (with torch's one-time warning when it requires grad); True or False
+    sets it on the result (on obj itself when obj is returned, a leaf)."""
+    if isinstance(obj, Tensor):
+        return _asarray_tensor(obj, dtype, device, copy, requires_grad)
+    requires_grad = bool(requires_grad)
+    arr = _numpy_of(obj)
+    if arr is None and hasattr(obj, "__cuda_array_interface__"):
+        return _asarray_tensor(as_tensor(obj), dtype, device, copy, requires_grad)
+    if arr is not None:
+        if any(s < 0 for s in arr.strides):
+            raise ValueError(
+                "At least one stride in the given numpy array is negative, and tensors with "
+                "negative strides are not currently supported. (You can probably work around "
+                "this by making a copy of your array  with array.copy().)")
+        if type(arr) is not _np.ndarray:
+            arr = arr.view(_np.ndarray)
+        _dtype.from_np(arr.dtype)  # refuses dtypes torch has no tensor for
+        if requires_grad and not _dtype.is_floating_np(
+                arr.dtype if dtype is None else dtype.np):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        return _asarray_tensor(_wrap(arr), dtype, device, copy, requires_grad)
+    if copy is False:
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
+    return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,

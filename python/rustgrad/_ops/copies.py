@@ -1,11 +1,15 @@
 """Copies and conversions: clone, contiguous, `to` and the dtype/device casts, `copy_`, `fill_`, `zero_`, the
 `new_*` factories (fresh tensors with this tensor's dtype and device), and the copies that rearrange
-their input: tril/triu, flip/fliplr/flipud, roll, rot90, repeat, tile, repeat_interleave,
-pixel_shuffle/pixel_unshuffle."""
+their input: tril/triu (and tril_/triu_), flip/fliplr/flipud, roll, rot90, repeat, tile,
+repeat_interleave, pixel_shuffle/pixel_unshuffle; fill_diagonal_, nonzero_static; and factories:
+empty_strided, new_empty_strided, empty_permuted, range, logspace, asarray, can_cast,
+unravel_index, frombuffer and the window functions."""
 
 from __future__ import annotations
 
 import builtins
+import collections.abc as _abc
+import warnings
 from typing import Any, Sequence, Tuple
 
 from .. import _core, _creation, _dtype, _size
@@ -26,8 +30,8 @@ from ._util import (
 )
 from ._util import const as _const
 from .arith import _broadcast_shape
-from .copyslices import commit
-from .views import flatten
+from .copyslices import commit, inplace_from
+from .views import _shape_arg, flatten
 
 
 def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -153,6 +157,24 @@ def int(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
 def bool(self: Tensor) -> Tensor:  # noqa: A001  (torch's method name)
     """self.to(torch.bool)."""
     return to_dtype(self, _dtype.bool_)
+
+
+@op(method="byte")
+def byte(self: Tensor) -> Tensor:
+    """self.to(torch.uint8)."""
+    return to_dtype(self, _dtype.uint8)
+
+
+@op(method="char")
+def char(self: Tensor) -> Tensor:
+    """self.to(torch.int8)."""
+    return to_dtype(self, _dtype.int8)
+
+
+@op(method="short")
+def short(self: Tensor) -> Tensor:
+    """self.to(torch.int16)."""
+    return to_dtype(self, _dtype.int16)
 
 
 @op(method="bfloat16", grad_fn="ToCopyBackward0")
@@ -371,6 +393,105 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None)
         torch.Size([3])
     """
     return resize_(self, tuple(the_template._data.shape), memory_format=memory_format)
+
+
+# torch's deprecated out-of-place resize: a view of the same number of entries, differentiated by
+# its Python Function `Resize` (so the node reads ResizeBackward)
+def _resize_bw(g: Tensor, saved: Any, shape: Any) -> Any:
+    return g.reshape(shape)
+
+
+RESIZE = node("ResizeBackward", _resize_bw)
+
+
+@op(method="resize", grad_fn="ResizeBackward")
+def resize(self: Tensor, *sizes: Any) -> Tensor:
+    """A view of self with another shape of the same number of entries (deprecated in torch,
+    with its warning; use reshape or view).
+
+    Example::
+
+        >>> rustgrad.arange(6.).resize(2, 3).shape
+        torch.Size([2, 3])
+    """
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(self, tuple(_shape_arg(sizes)))
+
+
+@op(method="resize_as", grad_fn="ResizeBackward")
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """resize to tensor's shape (deprecated in torch, with its warning)."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(self, tuple(tensor._data.shape))
+
+
+def _resize_view(self: Tensor, shape: Tuple[builtins.int, ...]) -> Tensor:
+    d = self._data
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel != d.size:
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, shape))} ({numel} elements in total), but "
+            f"the given tensor has a size of {'x'.join(map(str, d.shape))} ({d.size} elements). "
+            "autograd's resize can only change the shape of a given tensor, while preserving the "
+            "number of elements.")
+    flat = d if d.flags.c_contiguous else d.copy()
+    return RESIZE.record(flat.reshape(shape), (self,), d.shape, self if flat is d else None)
+
+
+@op(method="set_")
+def set_(self: Tensor, source: Any = None, storage_offset: Any = 0, size: Any = None,
+         stride: Any = None) -> Tensor:
+    """Makes self share source's memory, shape and strides (in place: one write to self's
+    version); with no source, self becomes empty.
+
+    Args:
+        source (Tensor, optional): the tensor whose memory self takes. A storage with an offset,
+            size and stride is not supported (rustgrad's storages are read-only views).
+
+    Example::
+
+        >>> a, b = rustgrad.zeros(2), rustgrad.arange(3.)
+        >>> a.set_(b).tolist(), a.is_set_to(b)
+        ([0.0, 1.0, 2.0], True)
+    """
+    if self.requires_grad and self.is_leaf and _core.is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if source is None:
+        data = self._data.reshape(-1)[:0].copy()
+    elif isinstance(source, Tensor):
+        if source._data.dtype != self._data.dtype:
+            raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of type "
+                               f"{self.dtype}")
+        if source.device != self.device:
+            raise RuntimeError(f"Attempted to set the storage of a tensor on device "
+                               f"\"{self.device}\" to a storage on different device "
+                               f"\"{source.device}\".  This is no longer allowed; the devices "
+                               "must match.")
+        data = source._data
+    else:
+        raise TypeError("set_(): rustgrad supports a Tensor source (or none), not "
+                        f"{builtins.type(source).__name__}")
+    self._set_data(data, builtins.int(data.nbytes))
+    self._bump_version()
+    return self
+
+
+@op(method="is_set_to")
+def is_set_to(self: Tensor, tensor: Tensor) -> builtins.bool:
+    """Whether self and tensor look at the same memory with the same shape and strides.
+
+    Example::
+
+        >>> x = rustgrad.arange(3.)
+        >>> x.is_set_to(x), x.is_set_to(x.clone())
+        (True, False)
+    """
+    a, b = self._data, tensor._data
+    return (self.device == tensor.device and a.shape == b.shape and a.strides == b.strides
+            and a.dtype == b.dtype and self._backend.data_ptr(a) == tensor._backend.data_ptr(b))
 
 
 # ---- zero_, fill_, copy_: torch's ZeroBackward0, FillBackward2/3, CopyBackwards ----------------
@@ -1063,3 +1184,363 @@ def kaiser_window(window_length: builtins.int, periodic: builtins.bool = True,
     """
     return _creation.window("kaiser", window_length, periodic, dtype, device, requires_grad,
                             (beta,))
+
+
+# ---- tril_, triu_, fill_diagonal_ -----------------------------------------------------------
+@op(method="tril_", grad_fn="TrilBackward0")
+def tril_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+    """tril written into self: the entries above the diagonal set to zero, in place.
+
+    Args:
+        diagonal (int, optional): the diagonal kept last: above the main one when positive.
+            Default: 0.
+
+    Example::
+
+        >>> rustgrad.ones(2, 2).tril_()
+        tensor([[1., 0.],
+                [1., 1.]])
+    """
+    if self._data.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return inplace_from(self, lambda src: tril(src, diagonal), False)
+
+
+@op(method="triu_", grad_fn="TriuBackward0")
+def triu_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+    """triu written into self: the entries below the diagonal set to zero, in place.
+
+    Args:
+        diagonal (int, optional): the diagonal kept first: above the main one when positive.
+            Default: 0.
+
+    Example::
+
+        >>> rustgrad.ones(2, 2).triu_()
+        tensor([[1., 1.],
+                [0., 1.]])
+    """
+    if self._data.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return inplace_from(self, lambda src: triu(src, diagonal), False)
+
+
+@op(method="fill_diagonal_", grad_fn=("torch::autograd::CopySlices", "FillBackward2"))
+def fill_diagonal_(self: Tensor, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
+    """Fills the main diagonal of self (at least 2-D; all dims equal beyond 2-D) with
+    fill_value, in place.
+
+    Args:
+        fill_value (number): the value written.
+        wrap (bool, optional): for a tall matrix, start the diagonal again every N + 1 rows
+            (N the number of columns), as NumPy's fill_diagonal. Default: False.
+
+    The diagonal is written through a strided view of self, so with autograd self's history
+    becomes CopySlices, as torch's.
+
+    Example::
+
+        >>> rustgrad.zeros(2, 3).fill_diagonal_(5)
+        tensor([[5., 0., 0.],
+                [0., 5., 0.]])
+    """
+    d = self._data
+    n = d.ndim
+    if n < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = d.shape[0], d.shape[1]
+    if n > 2 and any(s != height for s in d.shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    strides = self.stride()
+    step = builtins.sum(strides)
+    size = builtins.min(height, width)
+    offset = self.storage_offset()
+    self.as_strided((size,), (step,), offset).fill_(fill_value)
+    if wrap and n == 2 and height > width + 1:
+        rest = (d.size + width) // (width + 1) - size
+        self.as_strided((rest,), (step,), offset + strides[0] * (width + 1)).fill_(fill_value)
+    return self
+
+
+# ---- nonzero_static, new_empty_strided --------------------------------------------------------
+@op(method="nonzero_static", function="nonzero_static")
+def nonzero_static(input: Tensor, *, size: builtins.int, fill_value: builtins.int = -1) -> Tensor:
+    """nonzero() with exactly size rows: cut to size, or padded with rows of fill_value.
+
+    Args:
+        size (int): keyword-only; the number of rows of the result.
+        fill_value (int, optional): keyword-only; the padding rows' value. Default: -1.
+
+    Example::
+
+        >>> rustgrad.tensor([0, 3, 0, 4]).nonzero_static(size=3)
+        tensor([[ 1],
+                [ 3],
+                [-1]])
+    """
+    if not isinstance(size, builtins.int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    d = input._data
+    xp = input._backend
+    i64 = _dtype.int64.np
+    found = xp.stack(xp.nonzero(d), axis=1).astype(i64) if d.ndim else \
+        xp.zeros((builtins.int(builtins.bool(d)), 0), dtype=i64)
+    out = xp.full((size, d.ndim), fill_value, dtype=i64)
+    keep = builtins.min(size, builtins.int(found.shape[0]))
+    out[:keep] = found[:keep]
+    return _const(out)
+
+
+@op(method="new_empty_strided")
+def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None,
+                      device: Any = None, requires_grad: builtins.bool = False,
+                      layout: Any = None, pin_memory: builtins.bool = False) -> Tensor:
+    """An uninitialised tensor of the given shape and strides, with self's dtype and device
+    (unless given).
+
+    Args:
+        size (tuple of ints): the shape.
+        stride (tuple of ints): the strides, in elements.
+
+    Example::
+
+        >>> rustgrad.zeros(1, dtype=rustgrad.int32).new_empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+    """
+    return _creation.empty_strided(size, stride, requires_grad=requires_grad,
+                                   **_like_self(self, dtype, device))
+
+
+# ---- factories: range, logspace, empty_permuted, asarray, can_cast, unravel_index ------------
+def _check_out_dtype(out: Tensor, dtype: Any) -> None:
+    if dtype is not None and dtype != out.dtype:
+        raise RuntimeError(f"dtype {_dtype.scalar_type_name(dtype)} does not match dtype of out "
+                           f"parameter ({_dtype.scalar_type_name(out.dtype)})")
+
+
+def write_out(out: Tensor, result: Tensor, name: str, dtype: Any = None) -> Tensor:
+    """Ends a function's `out=` form: result's values written into out (resized to its shape
+    when they differ), as torch's out= overloads; they record no autograd."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                        f"{builtins.type(out).__name__}")
+    _check_out_dtype(out, dtype)
+    if is_grad_enabled() and (out.requires_grad or result.requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if tuple(out._data.shape) != tuple(result._data.shape):
+        resize_(out, tuple(result._data.shape))
+    out._data[...] = result._data.astype(out._data.dtype) if out.device == result.device \
+        else to_device(result, out.device)._data.astype(out._data.dtype)
+    out._bump_version()
+    return out
+
+
+_RANGE_DEPRECATED = (
+    "torch.range is deprecated and will be removed in a future release because its behavior is "
+    "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values "
+    "in [start, end).")
+
+
+@op(function="range")
+def inclusive_range(start: Any, end: Any, step: Any = 1, *, out: Any = None, dtype: Any = None,
+                    layout: Any = None, device: Any = None,
+                    requires_grad: builtins.bool = False) -> Tensor:
+    """torch.range (deprecated, warns): values from start to end *included*, step apart, in the
+    default dtype unless given. Use arange, whose end is excluded.
+
+    Args:
+        start (Number): the first value.
+        end (Number): the last value (included when the steps reach it).
+        step (Number, optional): the gap between values, not zero. Default: 1.
+        out (Tensor, optional): keyword-only; the tensor written (resized).
+        dtype (rustgrad.dtype, optional): keyword-only; the element type (an integer one
+            truncates start, end and step first). Default: out's, else the default dtype.
+        layout: keyword-only; accepted for torch's signature (strided).
+        device (optional): keyword-only; where to allocate. Default: the default device.
+        requires_grad (bool, optional): keyword-only; whether the result requires grad.
+            Default: False.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     rustgrad.range(1, 4)
+        tensor([1., 2., 3., 4.])
+    """
+    warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
+    if out is not None:
+        _check_out_dtype(out, dtype)
+        dtype, device = out.dtype, out.device
+    result = _creation.inclusive_range(start, end, step, dtype=dtype, device=device,
+                                       requires_grad=requires_grad)
+    return result if out is None else write_out(out, result, "range")
+
+
+@op(function="logspace")
+def logspace(start: Any, end: Any, steps: builtins.int, base: builtins.float = 10.0, *,
+             out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+             requires_grad: builtins.bool = False) -> Tensor:
+    """steps values base ** x, x evenly spaced from start to end (both included).
+
+    Args:
+        start (Number or 0-d Tensor): the first exponent.
+        end (Number or 0-d Tensor): the last exponent.
+        steps (int): how many values (non-negative).
+        base (float, optional): the base. Default: 10.
+        out (Tensor, optional): keyword-only; the tensor written (resized).
+        dtype (rustgrad.dtype, optional): keyword-only; the element type. Default: out's, else
+            the default dtype.
+        layout: keyword-only; accepted for torch's signature (strided).
+        device (optional): keyword-only; where to allocate. Default: the default device.
+        requires_grad (bool, optional): keyword-only; whether the result requires grad.
+            Default: False.
+
+    Example::
+
+        >>> rustgrad.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+    """
+    if out is not None:
+        dtype, device = dtype or out.dtype, device or out.device
+    result = _creation.logspace(start, end, steps, base, dtype=dtype, device=device,
+                                requires_grad=requires_grad)
+    return result if out is None else write_out(out, result, "logspace", dtype)
+
+
+@op(function="empty_permuted")
+def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout: Any = None,
+                   device: Any = None, requires_grad: builtins.bool = False,
+                   pin_memory: builtins.bool = False) -> Tensor:
+    """An uninitialised tensor of shape size laid out in memory with its dims in the order
+    physical_layout (the first the outermost): a permutation of a contiguous tensor.
+
+    Args:
+        size (tuple of ints): the logical shape.
+        physical_layout (tuple of ints): the dims from outermost to innermost in memory.
+        dtype (rustgrad.dtype, optional): keyword-only; the element type. Default: the default
+            dtype.
+        layout: keyword-only; accepted for torch's signature (strided).
+        device (optional): keyword-only; where to allocate. Default: the default device.
+        requires_grad (bool, optional): keyword-only; whether the result requires grad.
+            Default: False.
+        pin_memory (bool, optional): keyword-only; accepted for torch's signature.
+
+    Example::
+
+        >>> rustgrad.empty_permuted((2, 3, 5), (0, 2, 1)).stride()
+        (15, 1, 3)
+    """
+    return _creation.empty_permuted(size, physical_layout, dtype=dtype, device=device,
+                                    requires_grad=requires_grad)
+
+
+@op(function="asarray")
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: Any = None,
+            requires_grad: Any = None) -> Tensor:
+    """obj as a tensor: a tensor, a NumPy array or an object of the buffer protocol shares
+    its memory where dtype and device allow it (unless copy=True); numbers and sequences are
+    copied.
+
+    Args:
+        obj: a tensor, NumPy array or scalar, buffer (bytes, bytearray, array.array), number or
+            (nested) sequence.
+        dtype (rustgrad.dtype, optional): keyword-only; the element type. Default: obj's
+            (inferred as tensor() infers it for Python data).
+        device (optional): keyword-only; the device. Default: obj's (the default device for
+            Python data).
+        copy (bool, optional): keyword-only; True always copies, False refuses to (a
+            ValueError where sharing is impossible), None copies only when needed.
+            Default: None.
+        requires_grad (bool, optional): keyword-only; whether the result requires grad: True
+            or False set it (on obj itself when obj is returned: a leaf's flag changes, a
+            non-leaf gives a detached alias). Default: None, a tensor's own (torch warns once
+            when that is True), else False.
+
+    Example::
+
+        >>> import numpy as np
+        >>> a = np.zeros(3)
+        >>> t = rustgrad.asarray(a)
+        >>> a[0] = 1
+        >>> t
+        tensor([1., 0., 0.], dtype=torch.float64)
+    """
+    return _creation.asarray(obj, dtype=dtype, device=device, copy=copy,
+                             requires_grad=requires_grad)
+
+
+@op(function="can_cast")
+def can_cast(from_: Any, to: Any) -> builtins.bool:
+    """Whether type promotion allows a value of dtype from_ to be cast to dtype to (no float to
+    integer, no complex to real, nothing but bool to bool).
+
+    Args:
+        from_ (rustgrad.dtype): the original dtype.
+        to (rustgrad.dtype): the target dtype.
+
+    Example::
+
+        >>> rustgrad.can_cast(rustgrad.int32, rustgrad.float32)
+        True
+        >>> rustgrad.can_cast(rustgrad.float32, rustgrad.int32)
+        False
+    """
+    for name, position, d in (("from_", 1, from_), ("to", 2, to)):
+        if not isinstance(d, _dtype.dtype):
+            raise TypeError(f"can_cast(): argument '{name}' (position {position}) must be "
+                            f"torch.dtype, not {builtins.type(d).__name__}")
+    if from_.is_complex and not to.is_complex:
+        return False
+    if from_.is_floating_point and not (to.is_floating_point or to.is_complex):
+        return False
+    return not (from_ is not _dtype.bool_ and to is _dtype.bool_)
+
+
+@op(function="unravel_index", grad_fn="UnbindBackward0")
+def unravel_index(indices: Tensor, shape: Any) -> Tuple[Tensor, ...]:
+    """The coordinates, in a tensor of the given shape, of flat (row-major) indices: one int64
+    tensor per dim, each of indices' shape. Indices wrap around modulo the number of
+    elements.
+
+    Args:
+        indices (Tensor): an integer tensor of flat indices.
+        shape (int or sequence of ints): the shape indexed.
+
+    Example::
+
+        >>> rustgrad.unravel_index(rustgrad.tensor([4, 1]), (2, 3))
+        (tensor([1, 0]), tensor([1, 1]))
+    """
+    if not isinstance(indices, Tensor):
+        raise AttributeError(f"'{builtins.type(indices).__name__}' object has no attribute "
+                             "'is_complex'")
+    if indices.is_floating_point() or indices.dtype.is_complex or indices.dtype is _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, builtins.int) and not isinstance(shape, builtins.bool):
+        dims: Tuple[builtins.int, ...] = (shape,)
+    elif isinstance(shape, _abc.Sequence):
+        for s in shape:
+            if not isinstance(s, builtins.int):
+                raise TypeError(f"expected 'shape' sequence to only contain ints, but got "
+                                f"{builtins.type(s)}")
+        dims = builtins.tuple(shape)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got "
+                        f"{builtins.type(shape)}")
+    if any(s < 0 for s in dims):
+        raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    d = indices._data
+    if not all(s > 0 for s in dims) and d.size:
+        raise ValueError(f"'shape' cannot have zero dimensions when 'indices' is non-empty, but "
+                         f"got {dims}")
+    xp = indices._backend
+    i64 = _dtype.int64.np
+    coefs = [1] * len(dims)
+    for k in builtins.range(len(dims) - 2, -1, -1):
+        coefs[k] = coefs[k + 1] * dims[k + 1]
+    flat = d.astype(i64)[..., None]
+    out = xp.floor_divide(flat, xp.asarray(coefs, dtype=i64)) % xp.asarray(dims, dtype=i64) \
+        if dims else xp.zeros(d.shape + (0,), dtype=i64)
+    return _const(out).unbind(-1)

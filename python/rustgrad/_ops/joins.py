@@ -1,5 +1,6 @@
 """Joins: tensors put together into one new tensor (a copy). cat/concat/concatenate, stack,
-hstack/vstack/row_stack/column_stack/dstack, block_diag, cartesian_prod and combinations."""
+hstack/vstack/row_stack/column_stack/dstack, block_diag, cartesian_prod and combinations; and
+bilinear, two inputs joined through a weight (torch's _trilinear)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from .._tensor import Tensor
 from ._declare import op
 from ._node import node
 from ._util import const as _const
-from ._util import same_devices
+from ._util import opmath, same_devices
+from .linalg import einsum
 from .meshgrid import meshgrid
 from .views import atleast_1d, atleast_2d, atleast_3d, reshape
 
@@ -323,3 +325,64 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     rows = [i for combo in pick(range(input._data.shape[0]), r) for i in combo]
     index = xp.asarray(rows, dtype=_dtype.int64.np).reshape(len(rows) // r, r)
     return input[_const(index)]
+
+
+# ---- bilinear: two inputs joined through a weight (torch's _trilinear) ----------------------------
+def _trilinear_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    x1, w, x2 = saved.i1, saved.i2, saved.i3
+    return (einsum("nk,kij,nj->ni", g, w, x2), einsum("nk,ni,nj->kij", g, x1, x2),
+            einsum("nk,kij,ni->nj", g, w, x1))
+
+
+TRILINEAR = node("TrilinearBackward0", _trilinear_bw, saved=("i1", "i2", "i3"))
+
+
+@op(function="bilinear", grad_fn=("TrilinearBackward0", "ViewBackward0", "AddBackward0"))
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
+    """The bilinear map ``y[..., k] = input1[..., :] @ weight[k] @ input2[..., :] + bias[k]``
+    (nn.functional.bilinear).
+
+    Args:
+        input1 (Tensor): (*, in1_features).
+        input2 (Tensor): (*, in2_features), the same leading dims as input1.
+        weight (Tensor): (out_features, in1_features, in2_features).
+        bias (Tensor, optional): (out_features,).
+
+    Example::
+
+        >>> w = rustgrad.ones(2, 3, 4)
+        >>> rustgrad.bilinear(rustgrad.ones(5, 3), rustgrad.ones(5, 4), w).shape
+        torch.Size([5, 2])
+    """
+    a, b, w = input1._data, input2._data, weight._data
+    named = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        named.append(("bias", bias))
+    if any(t.dtype != input1.dtype for _, t in named):
+        names = ", ".join(f"{n}: {_dtype.cpp_name(t.dtype)}" for n, t in named)
+        raise RuntimeError(f"All tensors must have the same dtype, got {names}")
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {a.ndim} and "
+                           f"{b.ndim}")
+    for i in range(a.ndim - 1):
+        if a.shape[i] != b.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{a.shape[i]} and {b.shape[i]}")
+    if a.shape[-1] != w.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{a.shape[-1]} but expected {w.shape[1]}")
+    if b.shape[-1] != w.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{b.shape[-1]} but expected {w.shape[2]}")
+    if bias is not None and bias._data.shape[0] != w.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias._data.shape[0]} but expected {w.shape[0]}")
+    same_devices([a, b, w])
+    x1 = reshape(input1, -1, a.shape[-1])
+    x2 = reshape(input2, -1, b.shape[-1])
+    xp = input1._backend
+    out = xp.einsum("ni,kij,nj->nk", opmath(x1._data), opmath(w), opmath(x2._data))
+    out = xp.asarray(out).astype(a.dtype)
+    y = TRILINEAR.record(out, (x1, weight, x2), i1=x1, i2=weight, i3=x2)
+    y = y.view(a.shape[:-1] + (w.shape[0],))
+    return y if bias is None else y + bias

@@ -1,5 +1,6 @@
 """Random numbers: the in-place fills normal_, uniform_, bernoulli_, random_, exponential_,
-geometric_, log_normal_, cauchy_, and bernoulli, poisson, randperm and multinomial, drawn from a
+geometric_, log_normal_, cauchy_, and bernoulli, poisson, randperm, multinomial, normal and the
+in-place dropout functions (alpha_dropout_, feature_alpha_dropout_, feature_dropout_), drawn from a
 rustgrad Generator (`generator=`, else the default one: NumPy's PCG64 on the host, the values
 then moved to the tensor's device).
 
@@ -8,20 +9,24 @@ values no longer depend on the old ones, so the gradient sent back is zeros."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import _creation, _dtype
-from .._backends import CPU, namespace
+from .._backends import CPU, namespace, resolve
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
 from ._util import (
+    check_broadcastable,
     check_inplace,
     check_internal_overlap,
     is_grad_enabled,
     quiet_fp,
+    same_device,
 )
-from .copies import _overwrite, _overwrite_bw
+from .arith import _broadcast_shape
+from .copies import _overwrite, _overwrite_bw, write_out
 
 # the generator draws on the host (NumPy), then the values move to the tensor's device
 host = namespace(CPU)
@@ -365,3 +370,198 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         idx = (-keys).argsort(1, kind="stable")[:, :num_samples]
     out = idx.reshape(probs.shape[:-1] + (num_samples,)).astype(_dtype.int64.np)
     return _creation._wrap(_creation._target(input.device).from_numpy(out, input.device))
+
+
+# ---- normal: samples of N(mean, std**2), tensors or numbers ---------------------------------------
+def _zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    """The samples do not depend on mean and std as autograd sees them: torch sends zeros."""
+    z = g.new_zeros(g.shape)
+    return z if ctx == 1 else (z, z)
+
+
+NORMAL_MEAN = node("NormalBackward1", _zeros_bw)  # normal(Tensor mean, float std)
+NORMAL_STD = node("NormalBackward2", _zeros_bw)  # normal(float mean, Tensor std)
+NORMAL_BOTH = node("NormalBackward3", _zeros_bw)  # normal(Tensor mean, Tensor std)
+
+
+def _normal_dtype_check(dt: _dtype.dtype, device: Any) -> None:
+    if not dt.is_floating_point:
+        kind = "cuda" if getattr(device, "type", device) == "cuda" else "cpu"
+        raise NotImplementedError(f'"normal_kernel_{kind}" not implemented for '
+                                  f"'{_dtype.scalar_type_name(dt)}'")
+
+
+def _device_or_default(device: Any) -> Any:
+    if device is None:
+        device = _creation._config.default_device()
+    return CPU if device is None else resolve(device)
+
+
+def _standard_normal(shape: Any, dt: Any, device: Any, generator: Any) -> Any:
+    """Standard normal samples of shape, in array dtype dt on device."""
+    arr = _creation.rng_of(generator).standard_normal(tuple(shape)).astype(dt)
+    return _creation._target(device).from_numpy(arr, device)
+
+
+@op(function="normal", grad_fn=("NormalBackward1", "NormalBackward2", "NormalBackward3"))
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None,
+           out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+           pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """Samples of normal distributions N(mean, std**2): one per entry of the broadcast mean
+    and std when either is a tensor, else a tensor of the given size.
+
+    Args:
+        mean (Tensor or float): the means.
+        std (Tensor or float, optional): the standard deviations (>= 0). Default: 1.
+        size (tuple of ints, optional): the shape, when mean and std are both numbers.
+        generator (Generator, optional): keyword-only; the generator drawn from.
+        out (Tensor, optional): keyword-only; the tensor written.
+        dtype (rustgrad.dtype, optional): keyword-only; the element type of the numbers' form.
+            Default: the default dtype.
+        layout: keyword-only; accepted for torch's signature (strided).
+        device (optional): keyword-only; the device of the numbers' form.
+        pin_memory (bool, optional): keyword-only; accepted for torch's signature.
+        requires_grad (bool, optional): keyword-only; whether the numbers' form requires grad.
+            Default: False.
+
+    The result has mean's dtype (std's when mean is a number); its gradient with respect to
+    mean and std is zero, as torch's (the samples are not reparameterised).
+
+    Example::
+
+        >>> rustgrad.normal(rustgrad.zeros(3), 0.).tolist()
+        [0.0, 0.0, 0.0]
+        >>> rustgrad.normal(2., 3., (2, 4)).shape
+        torch.Size([2, 4])
+    """
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not (mean_t or std_t):
+        if size is None:
+            raise TypeError(
+                "normal() received an invalid combination of arguments - got "
+                f"({type(mean).__name__}, {type(std).__name__}), but expected one of:\n"
+                " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+                " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
+                " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+                " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+                "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+                "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+        if not std >= 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_number(std)}")
+        if out is not None:
+            dtype, device = dtype or out.dtype, device or out.device
+        shape = _creation._size(tuple(size) if isinstance(size, (list, tuple)) else (size,))
+        dt = dtype or _dtype.get_default_dtype()
+        dev = _device_or_default(device)
+        _normal_dtype_check(dt, dev)
+        z = _standard_normal(shape, dt.np, dev, generator)
+        result = _creation._wrap(z * dt.np.type(std) + dt.np.type(mean), requires_grad)
+        return result if out is None else write_out(out, result, "normal")
+    if size is not None:
+        raise TypeError("normal(): 'size' is given only with a number mean and std")
+    first = mean if mean_t else std
+    dt = first.dtype
+    if std_t:
+        if mean_t:
+            same_device(mean._data, std._data)
+        if not bool((std._data >= 0).all()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_number(std)}")
+    _normal_dtype_check(dt, first.device)
+    std_a = std._data.astype(dt.np) if std_t else dt.np.type(std)
+    mean_a = mean._data if mean_t else dt.np.type(mean)
+    shape = _broadcast_shape(mean_a.shape, std_a.shape)
+    if out is not None and out.numel():
+        check_broadcastable(shape, tuple(out.shape))
+        shape = _broadcast_shape(shape, tuple(out.shape))
+    z = _standard_normal(shape, dt.np, first.device, generator)
+    values = (z * std_a + mean_a).astype(dt.np)
+    if mean_t and std_t:
+        result = NORMAL_BOTH.record(values, (mean, std), 2)
+    elif mean_t:
+        result = NORMAL_MEAN.record(values, (mean,), 1)
+    else:
+        result = NORMAL_STD.record(values, (std,), 1)
+    return result if out is None else write_out(out, result, "normal")
+
+
+# ---- in-place dropout functions: torch.alpha_dropout_, feature_alpha_dropout_, feature_dropout_ ----
+_ALPHA = 1.7580993408473766  # SELU's negative saturation value, -scale * alpha
+
+
+def _dropout_(input: Tensor, p: float, train: bool, feature: bool, alpha: bool) -> Tensor:
+    """torch's in-place dropout kernels: input multiplied in place by a 0/1 mask (scaled by
+    1 / (1 - p)), per entry or per (sample, channel) of (N, C, *) input; alpha dropout then
+    adds the shift that keeps SELU's mean and variance."""
+    if p < 0 or p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:
+        return input.mul_(_creation.zeros((), dtype=input.dtype, device=input.device))
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
+    keep = _creation.rng_of(None).random(shape) < 1 - p
+    noise = _creation._target(input.device).from_numpy(keep.astype(input._data.dtype),
+                                                       input.device)
+    if not alpha:
+        return input.mul_(_creation._wrap(noise / input._data.dtype.type(1 - p)))
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    shift = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
+    return input.mul_(_creation._wrap((noise * a).astype(noise.dtype))).add_(
+        _creation._wrap(shift.astype(noise.dtype)))
+
+
+@op(function="alpha_dropout_", grad_fn=("MulBackward0", "AddBackward0"))
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """Alpha dropout written into input: dropped entries take SELU's negative saturation
+    value, and an affine map keeps the mean and variance; input itself when not training.
+
+    Args:
+        input (Tensor): the tensor written.
+        p (float): the probability of dropping an entry, in [0, 1].
+        train (bool): apply dropout (else return input unchanged).
+
+    Example::
+
+        >>> rustgrad.alpha_dropout_(rustgrad.ones(3), 0.5, False)
+        tensor([1., 1., 1.])
+    """
+    return _dropout_(input, p, train, False, True)
+
+
+@op(function="feature_alpha_dropout_", grad_fn=("MulBackward0", "AddBackward0"))
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """alpha_dropout_ of whole channels of (N, C, *) input (at least 2-D), in place.
+
+    Args:
+        input (Tensor): the tensor written, (N, C, *).
+        p (float): the probability of dropping a channel, in [0, 1].
+        train (bool): apply dropout (else return input unchanged).
+
+    Example::
+
+        >>> rustgrad.feature_alpha_dropout_(rustgrad.ones(1, 2), 0.5, False)
+        tensor([[1., 1.]])
+    """
+    return _dropout_(input, p, train, True, True)
+
+
+@op(function="feature_dropout_", grad_fn="MulBackward0")
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """Dropout of whole channels of (N, C, *) input (at least 2-D), in place: each (sample,
+    channel) is zeroed with probability p, the others scaled by 1 / (1 - p).
+
+    Args:
+        input (Tensor): the tensor written, (N, C, *).
+        p (float): the probability of dropping a channel, in [0, 1].
+        train (bool): apply dropout (else return input unchanged).
+
+    Example::
+
+        >>> rustgrad.feature_dropout_(rustgrad.ones(1, 2), 0.5, False)
+        tensor([[1., 1.]])
+    """
+    return _dropout_(input, p, train, True, False)

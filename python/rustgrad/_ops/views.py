@@ -1,9 +1,11 @@
 """Shapes and views: ops whose result shares storage and version counter with their input.
 view/reshape/ravel, flatten/unflatten, transpose/swapaxes/t/T/mT, permute, movedim, (un)squeeze,
 expand/broadcast_to/broadcast_tensors, narrow, select, unbind, split/chunk/tensor_split and
-hsplit/vsplit/dsplit, diagonal, unfold, atleast_1d/2d/3d, as_strided, and the view ops done in
-place (t_, transpose_, squeeze_, unsqueeze_, as_strided_). Joins are in `joins`, rearranging
-copies (flip, roll, tril, repeat, ...) in `copies`."""
+hsplit/vsplit/dsplit, diagonal, unfold, atleast_1d/2d/3d, as_strided, slice_inverse, and the view
+ops done in place (t_, transpose_, squeeze_, unsqueeze_, as_strided_); unsafe_split /
+unsafe_chunk / unsafe_split_with_sizes (split's pieces without view tracking) and torch.detach_.
+Joins are in `joins`, rearranging copies (flip, roll, tril, repeat, ...) in `copies`, the views'
+`*_copy` forms in `view_copies`."""
 
 from __future__ import annotations
 
@@ -286,6 +288,159 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
     if size == 0 and n == 0:
         return split_with_sizes(input, [0] * chunks, dim)
     return split(input, size, dim)
+
+
+# ---- unsafe_split, unsafe_chunk: split's pieces, outside autograd's view tracking ----------------
+# The pieces share the input's memory but are no views to autograd (no base, versions of their
+# own), so in-place writes to them are not checked against each other, as torch's.
+UNSAFE_SPLIT = node("UnsafeSplitBackward0", _join_bw, getters={
+    "dim": _dim_of, "self_sym_sizes": lambda s, c: tuple(c[0]), "split_size": lambda s, c: c[3]})
+UNSAFE_SPLIT_WITH_SIZES = node("UnsafeSplitWithSizesBackward0", _join_bw, getters={
+    "dim": _dim_of, "self_sym_sizes": lambda s, c: tuple(c[0]),
+    "split_sizes": lambda s, c: tuple(c[2])})
+
+
+def _unsafe_pieces(input: Tensor, pieces: Tuple[Tensor, ...], dim: int, spec: Any,
+                   split_size: Any = None) -> Tuple[Tensor, ...]:
+    """The arrays of split's views `pieces`, recorded by one node of `spec` with no view
+    relation to input."""
+    d = input._data
+    sizes = tuple(p._data.shape[dim] for p in pieces)
+    return spec.record_multi(tuple(p._data for p in pieces), (input,),
+                             (d.shape, dim, sizes, split_size))
+
+
+def _split_size_int(name: str, position: int, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name}(): argument 'split_size' (position {position}) must be int, not "
+                        f"{type(value).__name__}")
+    return value
+
+
+@op(method="unsafe_split", function="unsafe_split",
+    grad_fn=("UnsafeSplitBackward0", "CatBackward0", "SliceBackward0"))
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> Tuple[Tensor, ...]:
+    """split(input, split_size, dim) without autograd's checks of in-place writes: the pieces
+    share input's memory but are not views to autograd.
+
+    Args:
+        split_size (int): each piece's size (the last may be smaller).
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Writing in place into both input and a piece gives wrong gradients silently, as in torch.
+
+    Example::
+
+        >>> rustgrad.arange(5).unsafe_split(2)
+        (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    """
+    split_size = _split_size_int("unsafe_split", 1, split_size)
+    pieces = split(input.detach(), split_size, dim)
+    return _unsafe_pieces(input, pieces, _wrap_dim(dim, input._data.ndim), UNSAFE_SPLIT,
+                          split_size)
+
+
+@op(method="unsafe_split_with_sizes", function="unsafe_split_with_sizes",
+    grad_fn=("UnsafeSplitWithSizesBackward0", "CatBackward0", "SliceBackward0"))
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int],
+                            dim: int = 0) -> Tuple[Tensor, ...]:
+    """split_with_sizes(input, split_sizes, dim) without autograd's checks of in-place writes
+    (see unsafe_split).
+
+    Args:
+        split_sizes (tuple of ints): the pieces' sizes, summing to the dim's size.
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Example::
+
+        >>> rustgrad.arange(5).unsafe_split_with_sizes([1, 4])
+        (tensor([0]), tensor([1, 2, 3, 4]))
+    """
+    if not isinstance(split_sizes, (list, tuple)) or isinstance(split_sizes, Tensor):
+        raise TypeError("unsafe_split_with_sizes(): argument 'split_sizes' (position 2) must be "
+                        f"tuple of ints, not {type(split_sizes).__name__}")
+    pieces = split_with_sizes(input.detach(), split_sizes, dim)
+    return _unsafe_pieces(input, pieces, _wrap_dim(dim, input._data.ndim),
+                          UNSAFE_SPLIT_WITH_SIZES)
+
+
+@op(method="unsafe_chunk", function="unsafe_chunk",
+    grad_fn=("UnsafeSplitBackward0", "CatBackward0", "SliceBackward0"))
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
+    """chunk(input, chunks, dim) without autograd's checks of in-place writes (see
+    unsafe_split).
+
+    Args:
+        chunks (int): the number of pieces wanted.
+        dim (int, optional): the dim to cut. Default: 0.
+
+    Example::
+
+        >>> rustgrad.arange(5).unsafe_chunk(2)
+        (tensor([0, 1, 2]), tensor([3, 4]))
+    """
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    dim = _wrap_dim(dim, d.ndim)
+    n = d.shape[dim]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        pieces = split_with_sizes(input.detach(), [0] * chunks, dim)
+        return _unsafe_pieces(input, pieces, dim, UNSAFE_SPLIT_WITH_SIZES)
+    return unsafe_split(input, size, dim)
+
+
+# ---- slice_inverse -----------------------------------------------------------------------------
+# ctx: (dim, start, end, step): the gradient is the slice of g that input was of src's shape
+def _slice_inverse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    dim, start, end, step = ctx
+    return g[(slice(None),) * _wrap_dim(dim, g._data.ndim) + (slice(start, end, step),)]
+
+
+SLICE_INVERSE = node("SliceInverseBackward0", _slice_inverse_bw, getters={
+    "dim": lambda s, c: c[0], "start": lambda s, c: c[1], "end": lambda s, c: c[2],
+    "step": lambda s, c: c[3]})
+
+
+@op(method="slice_inverse", function="slice_inverse",
+    grad_fn=("SliceInverseBackward0", "SliceBackward0"))
+def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start: Any = None, end: Any = None,
+                  step: int = 1) -> Tensor:
+    """The inverse of slicing: a view of input's storage laid out as src (src's size, strides
+    and offset), where input is the slice ``[start:end:step]`` along dim of a tensor like src.
+
+    Args:
+        src (Tensor): the tensor whose layout the result takes (only its layout is read).
+        dim (int, optional): the dim the slice was taken along. Default: 0.
+        start (int, optional): the slice's start. Default: None.
+        end (int, optional): the slice's end. Default: None.
+        step (int, optional): the slice's step. Default: 1.
+
+    Example::
+
+        >>> base = rustgrad.arange(6.)
+        >>> base[2:4].slice_inverse(base, 0, 2, 4)
+        tensor([0., 1., 2., 3., 4., 5.])
+    """
+    out, _ = _strided(input, src._data.shape, src.stride(), src.storage_offset())
+    return SLICE_INVERSE.record(out, (input,), (dim, start, end, step), input)
+
+
+@op(function="detach_")
+def detach_(input: Tensor) -> Tensor:
+    """input detached from the graph in place (Tensor.detach_): a leaf that does not require
+    grad; a view cannot be detached in place.
+
+    Example::
+
+        >>> x = rustgrad.ones(2, requires_grad=True) * 2
+        >>> rustgrad.detach_(x).requires_grad
+        False
+    """
+    return input.detach_()
 
 
 # ---- diagonal, mT, movedim, unfold -----------------------------------------------------
