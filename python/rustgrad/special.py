@@ -1,6 +1,6 @@
 """torch.special: the special functions (gammaln, digamma/psi, polygamma, multigammaln, erf,
 erfc, erfcx, erfinv, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, logit, expit, xlogy, xlog1py,
-entr, sinc, round, ...) under torch's names.
+entr, sinc, round, gammainc, gammaincc, ...) under torch's names.
 
 The ops are declared in `_ops/special.py` with `special=` and bound here; the names that spell an
 op declared elsewhere under its own name (torch.special.expit is sigmoid) are assigned below:

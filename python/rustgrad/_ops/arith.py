@@ -1,4 +1,6 @@
-"""add, sub, mul, div, neg, pow with broadcasting, Python scalars and torch's promotion."""
+"""add, sub, mul, div (and its rounding modes, floor_divide and `//`), neg, positive, pow, remainder
+with broadcasting, Python scalars and torch's promotion; their in-place forms and aliases
+(multiply_, divide_, subtract_, ...); addcmul/addcdiv."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from .._tensor import Tensor
 from ._declare import op
 from ._node import node
 from ._util import (
+    NOT_IMPLEMENTED,
     _type_name,
     as_scalar,
     broadcast_error,
@@ -24,7 +27,6 @@ from ._util import (
     opmath,
     promote,
     quiet_fp,
-    record,
     same_device,
     scalar_operand,
     with_float_scalar,
@@ -210,9 +212,21 @@ def neg(input: Tensor) -> Tensor:
     return NEG.record(-input._data, (input,))
 
 
-@op(dunder="__pos__")
-def pos(input: Tensor) -> Tensor:
-    """+input: input itself."""
+@op(method="positive", dunder="__pos__", function="positive")
+def positive(input: Tensor) -> Tensor:
+    """input itself (+input): the very tensor, not a copy (bool tensors are refused, as torch's).
+
+    Example::
+
+        >>> x = rustgrad.tensor([-1., 2.])
+        >>> rustgrad.positive(x) is x
+        True
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -343,21 +357,51 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
     return DIV.record(out, (input, None), s)
 
 
-def _div_rounding(a: Tensor, b: Any, mode: str) -> Tensor:
-    xp = a._backend
+def _rounded_quotient(xp: Any, ad: Any, bd: Any, mode: str) -> Any:
+    """ad / bd rounded toward zero ("trunc") or down ("floor"), arrays of one dtype (bd may be a
+    Python number read in it): integer division by zero and bool operands refused as torch's."""
+    if ad.dtype.kind == "b":
+        raise NotImplementedError(f'"div_{mode}_cpu" not implemented for \'Bool\'')
+    if ad.dtype.kind in "iu":
+        if bool((bd == 0).any()) if hasattr(bd, "dtype") else bd == 0:
+            raise RuntimeError("ZeroDivisionError")
+        q = xp.floor_divide(ad, bd)
+        if mode == "floor" or ad.dtype.kind == "u":
+            return q
+        # toward zero: one more than the floor where the division is inexact and the signs differ
+        inexact = xp.remainder(ad, bd) != 0
+        return q + (inexact & ((ad < 0) != (bd < 0))).astype(ad.dtype)
+    with quiet_fp(xp):
+        return xp.floor_divide(ad, bd) if mode == "floor" else xp.trunc(ad / bd)
+
+
+def _quotient_operands(a: Tensor, b: Any) -> Any:
+    """(ad, bd) of a rounded division in torch's dtype, or None when b is no tensor or number."""
     if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
-    else:
-        ad = scalar_operand(a._data, b)
-        bd = _int_operand(ad, b)
-    if mode == "trunc":
-        out = xp.trunc(ad / bd) if _dtype.is_floating_np(ad.dtype) else xp.fix(ad / bd).astype(ad.dtype)
-    elif mode == "floor":
-        out = xp.floor_divide(ad, bd)
-    else:
+        return promote(a, b)
+    s = as_scalar(b)
+    if s is None:
+        return None
+    ad = scalar_operand(a._data, s)
+    return ad, _int_operand(ad, s)
+
+
+def _div_rounding(a: Tensor, b: Any, mode: str, out_dtype: Any = None) -> Tensor:
+    if mode not in ("trunc", "floor"):
         raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"
         )
+    operands = _quotient_operands(a, b)
+    if operands is None:
+        raise TypeError(f"div(): argument 'other' (position 2) must be Tensor or Number, not "
+                        f"{type(b).__name__}")
+    ad, bd = operands
+    try:
+        out = _rounded_quotient(a._backend, ad, bd, mode)
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, getattr(bd, "shape", ())) from None
+    if out_dtype is not None:
+        out = out.astype(out_dtype, copy=False)
     # torch records DivBackward2 whose gradients are zeros (the rounding's derivative)
     inputs = (a, b if isinstance(b, Tensor) else None)
     ctx = tuple(None if t is None else (t._data.shape, _dtype.from_np(t._data.dtype))
@@ -382,27 +426,91 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
     return mul(reciprocal(input), s)
 
 
-@op(dunder="__floordiv__")
-def floordiv(input: Tensor, other: Any) -> Tensor:
-    """input // other: division rounded down, elementwise.
+def _floor_divide(input: Tensor, other: Any, out_dtype: Any = None) -> Any:
+    """floor_divide's body: NotImplemented when other is no tensor or number."""
+    operands = _quotient_operands(input, other)
+    if operands is None:
+        return NotImplemented
+    ad, bd = operands
+    try:
+        out = _rounded_quotient(input._backend, ad, bd, "floor")
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, getattr(bd, "shape", ())) from None
+    if out_dtype is not None:
+        check_inplace_cast(input, _dtype.from_np(out.dtype))
+        out = out.astype(out_dtype, copy=False)
+    # torch has no derivative for floor_divide: its node raises at backward
+    return NOT_IMPLEMENTED.record(out, (input, other if isinstance(other, Tensor) else None),
+                                  "floor_divide")
+
+
+def _floor_divide_invalid(input: Any, other: Any) -> TypeError:
+    return TypeError(
+        f"floor_divide() received an invalid combination of arguments - got "
+        f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+        " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+        " * (Tensor input, Number other)\n")
+
+
+@op(method="floor_divide", function="floor_divide", grad_fn="torch::autograd::NotImplemented",
+    number_first=lambda n, o: _wrapped(floor_divide)(n, o))
+def floor_divide(input: Tensor, other: Any) -> Tensor:
+    """input / other rounded down, elementwise, broadcast (integer dtypes stay integral).
 
     Args:
-        input (Tensor): the dividend.
-        other (Tensor or Number): the divisor.
+        input (Tensor or Number): the dividend.
+        other (Tensor or Number): the divisor, broadcast with input.
+
+    torch has no derivative for it: backward through it raises, as torch's. Integer division by
+    zero is an error; float division by zero gives inf or NaN. `//` is the same op.
 
     Example::
 
-        >>> rustgrad.tensor([7, -7]) // 2
+        >>> rustgrad.floor_divide(rustgrad.tensor([7, -7]), 2)
         tensor([ 3, -4])
+        >>> rustgrad.tensor([7.5, -7.5]) // 2
+        tensor([ 3., -4.])
     """
-    return _div_rounding(input, other, "floor")
+    if not isinstance(input, Tensor):
+        raise _floor_divide_invalid(input, other)
+    out = _floor_divide(input, other)
+    if out is NotImplemented:
+        raise _floor_divide_invalid(input, other)
+    return out
 
 
-@op(dunder="__rfloordiv__")
-def rfloordiv(input: Tensor, other: Any) -> Tensor:
+@op(dunder="__floordiv__", grad_fn="torch::autograd::NotImplemented")
+def floordiv(input: Tensor, other: Any) -> Any:
+    """input // other: floor_divide."""
+    return _floor_divide(input, other)
+
+
+@op(dunder="__rfloordiv__", grad_fn="torch::autograd::NotImplemented")
+def rfloordiv(input: Tensor, other: Any) -> Any:
     """other // input, for a number on the left."""
+    s = as_scalar(other)
+    if s is None:
+        return NotImplemented
+    rt = _dtype.result_type(input, s).np
     xp = input._backend
-    return record(xp.floor_divide(_int_operand(input._data, other), input._data), (), "", None)
+    ad = xp.full(input._data.shape, _int_operand(input._data.astype(rt, copy=False), s), dtype=rt)
+    out = _rounded_quotient(xp, ad, input._data.astype(rt, copy=False), "floor")
+    return NOT_IMPLEMENTED.record(out, (input,), "floor_divide")
+
+
+@op(method="floor_divide_", dunder="__ifloordiv__", grad_fn="torch::autograd::NotImplemented")
+def floor_divide_(self: Tensor, other: Any) -> Tensor:
+    """floor_divide written into self.
+
+    Args:
+        other (Tensor or Number): the divisor, broadcast to self's shape.
+    """
+    if not isinstance(other, Tensor) and as_scalar(other) is None:
+        raise TypeError(f"floor_divide_(): argument 'other' (position 1) must be Tensor or "
+                        f"Number, not {type(other).__name__}")
+    check_inplace_cast(self, _dtype.result_type(self, other))
+    dt = self._data.dtype
+    return inplace_from(self, lambda src: _floor_divide(src, other, dt), False, other)
 
 
 def _remainder_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -668,7 +776,7 @@ def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     return _inplace(self, other, xp.add, add, given)
 
 
-@op(method="sub_", dunder="__isub__")
+@op(method=("sub_", "subtract_"), dunder="__isub__")
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """In-place self -= alpha * other."""
     _check_sub_bool(self, other)
@@ -680,7 +788,7 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     return _inplace(self, other, xp.subtract, sub, given)
 
 
-@op(method="mul_", dunder="__imul__")
+@op(method=("mul_", "multiply_"), dunder="__imul__")
 def mul_(self: Tensor, other: Any) -> Tensor:
     """In-place self *= other.
 
@@ -696,9 +804,28 @@ def mul_(self: Tensor, other: Any) -> Tensor:
     return _inplace(self, other, self._backend.multiply, mul)
 
 
-@op(method="div_", dunder="__itruediv__")
-def div_(self: Tensor, other: Any) -> Tensor:
-    """In-place self /= other."""
+@op(method=("div_", "divide_", "true_divide_"), dunder="__itruediv__")
+def div_(self: Tensor, other: Any, *, rounding_mode: Any = None) -> Tensor:
+    """In-place self /= other (true division, or rounded as div's rounding_mode says).
+
+    Args:
+        other (Tensor or Number): the divisor, broadcast to self's shape.
+        rounding_mode (str, optional): keyword-only; None, "trunc" or "floor", as div's.
+
+    Example::
+
+        >>> x = rustgrad.tensor([7, -7])
+        >>> x.div_(2, rounding_mode="floor")
+        tensor([ 3, -4])
+    """
+    if rounding_mode is not None:
+        if not isinstance(other, Tensor) and as_scalar(other) is None:
+            raise TypeError(f"div_(): argument 'other' (position 1) must be Tensor or Number, "
+                            f"not {type(other).__name__}")
+        check_inplace_cast(self, _dtype.result_type(self, other))
+        dt = self._data.dtype
+        return inplace_from(self, lambda src: _div_rounding(src, other, rounding_mode, dt),
+                            False, other)
     if not _dtype.is_floating_np(self._data.dtype):
         raise RuntimeError(
             "result type Float can't be cast to the desired output type "

@@ -1,4 +1,6 @@
-"""where, maximum/minimum, comparisons and logical ops (the last two return bool tensors)."""
+"""where, maximum/minimum, fmax/fmin, the comparisons (bool tensors; their aliases greater ...
+and in-place forms eq_ ...), isin, isclose/allclose/equal. The bitwise operators live in
+bitwise.py."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from ._util import (
     scalar_operand,
     wrap_int,
 )
+from .copyslices import inplace_from
 
 
 def _operand(x: Any, like: Tensor) -> Any:
@@ -165,6 +168,69 @@ def minimum(input: Tensor, other: Any) -> Tensor:
     return _binary_max(input, other, False)
 
 
+# ---- fmax / fmin: maximum / minimum where NaN loses -----------------------------------------------
+def _fmaxmin_bw(g: Tensor, saved: Any, is_max: bool) -> Any:
+    # torch's: a tie splits the gradient; otherwise it goes to the operand the result is, NaN
+    # losing to a number (both NaN: to self)
+    a, b = saved.self, saved.other
+    half = g * 0.5
+    a_nan, b_nan = a.isnan(), b.isnan()
+    a_wins, b_wins = (a > b, a < b) if is_max else (a < b, a > b)
+    tie = a == b
+    ga = where(tie, half, where(a_wins | b_nan, g, 0.0)) if a.requires_grad else None
+    gb = where(tie, half, where(b_wins | (a_nan & ~b_nan), g, 0.0)) if b.requires_grad else None
+    return ga, gb
+
+
+FMAX = node("FmaxBackward0", _fmaxmin_bw, saved=("self", "other"))
+FMIN = node("FminBackward0", _fmaxmin_bw, saved=("self", "other"))
+
+
+def _fmaxmin(name: str, a: Any, b: Any, is_max: bool) -> Tensor:
+    for x, arg, pos in ((a, "input", 1), (b, "other", 2)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                            f"{type(x).__name__}")
+    ad, bd = promote(a, b)
+    xp = a._backend
+    try:
+        out = xp.fmax(ad, bd) if is_max else xp.fmin(ad, bd)
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, bd.shape) from None
+    return (FMAX if is_max else FMIN).record(out, (a, b), is_max, self=a, other=b)
+
+
+@op(method="fmax", function="fmax", grad_fn="FmaxBackward0")
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise maximum of input and other, where a NaN loses to a number.
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor, broadcast with input.
+
+    Only where both are NaN is the result NaN. Where the two are equal, each gets half of the
+    gradient.
+
+    Example::
+
+        >>> rustgrad.fmax(rustgrad.tensor([1., float("nan"), 3.]), rustgrad.tensor([2., 0., float("nan")]))
+        tensor([2., 0., 3.])
+    """
+    return _fmaxmin("fmax", input, other, True)
+
+
+@op(method="fmin", function="fmin", grad_fn="FminBackward0", args_like=fmax)
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise minimum of input and other, where a NaN loses to a number.
+
+    Example::
+
+        >>> rustgrad.fmin(rustgrad.tensor([1., float("nan"), 3.]), rustgrad.tensor([2., 0., float("nan")]))
+        tensor([1., 0., 3.])
+    """
+    return _fmaxmin("fmin", input, other, False)
+
+
 def _compare(a: Tensor, b: Any, op: str) -> Any:
     xp = a._backend
     if isinstance(b, Tensor):
@@ -184,7 +250,8 @@ def _compare(a: Tensor, b: Any, op: str) -> Any:
 
 def _comparison(name: str, ufunc: str, doc: str, args_like: Any = None) -> Any:
     """The comparison op `name` (Tensor method, operator and function), computed by the backend's
-    `ufunc`; `args_like`: the op whose arguments' docs it shares."""
+    `ufunc`; `args_like`: the op whose arguments' docs it shares. torch's alias of each but eq
+    is the ufunc's name (torch.greater is gt)."""
 
     def compare(input: Tensor, other: Any) -> Any:
         return _compare(input, other, ufunc)
@@ -192,7 +259,8 @@ def _comparison(name: str, ufunc: str, doc: str, args_like: Any = None) -> Any:
     name_function(compare, name)
     compare.__module__ = __name__
     compare.__doc__ = doc
-    return op(method=name, dunder=f"__{name}__", function=name, args_like=args_like)(compare)
+    names = (name,) if name == "eq" else (name, ufunc)
+    return op(method=names, dunder=f"__{name}__", function=names, args_like=args_like)(compare)
 
 
 # one row per comparison: (name, the backend's ufunc, docs); their arguments are eq's
@@ -247,46 +315,50 @@ _COMPARISONS = (
 )
 eq = _comparison(*_COMPARISONS[0])
 ne, lt, le, gt, ge = (_comparison(n, u, d, eq) for n, u, d in _COMPARISONS[1:])
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
-def _logical(a: Tensor, b: Any, op: str) -> Any:
-    xp = a._backend
-    ad = a._data
-    if isinstance(b, Tensor):
-        ad, bd = promote(a, b)
-    else:
-        bd = b
-    for dt in (ad.dtype, getattr(bd, "dtype", None)):
-        if dt is not None and _dtype.is_floating_np(dt):
-            name = _dtype.scalar_type_name(_dtype.from_np(dt))
-            raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
-    return record(getattr(xp, op)(ad, bd), (), "", None)
+# ---- the comparisons in place: the truth values written into self, in self's dtype ------------
+def _zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    # torch's zeros_like(self) (and zeros_like(other)): a constant
+    zero = const(g._backend.zeros_like(g._data))
+    return zero if ctx is None else (zero, zero)
 
 
-@op(dunder=("__and__", "__rand__"))
-def and_(input: Tensor, other: Any) -> Any:
-    """input & other: logical and of bool tensors, bitwise and of integer ones."""
-    return _logical(input, other, "bitwise_and")
+def _inplace_comparison(name: str, ufunc: str) -> Any:
+    """`name`_ (and its alias's), recording <Name>Backward0 for a number, <Name>Backward1 for a
+    tensor, whose gradients are zeros, as torch's."""
+    title = name.capitalize()
+    by_number = node(f"{title}Backward0", _zeros_bw)
+    by_tensor = node(f"{title}Backward1", _zeros_bw)
+    inplace_name = name + "_"
+
+    def compare_(self: Tensor, other: Any) -> Tensor:
+        tensor = isinstance(other, Tensor)
+        if not tensor and as_scalar(other) is None:
+            raise TypeError(
+                f"{inplace_name}() received an invalid combination of arguments - got "
+                f"({type(other).__name__}), but expected one of:\n * (Tensor other)\n"
+                " * (Number other)\n")
+
+        def compute(src: Tensor) -> Tensor:
+            out = _compare(src, other, ufunc)._data.astype(self._data.dtype, copy=False)
+            if tensor:
+                return by_tensor.record(out, (src, other), True)
+            return by_number.record(out, (src,))
+
+        return inplace_from(self, compute, False, other)
+
+    name_function(compare_, inplace_name)
+    compare_.__module__ = __name__
+    compare_.__doc__ = (f"{name} written into self, in self's dtype (1 where it holds, else 0)."
+                        "\n\nArgs:\n    other (Tensor or Number): the value compared with, "
+                        "broadcast to self's shape.\n")
+    names = (inplace_name,) if name == "eq" else (inplace_name, ufunc + "_")
+    return op(method=names, grad_fn=(f"{title}Backward0", f"{title}Backward1"))(compare_)
 
 
-@op(dunder=("__or__", "__ror__"))
-def or_(input: Tensor, other: Any) -> Any:
-    """input | other: logical or of bool tensors, bitwise or of integer ones."""
-    return _logical(input, other, "bitwise_or")
-
-
-@op(dunder="__xor__")
-def xor(input: Tensor, other: Any) -> Any:
-    """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
-    return _logical(input, other, "bitwise_xor")
-
-
-@op(dunder="__invert__")
-def invert(input: Tensor) -> Any:
-    """~input: logical not of a bool tensor, bitwise not of an integer one."""
-    if _dtype.is_floating_np(input._data.dtype):
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-    return record(input._backend.invert(input._data), (), "", None)
+eq_, ne_, lt_, le_, gt_, ge_ = (_inplace_comparison(n, u) for n, u, _ in _COMPARISONS)
 
 
 @op(method="where", grad_fn="WhereBackward0")
@@ -365,3 +437,58 @@ def equal(input: Tensor, other: Tensor) -> bool:
     same_device(input._data, other._data)
     a, b = input._data, other._data
     return a.shape == b.shape and bool((a == b).all())
+
+
+# ---- isin ----------------------------------------------------------------------------------------
+def _isin_operand(x: Any) -> Any:
+    """(tensor or None, number or None) of an isin operand; bool ones refused as torch's."""
+    if isinstance(x, Tensor):
+        if x._data.dtype.kind == "b":
+            raise NotImplementedError("Unsupported input type encountered for isin(): Bool")
+        return x, None
+    s = as_scalar(x)
+    if type(s) is bool:
+        raise NotImplementedError("Unsupported input type encountered for isin(): Bool")
+    return None, s
+
+
+@op(function="isin")
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each of elements is one of test_elements, as a bool tensor of elements' shape.
+
+    Args:
+        elements (Tensor or Number): the values looked up.
+        test_elements (Tensor or Number): the values looked for (any shape).
+        assume_unique (bool, optional): keyword-only; a promise that both hold no duplicates
+            (it changes nothing here). Default: False.
+        invert (bool, optional): keyword-only; whether to answer "not in" instead. Default: False.
+
+    The operands are compared in their promoted dtype; NaN is in nothing.
+
+    Example::
+
+        >>> rustgrad.isin(rustgrad.tensor([[1, 2], [3, 4]]), rustgrad.tensor([2, 3]))
+        tensor([[False,  True],
+                [ True, False]])
+    """
+    et, es = _isin_operand(elements)
+    tt, ts = _isin_operand(test_elements)
+    if (et is None and es is None) or (tt is None and ts is None) or (et is None and tt is None):
+        raise TypeError(
+            "isin() received an invalid combination of arguments - got "
+            f"({type(elements).__name__}, {type(test_elements).__name__}), but expected one of:\n"
+            " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, "
+            "bool invert = False, Tensor out = None)\n"
+            " * (Number element, Tensor test_elements, *, bool assume_unique = False, "
+            "bool invert = False, Tensor out = None)\n"
+            " * (Tensor elements, Number test_element, *, bool assume_unique = False, "
+            "bool invert = False, Tensor out = None)\n")
+    ref = et if et is not None else tt
+    xp = ref._backend
+    rt = _dtype.result_type(*(x for x in (elements, test_elements))).np
+    if et is not None and tt is not None:
+        same_device(et._data, tt._data)
+    a = et._data.astype(rt, copy=False) if et is not None else xp.asarray(es, dtype=rt)
+    b = tt._data.astype(rt, copy=False) if tt is not None else xp.asarray([ts], dtype=rt)
+    return const(xp.asarray(xp.isin(a, b.reshape(-1), invert=bool(invert))))

@@ -1,7 +1,9 @@
-"""Pointwise ops: exp, log, sqrt, abs, sign, tanh, reciprocal, clamp; trigonometric and
-hyperbolic functions, exp2/expm1/log2/log10/log1p, rsqrt, square, rounding (zero gradient), erf,
-lerp, fmod, atan2, the floating-point tests (isnan/isinf/isfinite), the logical ops, the
-in-place forms (exp_, sigmoid_, tanh_, sqrt_, abs_, neg_, square_, relu_) and nan_to_num.
+"""Pointwise ops: exp, log, sqrt, abs/absolute, sign, tanh, reciprocal, clamp; trigonometric and
+hyperbolic functions and their inverses (acosh/asinh/atanh), deg2rad/rad2deg, angle,
+exp2/expm1/log2/log10/log1p, rsqrt, square, rounding (zero gradient), erf, lerp, fmod, atan2,
+the floating-point tests (isnan/isinf/isfinite, signbit, isreal), the logical ops, the in-place
+forms (exp_, sigmoid_, tanh_, sqrt_, abs_, neg_, square_, relu_, atan2_, logical_and_ ...),
+nan_to_num and fill (torch.fill, torch.fill_).
 
 Backward formulas are torch's (derivatives.yaml), written in rustgrad ops so that double
 backward works."""
@@ -27,6 +29,7 @@ from ._util import (
     checked_int,
     floating,
     is_grad_enabled,
+    name_function,
     promote,
     quiet_fp,
     record,
@@ -41,6 +44,8 @@ from .copyslices import commit_inplace, inplace_from
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
+_DEG2RAD = math.pi / 180.0
+_RAD2DEG = 180.0 / math.pi
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -126,11 +131,13 @@ def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 ABS = node("AbsBackward0", _abs_bw, saved=("self",))
 
 
-@op(method="abs", dunder="__abs__", function="abs", grad_fn="AbsBackward0")
+@op(method=("abs", "absolute"), dunder="__abs__", function=("abs", "absolute"),
+    grad_fn="AbsBackward0")
 def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
     """The absolute value of input, elementwise.
 
-    The gradient is sign(input), so an entry at exactly 0 gets gradient 0.
+    The gradient is sign(input), so an entry at exactly 0 gets gradient 0. `absolute` is the
+    same op.
 
     Example::
 
@@ -366,7 +373,7 @@ def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
     return CLAMP_TENSOR.record(out, tuple(present), self=a, min=lo, max=hi)
 
 
-@op(method=("clamp_", "clip_"))
+@op(method=("clamp_", "clip_"), function=("clamp_", "clip_"))
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """clamp written into self.
 
@@ -418,6 +425,12 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     return self
 
 
+def _angle_array(xp: Any, d: Any) -> Any:
+    """The argument of real d: pi where d < 0, else 0 (NaN kept)."""
+    t = d.dtype.type
+    return xp.where(xp.isnan(d), d, xp.where(d < 0, t(math.pi), t(0)))
+
+
 # ---- trigonometric, hyperbolic, exponentials and logarithms: one row each (see _unary) -------
 _ROWS = (
     Unary("sin", "SinBackward0", lambda xp, d: xp.sin(d), lambda g, s: g * s.self.cos(),
@@ -440,7 +453,7 @@ _ROWS = (
     Unary("cosh", "CoshBackward0", lambda xp, d: xp.cosh(d), lambda g, s: g * sinh(s.self),
           inplace="both", autocast="fp32"),
     Unary("exp2", "Exp2Backward0", lambda xp, d: xp.exp2(d),
-          lambda g, s: g * (s.result * _LN2), saved=("result",), inplace="method"),
+          lambda g, s: g * (s.result * _LN2), saved=("result",), inplace="both"),
     Unary("expm1", "Expm1Backward0", lambda xp, d: xp.expm1(d),
           lambda g, s: g * (s.result + 1), saved=("result",), inplace="both", autocast="fp32"),
     Unary("log2", "Log2Backward0", lambda xp, d: xp.log2(d),
@@ -452,6 +465,20 @@ _ROWS = (
     Unary("rsqrt", "RsqrtBackward0", lambda xp, d: 1 / xp.sqrt(d),
           lambda g, s: -0.5 * g * s.result * s.result * s.result, saved=("result",),
           inplace="both", autocast="fp32"),
+    # torch's in-place forms of these three record <Name>Backward1, whose derivative torch has
+    # not implemented (declared below)
+    Unary("acosh", "AcoshBackward0", lambda xp, d: xp.arccosh(d),
+          lambda g, s: g * rsqrt(s.self * s.self - 1), aliases=("arccosh",), half="float32"),
+    Unary("asinh", "AsinhBackward0", lambda xp, d: xp.arcsinh(d),
+          lambda g, s: g * rsqrt(s.self * s.self + 1), aliases=("arcsinh",), half="float32"),
+    Unary("atanh", "AtanhBackward0", lambda xp, d: xp.arctanh(d),
+          lambda g, s: g / (-s.self * s.self + 1), aliases=("arctanh",), half="float32"),
+    Unary("deg2rad", "Deg2RadBackward0", lambda xp, d: d * d.dtype.type(_DEG2RAD),
+          lambda g, s: g * _DEG2RAD, saved=(), inplace="both", half="float32"),
+    Unary("rad2deg", "Rad2DegBackward0", lambda xp, d: d * d.dtype.type(_RAD2DEG),
+          lambda g, s: g * _RAD2DEG, saved=(), inplace="both", half="float32"),
+    Unary("angle", "AngleBackward0", lambda xp, d: _angle_array(xp, d),
+          lambda g, s: _creation.zeros_like(g)),
 )
 _DOCS = {
     "sin": """The sine of input (radians), elementwise.
@@ -559,6 +586,56 @@ _DOCS = {
         >>> rustgrad.tensor([0., 1e-10], dtype=rustgrad.float64).log1p()
         tensor([0.0000e+00, 1.0000e-10], dtype=torch.float64)
     """,
+    "acosh": """The inverse hyperbolic cosine of input, elementwise (NaN below 1).
+
+    The gradient is 1 / sqrt(input^2 - 1), infinite at 1. `arccosh` is the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([1., 2.]).acosh()
+        tensor([0.0000, 1.3170])
+    """,
+    "asinh": """The inverse hyperbolic sine of input, elementwise.
+
+    The gradient is 1 / sqrt(input^2 + 1). `arcsinh` is the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 1.]).asinh()
+        tensor([0.0000, 0.8814])
+    """,
+    "atanh": """The inverse hyperbolic tangent of input, elementwise (inf at 1, NaN beyond).
+
+    The gradient is 1 / (1 - input^2). `arctanh` is the same op.
+
+    Example::
+
+        >>> rustgrad.tensor([0., 0.5]).atanh()
+        tensor([0.0000, 0.5493])
+    """,
+    "deg2rad": """input converted from degrees to radians (input * pi / 180), elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([180., 90.]).deg2rad()
+        tensor([3.1416, 1.5708])
+    """,
+    "rad2deg": """input converted from radians to degrees (input * 180 / pi), elementwise.
+
+    Example::
+
+        >>> rustgrad.tensor([3.1415927, 1.]).rad2deg()
+        tensor([180.0000,  57.2958])
+    """,
+    "angle": """The argument of input as a complex number: pi for negative entries, else 0.
+
+    NaN stays NaN; -0. gives 0. The gradient is zero, as torch's for real inputs.
+
+    Example::
+
+        >>> rustgrad.tensor([-2., 0., 3.]).angle()
+        tensor([3.1416, 0.0000, 0.0000])
+    """,
     "rsqrt": """1 / sqrt(input), elementwise.
 
     0 gives inf and negative entries NaN. The gradient is -0.5 input^(-3/2).
@@ -573,6 +650,36 @@ _OPS = declare(_ROWS, _DOCS, __name__)
 sin, cos, tan, asin, acos, atan = (_OPS[n] for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
 sinh, cosh, exp2, expm1 = (_OPS[n] for n in ("sinh", "cosh", "exp2", "expm1"))
 log2, log10, log1p, rsqrt = (_OPS[n] for n in ("log2", "log10", "log1p", "rsqrt"))
+acosh, asinh, atanh, angle = (_OPS[n] for n in ("acosh", "asinh", "atanh", "angle"))
+deg2rad, rad2deg = _OPS["deg2rad"], _OPS["rad2deg"]
+arccosh, arcsinh, arctanh = acosh, asinh, atanh
+
+
+def _inplace_not_implemented_bw(g: Tensor, saved: Any, name: Any) -> Any:
+    raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not implemented.")
+
+
+def _inplace_without_derivative(name: str, alias: str) -> Any:
+    """`name`_ (and `alias`_): the op written into self, recording <Name>Backward1, which raises
+    at backward as torch's (torch has no derivative for these in-place forms)."""
+    node_name = f"{name.capitalize()}Backward1"
+    spec = node(node_name, _inplace_not_implemented_bw)
+    out_of_place = _OPS[name]
+
+    def inplace(self: Tensor) -> Tensor:
+        return inplace_from(
+            self, lambda src: spec.record(out_of_place(src.detach())._data, (src,), name), False)
+
+    names = (name + "_", alias + "_")
+    name_function(inplace, names[0])
+    inplace.__module__ = __name__
+    inplace.__doc__ = f"{name} written into self (torch has no derivative for it: backward raises)."
+    return op(method=names, function=names, grad_fn=node_name)(inplace)
+
+
+acosh_ = _inplace_without_derivative("acosh", "arccosh")
+asinh_ = _inplace_without_derivative("asinh", "arcsinh")
+atanh_ = _inplace_without_derivative("atanh", "arctanh")
 
 
 def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -601,17 +708,46 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
         raise TypeError(
             f"atan2(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}"
         )
+    return _atan2(input, other)
+
+
+def _atan2(input: Tensor, other: Tensor, out_dtype: Any = None) -> Tensor:
+    """atan2 in the promoted float dtype, rounded to out_dtype when given (an in-place form's:
+    one node, as torch's)."""
     ad, bd = promote(input, other)
     if ad.dtype.kind in "biu":
         ft = _dtype.get_default_dtype().np
         ad, bd = ad.astype(ft), bd.astype(ft)
+    if out_dtype is not None:
+        check_inplace_cast(input, _dtype.from_np(ad.dtype))
     xp = input._backend
-    with quiet_fp(xp):
-        out = xp.arctan2(ad, bd)
+    try:
+        with quiet_fp(xp):
+            out = xp.arctan2(ad, bd)
+    except ValueError as e:
+        raise broadcast_error(e, ad.shape, bd.shape) from None
+    if out_dtype is not None:
+        out = out.astype(out_dtype, copy=False)
     return ATAN2.record(out, (input, other), self=input, other=other)
 
 
+@op(method=("atan2_", "arctan2_"), grad_fn="Atan2Backward0")
+def atan2_(self: Tensor, other: Tensor) -> Tensor:
+    """atan2 written into self (computed in the promoted dtype, rounded to self's).
+
+    Args:
+        other (Tensor): the x coordinates (broadcast to self's shape).
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            f"atan2_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}"
+        )
+    dt = self._data.dtype
+    return inplace_from(self, lambda src: _atan2(src, other, dt), True, other)
+
+
 arctan2 = atan2
+arctan2_ = atan2_
 arcsin, arccos, arctan = asin, acos, atan
 
 @op(method="square", function="square", grad_fn="PowBackward0")
@@ -950,6 +1086,43 @@ def isneginf(input: Tensor) -> Tensor:
     return _const(input._backend.isneginf(input._data))
 
 
+@op(method="signbit", function="signbit")
+def signbit(input: Tensor) -> Tensor:
+    """Where input's sign bit is set (negative, -0. and -NaN included), as a bool tensor.
+
+    Example::
+
+        >>> rustgrad.tensor([-1., -0., 0., 2.]).signbit()
+        tensor([ True,  True, False, False])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"signbit(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    d = input._data
+    xp = input._backend
+    if _dtype.is_floating_np(d.dtype):
+        return _const(xp.signbit(d.astype("float32") if d.dtype.kind == "V" else d))
+    if d.dtype.kind == "i":
+        return _const(d < 0)
+    return _const(xp.zeros(d.shape, dtype=bool))
+
+
+@op(method="isreal", function="isreal")
+def isreal(input: Tensor) -> Tensor:
+    """Where input is real (its imaginary part is 0): everywhere, as a bool tensor, for the real
+    dtypes rustgrad has.
+
+    Example::
+
+        >>> rustgrad.isreal(rustgrad.tensor([1., float("nan")]))
+        tensor([True, True])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"isreal(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _const(input._backend.ones(input._data.shape, dtype=bool))
+
+
 def _logical(name: str, a: Tensor, b: Any) -> Tensor:
     if not isinstance(b, Tensor):
         raise TypeError(
@@ -1007,6 +1180,114 @@ def logical_not(input: Tensor) -> Tensor:
         tensor([ True, False])
     """
     return _const(input._backend.logical_not(input._data))
+
+
+# torch writes these into self without autograd: self's history is left as it was (a view's
+# becomes AsStridedBackward0, its version having moved), even on a leaf that requires grad
+def _logical_inplace(self: Tensor, out: Tensor) -> Tensor:
+    self._check_inplace_mode()
+    check_internal_overlap(self)
+    res = out._data
+    if tuple(res.shape) != tuple(self._data.shape):
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(res.shape)}")
+    self._data[...] = res.astype(self._data.dtype, copy=False)
+    self._bump_version()
+    return self
+
+
+@op(method="logical_and_", args_like=logical_and)
+def logical_and_(self: Tensor, other: Tensor) -> Tensor:
+    """logical_and written into self, in self's dtype (1 or 0; not recorded by autograd, as torch's)."""
+    check_no_partial_overlap(self, other)
+    return _logical_inplace(self, _logical("logical_and", self, other))
+
+
+@op(method="logical_or_", args_like=logical_and)
+def logical_or_(self: Tensor, other: Tensor) -> Tensor:
+    """logical_or written into self, in self's dtype (not recorded by autograd, as torch's)."""
+    check_no_partial_overlap(self, other)
+    return _logical_inplace(self, _logical("logical_or", self, other))
+
+
+@op(method="logical_xor_", args_like=logical_and)
+def logical_xor_(self: Tensor, other: Tensor) -> Tensor:
+    """logical_xor written into self, in self's dtype (not recorded by autograd, as torch's)."""
+    check_no_partial_overlap(self, other)
+    return _logical_inplace(self, _logical("logical_xor", self, other))
+
+
+@op(method="logical_not_")
+def logical_not_(self: Tensor) -> Tensor:
+    """logical_not written into self, in self's dtype (not recorded by autograd, as torch's).
+
+    Example::
+
+        >>> x = rustgrad.tensor([0., 2.])
+        >>> x.logical_not_()
+        tensor([1., 0.])
+    """
+    return _logical_inplace(self, logical_not(self))
+
+
+# ---- fill: a new tensor of one value -------------------------------------------------------------
+def _fill_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    zero = _const(g._backend.zeros_like(g._data))
+    return zero if ctx is None else (zero, g.sum())
+
+
+FILL = node("FillBackward0", _fill_bw)
+FILL_VALUE = node("FillBackward1", _fill_bw)
+
+
+def _fill_invalid(input: Any, value: Any) -> TypeError:
+    return TypeError(
+        f"fill() received an invalid combination of arguments - got ({type(input).__name__}, "
+        f"{type(value).__name__}), but expected one of:\n * (Tensor input, Tensor value)\n"
+        " * (Tensor input, Number value)\n")
+
+
+@op(function="fill", grad_fn=("FillBackward0", "FillBackward1"))
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A new tensor of input's shape, dtype and device, every entry value (fill_ out of place).
+
+    Args:
+        value (Number or Tensor): the value, a number or a 0-d tensor (whose gradient is the
+            sum of the result's).
+
+    Example::
+
+        >>> rustgrad.fill(rustgrad.tensor([1., 2., 3.]), 7)
+        tensor([7., 7., 7.])
+    """
+    if not isinstance(input, Tensor):
+        raise _fill_invalid(input, value)
+    d = input._data
+    xp = input._backend
+    out = xp.empty(d.shape, dtype=d.dtype)
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        out[...] = value.item()
+        return FILL_VALUE.record(out, (input, value), True)
+    s = as_scalar(value)
+    if s is None:
+        raise _fill_invalid(input, value)
+    out[...] = checked_int(d.dtype, s)
+    return FILL.record(out, (input,))
+
+
+@op(function="fill_")
+def fill_(input: Tensor, value: Any) -> Tensor:
+    """Tensor.fill_ as a function: input filled with value, in place.
+
+    Args:
+        value (Number or Tensor): the value, a number or a 0-d tensor.
+    """
+    if not isinstance(input, Tensor):
+        raise _fill_invalid(input, value)
+    return input.fill_(value)
 
 
 # ---- nan_to_num ------------------------------------------------------------------------------
@@ -1076,7 +1357,8 @@ _UNARY_INPLACE = (
     ("sigmoid", ("sigmoid_",), "SigmoidBackward0", False),
     ("tanh", ("tanh_",), "TanhBackward0", False),
     ("sqrt", ("sqrt_",), "SqrtBackward0", False),
-    ("abs", ("abs_", "absolute_"), "AbsBackward0", True),
+    ("abs", ("abs_",), "AbsBackward0", True),
+    ("abs", ("absolute_",), "AbsBackward0", True),
     ("neg", ("neg_", "negative_"), "NegBackward0", False),
     ("square", ("square_",), "PowBackward0", True),
     ("relu", ("relu_",), ("ReluBackward0", "ThresholdBackwardBackward0"), False),
@@ -1090,7 +1372,7 @@ _UNARY_INPLACE = (
     ("erf", ("erf_",), "ErfBackward0", True),
 )
 # torch has no rustgrad.<name> for these in-place forms, only the Tensor method
-_METHOD_ONLY = {"sign_", "erf_"}
+_METHOD_ONLY = {"sign_", "absolute_"}
 for _m, _names_, _node, _reads in _UNARY_INPLACE:
     inplace_form(_m, _names_, _node, _reads, __name__, function=_names_[0] not in _METHOD_ONLY)
 del _m, _names_, _node, _reads

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from .. import _core, _dtype
 from .._size import Size, _wrap_dim
@@ -277,6 +277,15 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
         >>> rustgrad.arange(5).chunk(2)
         (tensor([0, 1, 2]), tensor([3, 4]))
     """
+    dim, size = _chunk_size(input, chunks, dim)
+    if size is None:
+        return split_with_sizes(input, [0] * chunks, dim)
+    return split(input, size, dim)
+
+
+def _chunk_size(input: Tensor, chunks: int, dim: int) -> Tuple[int, Optional[int]]:
+    """chunk's checks, then (the wrapped dim, each piece's size); size None: dim has no entries,
+    so the pieces are `chunks` empty ones."""
     d = input._data
     if d.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -284,10 +293,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     dim = _wrap_dim(dim, d.ndim)
     n = d.shape[dim]
-    size = (n + chunks - 1) // chunks
-    if size == 0 and n == 0:
-        return split_with_sizes(input, [0] * chunks, dim)
-    return split(input, size, dim)
+    return dim, (None if n == 0 else (n + chunks - 1) // chunks)
 
 
 # ---- unsafe_split, unsafe_chunk: split's pieces, outside autograd's view tracking ----------------
@@ -379,15 +385,8 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]
         >>> rustgrad.arange(5).unsafe_chunk(2)
         (tensor([0, 1, 2]), tensor([3, 4]))
     """
-    d = input._data
-    if d.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    dim = _wrap_dim(dim, d.ndim)
-    n = d.shape[dim]
-    size = (n + chunks - 1) // chunks
-    if size == 0 and n == 0:
+    dim, size = _chunk_size(input, chunks, dim)
+    if size is None:
         pieces = split_with_sizes(input.detach(), [0] * chunks, dim)
         return _unsafe_pieces(input, pieces, dim, UNSAFE_SPLIT_WITH_SIZES)
     return unsafe_split(input, size, dim)

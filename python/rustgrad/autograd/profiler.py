@@ -46,7 +46,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 EVALUATE = "autograd::engine::evaluate_function: "
 # op functions whose Python name is not the aten op torch's profiler shows
 _ATEN = {"and_": "__and__", "or_": "__or__", "xor": "__xor__", "invert": "bitwise_not",
-         "where_method": "where", "radd": "add", "pos": "positive", "rdiv": "div",
+         "where_method": "where", "radd": "add", "rdiv": "div",
+         "iand": "__iand__", "ior": "__ior__", "ixor": "__ixor__", "lshift": "__lshift__",
+         "rshift": "__rshift__", "rlshift": "__rlshift__", "rrshift": "__rrshift__",
+         "ilshift": "__ilshift__", "irshift": "__irshift__",
          "floordiv": "floor_divide", "rfloordiv": "floor_divide", "rpow": "pow",
          "rmatmul": "matmul", "tensor_polygamma": "polygamma", "special_round": "round",
          "getitem": "index", "setitem": "index_put_"}
