@@ -337,7 +337,8 @@ def _trilinear_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 TRILINEAR = node("TrilinearBackward0", _trilinear_bw, saved=("i1", "i2", "i3"))
 
 
-@op(function="bilinear", grad_fn=("TrilinearBackward0", "ViewBackward0", "AddBackward0"))
+@op(function="bilinear", grad_fn=("TrilinearBackward0", "ViewBackward0", "AddBackward0"),
+    autocast=dict(cuda="promote"))
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
     """The bilinear map ``y[..., k] = input1[..., :] @ weight[k] @ input2[..., :] + bias[k]``
     (nn.functional.bilinear).

@@ -226,7 +226,8 @@ CONV_TBC = node("ConvTbcBackward0", _conv_tbc_bw, saved=("self", "weight", "bias
                 getters={"pad": lambda s, c: c})
 
 
-@op(function="conv_tbc", grad_fn=("ConvTbcBackward0", "CatBackward0", "UnfoldBackward0"))
+@op(function="conv_tbc", grad_fn=("ConvTbcBackward0", "CatBackward0", "UnfoldBackward0"),
+    autocast=dict(cuda="lower", cpu="lower"))
 def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
     """The 1-d convolution of a (time, batch, in_channels) sequence: output[t, b] =
     bias + sum over k of padded_input[t + k, b] @ weight[k].
