@@ -1,6 +1,8 @@
 """torch.return_types: the named tuples of the ops with several results, with torch's names,
 fields and repr: (values, indices) of max, min, sort and topk; the factorizations of
-torch.linalg (slogdet, inv_ex, solve_ex, cholesky_ex, qr, svd, eigh, lstsq) and torch.svd.
+torch.linalg (slogdet, inv_ex, solve_ex, cholesky_ex, qr, svd, eigh, lstsq, lu_factor(_ex), lu,
+ldl_factor(_ex), polar) and torch's own (svd, triangular_solve, lu_unpack, geqrf, lu's
+_lu_with_info).
 
 Each is a NamedTuple: it unpacks as ``values, indices = ...``, indexes as ``[0]``/``[1]`` and
 has its fields as attributes (``.values`` and ``.indices``; ``.sign`` and ``.logabsdet``; ...).
@@ -75,8 +77,20 @@ nanmedian = _make("nanmedian")
 aminmax = _named("aminmax", ("min", "max"), "aminmax")
 histogram = _named("histogram", ("hist", "bin_edges"), "histogram")
 histogramdd = _named("histogramdd", ("hist", "bin_edges"), "histogramdd")
+triangular_solve = _named("triangular_solve", ("solution", "cloned_coefficient"), "triangular_solve")
+lu_unpack = _named("lu_unpack", ("P", "L", "U"), "lu_unpack")
+geqrf = _named("geqrf", ("a", "tau"), "geqrf")
+_lu_with_info = _named("_lu_with_info", ("LU", "pivots", "info"), "lu")
+linalg_lu_factor = _named("linalg_lu_factor", ("LU", "pivots"), "linalg.lu_factor")
+linalg_lu_factor_ex = _named("linalg_lu_factor_ex", ("LU", "pivots", "info"), "linalg.lu_factor_ex")
+linalg_lu = _named("linalg_lu", ("P", "L", "U"), "linalg.lu")
+linalg_ldl_factor = _named("linalg_ldl_factor", ("LD", "pivots"), "linalg.ldl_factor")
+linalg_ldl_factor_ex = _named("linalg_ldl_factor_ex", ("LD", "pivots", "info"), "linalg.ldl_factor_ex")
+linalg_polar = _named("linalg_polar", ("U", "H"), "linalg.polar")
 
 __all__ = ["max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_inv_ex",
            "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "svd", "linalg_eigh",
            "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
-           "aminmax", "histogram", "histogramdd"]
+           "aminmax", "histogram", "histogramdd", "triangular_solve", "lu_unpack", "geqrf", "_lu_with_info",
+           "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "linalg_ldl_factor", "linalg_ldl_factor_ex",
+           "linalg_polar"]

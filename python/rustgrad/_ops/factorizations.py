@@ -1,30 +1,34 @@
-"""torch's factorization functions outside torch.linalg: triangular_solve, cholesky_solve,
-cholesky_inverse, lu (and lu_solve, lu_unpack), geqrf, orgqr and ormqr; the functions torch
-removed and still exposes to raise (eig, symeig, lstsq, solve, matrix_rank); and the randomized
-low-rank ones, svd_lowrank and pca_lowrank, with lobpcg.
+"""The triangular, LU, LDL and Householder factorizations and their solvers: torch.linalg's
+solve_triangular, lu_factor(_ex), lu, lu_solve, ldl_factor(_ex), ldl_solve and
+householder_product, and torch's older functions over the same kernels (triangular_solve,
+cholesky_solve, cholesky_inverse, lu, lu_solve, lu_unpack, geqrf, orgqr, ormqr); the functions
+torch removed and still exposes to raise (eig, symeig, lstsq, solve, matrix_rank); and the
+randomized low-rank ones, svd_lowrank and pca_lowrank, with lobpcg.
 
 The kernels are written here over the input's array namespace (NumPy on the CPU, CuPy on CUDA),
 batched over leading dims: triangular substitution (blocked, so the work is matrix products),
 LU with partial pivoting as LAPACK's getrf (the first largest magnitude of the column is the
-pivot; a zero pivot is reported in `info` and the factorization goes on), Householder QR as
-LAPACK's geqrf (dlarfg's reflectors: beta = -sign(alpha) * norm, tau = (beta - alpha) / beta)
-and the application of the reflectors (orgqr, ormqr). The backward formulas are derived for
-these factorizations and written in rustgrad ops, so double backward records a graph of its own.
-"""
+pivot; a zero pivot is reported in `info` and the factorization goes on), the symmetric
+indefinite LDL^T factorization as LAPACK's sytrf (Bunch-Kaufman's 1x1 and 2x2 pivots, packed and
+numbered as LAPACK's), Householder QR as LAPACK's geqrf (dlarfg's reflectors: beta = -sign(alpha)
+* norm, tau = (beta - alpha) / beta) and the application of the reflectors (orgqr, ormqr). The
+backward formulas are derived for these factorizations and written in rustgrad ops, so double
+backward records a graph of its own (LDL has none, as torch's)."""
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Tuple
 
 from .. import _core, _creation, _dtype, return_types
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
-from ._util import check_broadcastable, const, quiet_fp, same_device
+from ._util import NOT_IMPLEMENTED, check_broadcastable, const, quiet_fp, same_device
 from .compare import where
 from .decompositions import (
+    _first_failure,
     _raise_info,
     _removed,
     _type_name,
@@ -33,24 +37,6 @@ from .decompositions import (
     linalg_svd,
 )
 from .joins import cat
-
-
-# ---- named tuples torch.return_types has for these functions --------------------------------
-def _return_type(name: str, fields: Sequence[str], what: str) -> Any:
-    """torch.return_types.<name>, made once and placed in rustgrad.return_types."""
-    made = getattr(return_types, name, None)
-    if made is None:
-        made = return_types._named(name, fields, what)
-        setattr(return_types, name, made)
-        return_types.__all__.append(name)
-    return made
-
-
-_TRIANGULAR_SOLVE = _return_type("triangular_solve", ("solution", "cloned_coefficient"), "triangular_solve")
-_LU_UNPACK = _return_type("lu_unpack", ("P", "L", "U"), "lu_unpack")
-_GEQRF = _return_type("geqrf", ("a", "tau"), "geqrf")
-_LU_WITH_INFO = _return_type("_lu_with_info", ("LU", "pivots", "info"), "lu")
-
 
 # ---- shared checks -------------------------------------------------------------------------------
 _WARNED: List[str] = []
@@ -239,7 +225,76 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                                f"has {t._data.ndim} dimensions instead")
     _check_solver("triangular_solve", input, A)
     _float_kernel("triangular_solve", A)
-    return _TRIANGULAR_SOLVE(*_triangular_solve(input, A, upper, transpose, unitriangular))
+    return return_types.triangular_solve(*_triangular_solve(input, A, upper, transpose, unitriangular))
+
+
+# ---- linalg.solve_triangular -----------------------------------------------------------------------
+def _solve_triangular_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    upper, left, unit = ctx
+    A, X = saved.self, saved.result
+    # X = A^{-1} B (B A^{-1} unless left): B's gradient solves with A^T; A's, -gB X^T (-X^T gB),
+    # is kept to the triangle A is read from (its strict part when the diagonal is taken as ones)
+    gB = _solve_triangular(A.mT, g, not upper, left, unit)
+    gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+    return (gA.triu(int(unit)) if upper else gA.tril(-int(unit))), gB
+
+
+SOLVE_TRIANGULAR = node("LinalgSolveTriangularBackward0", _solve_triangular_bw, saved=("self",), result=True,
+                        getters={"upper": lambda saved, ctx: ctx[0], "left": lambda saved, ctx: ctx[1],
+                                 "unitriangular": lambda saved, ctx: ctx[2]})
+
+
+def _solve_triangular(A: Tensor, B: Tensor, upper: bool, left: bool, unit: bool) -> Tensor:
+    """X with A X = B (X A = B unless left) for triangular A, recorded with its node; B is taken
+    in A's dtype, the batch dims broadcast."""
+    xp = A._backend
+    a, b = A._data, B._data
+    if b.dtype != a.dtype:
+        b = b.astype(a.dtype)
+    if left:
+        x = _solve_tri(xp, a, b, upper, False, unit)
+    else:  # X A = B is A^T X^T = B^T
+        x = _solve_tri(xp, a, b.swapaxes(-1, -2), upper, True, unit).swapaxes(-1, -2)
+    return SOLVE_TRIANGULAR.record(xp.ascontiguousarray(x), (A, B), (upper, left, unit), self=A)
+
+
+@op(linalg="solve_triangular", grad_fn="LinalgSolveTriangularBackward0")
+def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,  # noqa: N803
+                            unitriangular: bool = False) -> Tensor:
+    """X with A X = B (X A = B with left=False) for triangular A, batched and broadcast.
+
+    Args:
+        A (Tensor): triangular matrices (..., n, n); only the triangle named by upper is read.
+        B (Tensor): the right-hand sides (..., n, k), or (..., k, n) with left=False; taken in
+            A's dtype (the result's).
+        upper (bool): keyword-only, required; A is upper (else lower) triangular.
+        left (bool, optional): keyword-only; solve A X = B (True) or X A = B. Default: True.
+        unitriangular (bool, optional): keyword-only; A's diagonal is taken as ones. Default:
+            False.
+
+    A zero on the diagonal gives inf and NaN, as LAPACK's trsm (no error).
+
+    Example::
+
+        >>> A = rustgrad.tensor([[2., 0.], [1., 1.]])
+        >>> rustgrad.linalg.solve_triangular(A, rustgrad.tensor([[2.], [3.]]), upper=False)
+        tensor([[1.],
+                [2.]])
+    """
+    fname = "linalg.solve_triangular"
+    ad, bd = A._data, B._data
+    for name, d in (("A", ad), ("B", bd)):
+        if d.ndim < 2:
+            raise RuntimeError(f"{fname}: The input tensor {name} must have at least 2 dimensions.")
+    _check_square(A, f"{fname}: ")
+    n = ad.shape[-1]
+    if (bd.shape[-2] if left else bd.shape[-1]) != n:
+        raise RuntimeError(f"{fname}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+                           f"({n}x{n} and {bd.shape[-2]}x{bd.shape[-1]})")
+    check_broadcastable(tuple(bd.shape[:-2]), tuple(ad.shape[:-2]))
+    same_device(ad, bd)
+    _float_kernel("triangular_solve", A)
+    return _solve_triangular(A, B, upper, left, unitriangular)
 
 
 # ---- cholesky_solve, cholesky_inverse ------------------------------------------------------------
@@ -414,8 +469,28 @@ def _lu_square_bw(L: Tensor, U: Tensor, gL: Optional[Tensor], gU: Optional[Tenso
     if gU is not None:
         K2 = (gU @ U.mT).triu()
         K = K2 if K is None else K + K2
-    Y = _trsm(K, L, False, True, True)  # type: ignore[arg-type]
-    return _trsm(Y.mT, U, True).mT
+    Y = _solve_triangular(L.mT, K, True, True, True)  # type: ignore[arg-type]
+    return _solve_triangular(U.mT, Y, False, False, False)
+
+
+def _lu_grad(L: Tensor, U: Tensor, gL: Tensor, gU: Tensor) -> Tensor:
+    """The gradient of P^T A = L U (L m x k unit lower, U k x n upper) from those of L's strictly
+    lower part and U's upper part (gL, gU given as those parts)."""
+    m, k = L._data.shape[-2:]
+    n = U._data.shape[-1]
+    if m == n:
+        return _lu_square_bw(L, U, gL, gU)
+    if m < n:
+        # A = P L [U1 U2]: U2 = L^{-1} P^T A2 adds L^{-T} gU2 to A2 and -L^{-T} gU2 U2^T to L
+        U1, U2 = U[..., :, :m], U[..., :, m:]
+        gU1, gU2 = gU[..., :, :m], gU[..., :, m:]
+        W = _solve_triangular(L.mT, gU2, True, True, True)
+        return cat([_lu_square_bw(L, U1, (gL - W @ U2.mT).tril(-1), gU1), W], -1)
+    # P^T A = [L1; L2] U: L2 = A2 U^{-1} adds gL2 U^{-T} to A2 and -L2^T gL2 U^{-T} to U
+    L1, L2 = L[..., :n, :], L[..., n:, :]
+    gL1, gL2 = gL[..., :n, :], gL[..., n:, :]
+    W = _solve_triangular(U.mT, gL2, False, False, False)
+    return cat([_lu_square_bw(L1, U, gL1, (gU - L2.mT @ W).triu()), W], -2)
 
 
 def _lu_factor_bw(g: Tensor, saved: Any, pivot: bool) -> Any:
@@ -423,21 +498,7 @@ def _lu_factor_bw(g: Tensor, saved: Any, pivot: bool) -> Any:
     m, n = LU._data.shape[-2:]
     k = min(m, n)
     L, U = _unpack_LU(LU)
-    gL, gU = g[..., :, :k].tril(-1), g[..., :k, :].triu()
-    if m == n:
-        gA = _lu_square_bw(L, U, gL, gU)
-    elif m < n:
-        # A = P L [U1 U2]: U2 = L^{-1} P^T A2 adds L^{-T} gU2 to A2 and -L^{-T} gU2 U2^T to L
-        U1, U2 = U[..., :, :m], U[..., :, m:]
-        gU1, gU2 = gU[..., :, :m], gU[..., :, m:]
-        W = _trsm(gU2, L, False, True, True)
-        gA = cat([_lu_square_bw(L, U1, (gL - W @ U2.mT).tril(-1), gU1), W], -1)
-    else:
-        # P^T A = [L1; L2] U: L2 = A2 U^{-1} adds gL2 U^{-T} to A2 and -L2^T gL2 U^{-T} to U
-        L1, L2 = L[..., :n, :], L[..., n:, :]
-        gL1, gL2 = gL[..., :n, :], gL[..., n:, :]
-        W = _trsm(gL2.mT, U, True).mT
-        gA = cat([_lu_square_bw(L1, U, gL1, (gU - L2.mT @ W).triu()), W], -2)
+    gA = _lu_grad(L, U, g[..., :, :k].tril(-1), g[..., :k, :].triu())
     return _p_const(LU, pivots) @ gA if pivot else gA
 
 
@@ -445,19 +506,125 @@ LU_FACTOR = node("LinalgLuFactorExBackward0", _lu_factor_bw, saved=("LU", "pivot
                  getters={"pivot": lambda saved, ctx: ctx})
 
 
-def _lu(A: Tensor, pivot: bool) -> Tuple[Tensor, Tensor, Tensor]:
+def _lu_checks(fname: str, A: Tensor, pivot: bool) -> None:
     d = A._data
     if d.ndim < 2:
-        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
-                           f"{list(d.shape)} instead")
+        raise RuntimeError(f"{fname}: Expected tensor with 2 or more dimensions. Got size: {list(d.shape)} instead")
     if not pivot and A._backend.DEVICE_TYPE == "cpu":
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     _float_kernel("lu", A)
-    xp = A._backend
-    lu, piv, info = _getrf_arrays(xp, d, pivot)
+
+
+def _lu(A: Tensor, pivot: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """(LU, pivots, info) of getrf, LU recorded as LinalgLuFactorExBackward0."""
+    _lu_checks("torch.lu_factor", A, pivot)
+    lu, piv, info = _getrf_arrays(A._backend, A._data, pivot)
     LU, pivots = const(lu), const(piv)
     LU = _core_multi(LU_FACTOR, (LU,), (A,), pivot, LU=LU, pivots=pivots)[0]
     return LU, pivots, const(info)
+
+
+def _raise_lu_info(fname: str, info: Tensor, batched: bool) -> None:
+    """torch's RuntimeError of lu_factor for the first matrix whose getrf found a zero pivot."""
+    if not bool((info._data != 0).any()):
+        return
+    i, v = _first_failure(info._data)
+    where_ = f"(Batch element {i}): " if batched else ""
+    raise RuntimeError(f"{fname}: {where_}U[{v},{v}] is zero and using it on lu_solve would result in a division "
+                       "by zero. If you still want to perform the factorization, consider calling linalg.lu(A, "
+                       "pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+@op(linalg="lu_factor", grad_fn="LinalgLuFactorExBackward0")
+def linalg_lu_factor(A: Tensor, *, pivot: bool = True) -> Any:  # noqa: N803
+    """(LU, pivots): the LU factorization with partial pivoting packed as LAPACK's getrf (L's
+    strictly lower part and U in LU; the 1-based int32 row swaps), batched.
+
+    Args:
+        A (Tensor): matrices (..., m, n), float32 or float64.
+        pivot (bool, optional): keyword-only; pivot rows (False is refused on the CPU, as
+            torch). Default: True.
+
+    A zero pivot (a singular square matrix) raises torch's RuntimeError; linalg.lu_factor_ex
+    reports it instead. The gradient flows through LU.
+
+    Example::
+
+        >>> rustgrad.linalg.lu_factor(rustgrad.tensor([[1., 2.], [3., 4.]])).pivots
+        tensor([2, 2], dtype=torch.int32)
+    """
+    LU, pivots, info = _lu(A, pivot)
+    _raise_lu_info("torch.linalg.lu_factor", info, A._data.ndim > 2)
+    return return_types.linalg_lu_factor(LU, pivots)
+
+
+@op(linalg="lu_factor_ex", grad_fn="LinalgLuFactorExBackward0", args_like=linalg_lu_factor)
+def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> Any:  # noqa: N803
+    """(LU, pivots, info): linalg.lu_factor with getrf's int32 info per matrix (0, or the
+    1-based step of the first zero pivot), raising for it only with check_errors.
+
+    Args:
+        check_errors (bool, optional): keyword-only; raise for a nonzero info. Default: False.
+
+    Example::
+
+        >>> rustgrad.linalg.lu_factor_ex(rustgrad.tensor([[1., 2.], [2., 4.]])).info
+        tensor(2, dtype=torch.int32)
+    """
+    LU, pivots, info = _lu(A, pivot)
+    if check_errors:
+        _raise_lu_info("torch.linalg.lu_factor_ex", info, A._data.ndim > 2)
+    return return_types.linalg_lu_factor_ex(LU, pivots, info)
+
+
+def _linalg_lu_bw(grads: Any, saved: Any, pivot: bool) -> Any:
+    gL, gU = grads
+    P, L, U = saved.P, saved.L, saved.U
+    xp, dt = L._backend, L._data.dtype
+    gL = _zeros_const(xp, tuple(L._data.shape), dt) if gL is None else gL.tril(-1)
+    gU = _zeros_const(xp, tuple(U._data.shape), dt) if gU is None else gU.triu()
+    gA = _lu_grad(L, U, gL, gU)
+    return P @ gA if pivot else gA
+
+
+LINALG_LU = node("LinalgLuBackward0", _linalg_lu_bw, saved=("P", "L", "U"),
+                 getters={"pivot": lambda saved, ctx: ctx})
+
+
+@op(linalg="lu", grad_fn="LinalgLuBackward0")
+def linalg_lu(A: Tensor, *, pivot: bool = True) -> Any:  # noqa: N803
+    """(P, L, U) with A = P L U: the LU factorization with partial pivoting, unpacked (P the
+    permutation matrix m x m, L unit lower m x k, U upper k x n, k = min(m, n)), batched.
+
+    Args:
+        A (Tensor): matrices (..., m, n), float32 or float64.
+        pivot (bool, optional): keyword-only; pivot rows. False (on CUDA only, as torch) gives
+            A = L U and an empty P. Default: True.
+
+    A singular matrix does not raise (U has a zero on its diagonal). The gradient flows through
+    L and U.
+
+    Example::
+
+        >>> P, L, U = rustgrad.linalg.lu(rustgrad.tensor([[1., 2.], [3., 4.]]))
+        >>> P @ L @ U
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
+    _lu_checks("linalg.lu", A, pivot)
+    xp, d = A._backend, A._data
+    m, n = d.shape[-2:]
+    k = min(m, n)
+    lu, piv, _ = _getrf_arrays(xp, d, pivot)
+    if pivot:
+        P = const(_p_matrix(xp, _permutation(xp, piv, m), d.dtype))
+    else:
+        P = const(xp.zeros((0,), dtype=d.dtype))
+    low = xp.ascontiguousarray(xp.tril(lu[..., :, :k], -1) + xp.eye(m, k, dtype=d.dtype))
+    up = xp.ascontiguousarray(xp.triu(lu[..., :k, :]))
+    L, U = const(low), const(up)
+    L, U = _core_multi(LINALG_LU, (L, U), (A,), pivot, P=P, L=L, U=U)
+    return return_types.linalg_lu(P, L, U)
 
 
 @op(function="lu", grad_fn="LinalgLuFactorExBackward0")
@@ -488,7 +655,7 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:  # noqa: 
         "compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
         "torch.linalg.lu_factor_ex(A, compute_pivots)"))
     LU, pivots, info = _lu(A, pivot)
-    return _LU_WITH_INFO(LU, pivots, info) if get_infos else (LU, pivots)
+    return return_types._lu_with_info(LU, pivots, info) if get_infos else (LU, pivots)
 
 
 @op(method="lu", grad_fn="LinalgLuFactorExBackward0")
@@ -507,19 +674,87 @@ def lu_method(self: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
     return tuple(out)
 
 
+# ---- lu_solve ------------------------------------------------------------------------------------------
+def _lu_solve_arrays(xp: Any, lu: Any, piv: Any, b: Any, adjoint: bool) -> Any:
+    """X with A X = b (A^T X = b with adjoint) for A = P L U given by getrf's packed lu and
+    pivots, the batch dims broadcast."""
+    n = lu.shape[-1]
+    batch = tuple(xp.broadcast_shapes(tuple(lu.shape[:-2]), tuple(b.shape[:-2])))
+    perm = xp.broadcast_to(_permutation(xp, piv, n), batch + (n,))
+    rhs = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    if not adjoint:  # X = U^{-1} L^{-1} P^T b
+        y = _solve_tri(xp, lu, xp.take_along_axis(rhs, perm[..., :, None], axis=-2), False, False, True)
+        return _solve_tri(xp, lu, y, True, False, False)
+    # X = P L^{-T} U^{-T} b
+    y = _solve_tri(xp, lu, rhs, True, True, False)
+    z = _solve_tri(xp, lu, y, False, True, True)
+    return xp.take_along_axis(z, xp.argsort(perm, axis=-1)[..., :, None], axis=-2)
+
+
 def _lu_solve_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    left, adjoint = ctx
     LU, pivots, X = saved.LU, saved.pivots, saved.result
+    # B's gradient solves the adjoint system; A's (A = P L U) is -gB X^T for A X = B, -X gB^T
+    # for A^T X = B, -X^T gB for X A = B and -gB^T X for X A^T = B, taken to L's strictly
+    # lower part and U's upper part
+    gB = _lu_solve(LU, pivots, g, left, not adjoint)
+    if left:
+        gA = -(X @ gB.mT) if adjoint else -(gB @ X.mT)
+    else:
+        gA = -(gB.mT @ X) if adjoint else -(X.mT @ gB)
     L, U = _unpack_LU(LU)
-    P = _p_const(LU, pivots)
-    # X = A^{-1} B, A = P L U: gB = A^{-T} g = P L^{-T} U^{-T} g; gA = -gB X^T, taken to L and U
-    Z = _trsm(_trsm(g, U, True, True), L, False, True, True)
-    ptga = -(Z @ X.mT)
-    gLU = (ptga @ U.mT).tril(-1) + (L.mT @ ptga).triu()
-    return gLU, P @ Z
+    ptga = _p_const(LU, pivots).mT @ gA
+    return (ptga @ U.mT).tril(-1) + (L.mT @ ptga).triu(), gB
 
 
 LU_SOLVE = node("LinalgLuSolveBackward0", _lu_solve_bw, saved=("LU", "pivots"), result=True,
-                getters={"left": lambda saved, ctx: True, "adjoint": lambda saved, ctx: False})
+                getters={"left": lambda saved, ctx: ctx[0], "adjoint": lambda saved, ctx: ctx[1]})
+
+
+def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool) -> Tensor:
+    """linalg.lu_solve's solution, recorded with its node (its checks done)."""
+    xp, lu, piv, b = B._backend, LU._data, pivots._data, B._data
+    if left:
+        x = _lu_solve_arrays(xp, lu, piv, b, adjoint)
+    else:  # X A = B is A^T X^T = B^T (X A^T = B: A X^T = B^T)
+        x = _lu_solve_arrays(xp, lu, piv, b.swapaxes(-1, -2), not adjoint).swapaxes(-1, -2)
+    return LU_SOLVE.record(xp.ascontiguousarray(x), (LU, B), (left, adjoint), LU=LU, pivots=pivots)
+
+
+def _lu_solve_checks(LU: Tensor, pivots: Tensor, B: Tensor, left: bool) -> None:
+    """torch's checks of linalg.lu_solve's arguments, in its order."""
+    ld, pd, bd = LU._data, pivots._data, B._data
+    _check_square(LU, "torch.linalg.lu_solve: ")
+    if not _dtype.is_floating_np(ld.dtype):
+        raise NotImplementedError("torch.linalg.lu_solve: Expected a floating point or complex tensor as "
+                                  f"input. Got {_type_name(ld)}")
+    n = ld.shape[-1]
+    if pd.ndim == 0 or pd.shape[-1] != n:
+        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the dimension of "
+                           "the matrix")
+    if pd.dtype.kind != "i" or pd.dtype.itemsize != 4:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
+    if tuple(pd.shape) != tuple(ld.shape[:-1]):
+        raise RuntimeError("linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the same, but "
+                           f"got pivots with shape {list(pd.shape)} instead")
+    if bd.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    if (bd.shape[-2] if left else bd.shape[-1]) != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {bd.shape[-2]}x{bd.shape[-1]})")
+    same_device(ld, bd)
+    if ld.dtype != bd.dtype:
+        raise RuntimeError("linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{_type_name(ld)} and B of type {_type_name(bd)} instead")
+    _batch(B._backend, ld, bd)
+    _float_kernel("linalg.lu_solve", LU)
+    if pd.size:
+        if bool((pd > n).any()):
+            raise RuntimeError("Pivots given to lu_solve must all be smaller or equal to LU.size(-2). Did you "
+                               "properly pass the result of lu_factor?")
+        if bool((pd < 1).any()):
+            raise RuntimeError("Pivots given to lu_solve must all be greater or equal to 1. Did you properly "
+                               "pass the result of lu_factor?")
 
 
 @op(method="lu_solve", function="lu_solve", grad_fn="LinalgLuSolveBackward0", autocast=dict(cpu="fp32"))
@@ -546,46 +781,35 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:  # noqa: 
         "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future "
         "PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
         "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)"))
-    LU, pivots, B = LU_data, LU_pivots, b
-    ld, pd, bd = LU._data, pivots._data, B._data
-    _check_square(LU, "torch.linalg.lu_solve: ")
-    if not _dtype.is_floating_np(ld.dtype):
-        raise NotImplementedError("torch.linalg.lu_solve: Expected a floating point or complex tensor as "
-                                  f"input. Got {_type_name(ld)}")
-    n = ld.shape[-1]
-    if pd.ndim == 0 or pd.shape[-1] != n:
-        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the dimension of "
-                           "the matrix")
-    if pd.dtype.kind != "i" or pd.dtype.itemsize != 4:
-        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
-    if tuple(pd.shape) != tuple(ld.shape[:-1]):
-        raise RuntimeError("linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the same, but "
-                           f"got pivots with shape {list(pd.shape)} instead")
-    if bd.ndim < 2:
-        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
-    if bd.shape[-2] != n:
-        raise RuntimeError("linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({n}x{n} and {bd.shape[-2]}x{bd.shape[-1]})")
-    same_device(ld, bd)
-    if ld.dtype != bd.dtype:
-        raise RuntimeError("linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
-                           f"{_type_name(ld)} and B of type {_type_name(bd)} instead")
-    xp = B._backend
-    batch = _batch(xp, ld, bd)
-    _float_kernel("linalg.lu_solve", LU)
-    if pd.size:
-        if bool((pd > n).any()):
-            raise RuntimeError("Pivots given to lu_solve must all be smaller or equal to LU.size(-2). Did you "
-                               "properly pass the result of lu_factor?")
-        if bool((pd < 1).any()):
-            raise RuntimeError("Pivots given to lu_solve must all be greater or equal to 1. Did you properly "
-                               "pass the result of lu_factor?")
-    perm = xp.broadcast_to(_permutation(xp, pd, n), batch + (n,))
-    rhs = xp.broadcast_to(bd, batch + tuple(bd.shape[-2:]))
-    ptb = xp.take_along_axis(rhs, perm[..., :, None], axis=-2)
-    y = _solve_tri(xp, ld, ptb, False, False, True)
-    x = _solve_tri(xp, ld, y, True, False, False)
-    return LU_SOLVE.record(x, (LU, B), None, LU=LU, pivots=pivots)
+    _lu_solve_checks(LU_data, LU_pivots, b, True)
+    return _lu_solve(LU_data, LU_pivots, b, True, False)
+
+
+@op(linalg="lu_solve", grad_fn="LinalgLuSolveBackward0")
+def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,  # noqa: N803
+                    adjoint: bool = False) -> Tensor:
+    """X with A X = B (A^T X = B with adjoint; X A = B, X A^T = B with left=False) from A's
+    LU factorization (linalg.lu_factor's LU and pivots), batched and broadcast.
+
+    Args:
+        LU (Tensor): the packed LU factors (..., n, n).
+        pivots (Tensor): their int32 pivots (..., n).
+        B (Tensor): the right-hand sides (..., n, k), or (..., k, n) with left=False.
+        left (bool, optional): keyword-only; solve A X = B (True) or X A = B. Default: True.
+        adjoint (bool, optional): keyword-only; solve with A's transpose. Default: False.
+
+    The gradient flows to LU and B.
+
+    Example::
+
+        >>> A = rustgrad.tensor([[1., 2.], [3., 4.]])
+        >>> LU, pivots = rustgrad.linalg.lu_factor(A)
+        >>> rustgrad.linalg.lu_solve(LU, pivots, rustgrad.tensor([[5.], [11.]]))
+        tensor([[1.],
+                [2.]])
+    """
+    _lu_solve_checks(LU, pivots, B, left)
+    return _lu_solve(LU, pivots, B, left, adjoint)
 
 
 def _lu_unpack_bw(grads: Any, saved: Any, ctx: Any) -> Any:
@@ -668,7 +892,267 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,  # n
         low = xp.zeros((0,), dtype=ld.dtype)
         up = xp.zeros((0,), dtype=ld.dtype)
     L, U = _core_multi(LU_UNPACK, (const(low), const(up)), (LU,), (m, n))
-    return _LU_UNPACK(P, L, U)
+    return return_types.lu_unpack(P, L, U)
+
+
+# ---- LDL^T (Bunch-Kaufman) ---------------------------------------------------------------------
+_BK_ALPHA = (1 + math.sqrt(17)) / 8  # Bunch-Kaufman's growth bound
+
+
+def _sytf2(xp: Any, a: Any) -> Tuple[Any, List[int], int]:
+    """LAPACK's unblocked sytrf (dsytf2, lower) of one symmetric matrix, from its lower
+    triangle: (LD, pivots, info). LD holds D's 1x1 and 2x2 diagonal blocks and the multipliers
+    below them; pivots are 1-based, k for a 1x1 block whose row and column k were swapped with
+    k's, -k on both rows of a 2x2 block whose second row was swapped with k's; info is the first
+    step whose pivot column is zero (the factorization goes on), 0 when there is none."""
+    n = a.shape[-1]
+    w = xp.tril(a).copy()
+    piv = [0] * n
+    info = 0
+    k = 0
+    with quiet_fp(xp):
+        while k < n:
+            kstep, kp = 1, k
+            absakk = abs(float(w[k, k]))
+            imax, colmax = k, 0.0
+            if k + 1 < n:
+                imax = k + 1 + int(xp.argmax(xp.abs(w[k + 1:, k])))
+                colmax = abs(float(w[imax, k]))
+            if max(absakk, colmax) == 0 or math.isnan(absakk):
+                info = info or k + 1
+            else:
+                if absakk < _BK_ALPHA * colmax:
+                    # the largest off-diagonal magnitude in row (and column) imax
+                    rowmax = float(xp.abs(w[imax, k:imax]).max())
+                    if imax + 1 < n:
+                        rowmax = max(rowmax, float(xp.abs(w[imax + 1:, imax]).max()))
+                    if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                        kp = k
+                    elif abs(float(w[imax, imax])) >= _BK_ALPHA * rowmax:
+                        kp = imax
+                    else:
+                        kp, kstep = imax, 2
+                kk = k + kstep - 1
+                if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                    if kp + 1 < n:
+                        w[kp + 1:, [kk, kp]] = w[kp + 1:, [kp, kk]]
+                    seg = w[kk + 1:kp, kk].copy()
+                    w[kk + 1:kp, kk] = w[kp, kk + 1:kp]
+                    w[kp, kk + 1:kp] = seg
+                    w[[kk, kp], [kk, kp]] = w[[kp, kk], [kp, kk]]
+                    if kstep == 2:
+                        w[[k + 1, kp], k] = w[[kp, k + 1], k]
+                if kstep == 1:
+                    if k + 1 < n:
+                        # dsyr's rank-1 update A -= x x^T / d, then the multipliers x / d
+                        d11 = 1 / w[k, k]
+                        x = w[k + 1:, k].copy()
+                        w[k + 1:, k + 1:] += x[:, None] * (-d11 * x)[None, :]
+                        w[k + 1:, k] = d11 * x
+                elif k + 2 < n:
+                    d21 = w[k + 1, k]
+                    d11 = w[k + 1, k + 1] / d21
+                    d22 = w[k, k] / d21
+                    t = 1 / (d11 * d22 - 1)
+                    d21 = t / d21
+                    c0, c1 = w[k + 2:, k].copy(), w[k + 2:, k + 1].copy()
+                    wk = d21 * (d11 * c0 - c1)
+                    wkp1 = d21 * (d22 * c1 - c0)
+                    w[k + 2:, k + 2:] = w[k + 2:, k + 2:] - c0[:, None] * wk[None, :] - c1[:, None] * wkp1[None, :]
+                    w[k + 2:, k] = wk
+                    w[k + 2:, k + 1] = wkp1
+            if kstep == 1:
+                piv[k] = kp + 1
+            else:
+                piv[k] = piv[k + 1] = -(kp + 1)
+            k += kstep
+    return xp.tril(w), piv, info
+
+
+def _ldl_arrays(xp: Any, a: Any) -> Tuple[Any, Any, Any]:
+    """(LD, pivots, info) of sytrf for each matrix of the batch `a` (..., n, n)."""
+    n = a.shape[-1]
+    batch = tuple(a.shape[:-2])
+    flat = a.reshape((math.prod(batch), n, n))
+    lds, pivs, infos = [], [], []
+    for i in range(flat.shape[0]):
+        ld, piv, info = _sytf2(xp, flat[i])
+        lds.append(ld)
+        pivs.append(piv)
+        infos.append(info)
+    ld = xp.stack(lds) if lds else xp.zeros((0, n, n), dtype=a.dtype)
+    piv_arr = xp.asarray(pivs, dtype=xp.int32).reshape(batch + (n,))
+    return (xp.ascontiguousarray(ld.reshape(batch + (n, n))), piv_arr,
+            xp.asarray(infos, dtype=xp.int32).reshape(batch))
+
+
+def _sytrs(xp: Any, ld: Any, piv: Any, b: Any) -> Any:
+    """LAPACK's sytrs (lower) for one factorization: X with A X = b, A = P L D L^T P^T given by
+    sytrf's LD and pivots (a host list)."""
+    n = ld.shape[-1]
+    x = b.copy()
+    with quiet_fp(xp):
+        k = 0
+        while k < n:  # L D y = P^T b, a block of D at a time
+            if piv[k] > 0:
+                kp = piv[k] - 1
+                if kp != k:
+                    x[[k, kp]] = x[[kp, k]]
+                x[k + 1:] -= ld[k + 1:, k, None] * x[None, k]
+                x[k] = x[k] / ld[k, k]
+                k += 1
+            else:
+                kp = -piv[k] - 1
+                if kp != k + 1:
+                    x[[k + 1, kp]] = x[[kp, k + 1]]
+                if k + 2 < n:
+                    x[k + 2:] -= ld[k + 2:, k, None] * x[None, k]
+                    x[k + 2:] -= ld[k + 2:, k + 1, None] * x[None, k + 1]
+                akm1k = ld[k + 1, k]
+                akm1 = ld[k, k] / akm1k
+                ak = ld[k + 1, k + 1] / akm1k
+                denom = akm1 * ak - 1
+                bkm1 = x[k] / akm1k
+                bk = x[k + 1] / akm1k
+                x[k] = (ak * bkm1 - bk) / denom
+                x[k + 1] = (akm1 * bk - bkm1) / denom
+                k += 2
+        k = n - 1
+        while k >= 0:  # L^T P^T x = y
+            if piv[k] > 0:
+                if k + 1 < n:
+                    x[k] -= ld[k + 1:, k] @ x[k + 1:]
+                kp = piv[k] - 1
+                if kp != k:
+                    x[[k, kp]] = x[[kp, k]]
+                k -= 1
+            else:
+                if k + 1 < n:
+                    x[k] -= ld[k + 1:, k] @ x[k + 1:]
+                    x[k - 1] -= ld[k + 1:, k - 1] @ x[k + 1:]
+                kp = -piv[k] - 1
+                if kp != k:
+                    x[[k, kp]] = x[[kp, k]]
+                k -= 2
+    return x
+
+
+def _ldl_factor(A: Tensor, check_errors: bool, fname: str) -> Tuple[Tensor, Tensor, Tensor]:
+    _check_square(A, "torch.linalg.ldl_factor_ex: ")
+    if not _dtype.is_floating_np(A._data.dtype):
+        raise NotImplementedError("torch.linalg.ldl_factor_ex: Expected a floating point or complex tensor as "
+                                  f"input. Got {_type_name(A._data)}")
+    _float_kernel("ldl_factor_kernel", A)
+    ld, piv, info = _ldl_arrays(A._backend, A._data)
+    if check_errors and bool((info != 0).any()):
+        # torch has no message for sytrf's positive info (a zero block of D): its check reports
+        # the code as unknown
+        v = _first_failure(info)[1]
+        raise RuntimeError(f"{fname}: Unknown error code: {v}. (D[{v},{v}] is exactly zero: the matrix is "
+                           "singular)")
+    LD = NOT_IMPLEMENTED.record(ld, (A,), "linalg_ldl_factor_ex")
+    return LD, const(piv), const(info)
+
+
+@op(linalg="ldl_factor", grad_fn="torch::autograd::NotImplemented")
+def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False) -> Any:  # noqa: N803
+    """(LD, pivots): the LDL^T factorization of symmetric matrices with Bunch-Kaufman pivoting,
+    packed as LAPACK's sytrf (D's 1x1 and 2x2 blocks and L's multipliers in LD's lower
+    triangle; pivots 1-based int32, negative on both rows of a 2x2 block), batched.
+
+    Args:
+        A (Tensor): symmetric matrices (..., n, n), float32 or float64; only the lower
+            triangle is read.
+        hermitian (bool, optional): keyword-only; A is Hermitian (the same for real
+            matrices). Default: False.
+
+    A zero block of D raises RuntimeError (torch reports it as an unknown error code). It has
+    no derivative (backward raises, as torch).
+
+    Example::
+
+        >>> LD, pivots = rustgrad.linalg.ldl_factor(rustgrad.tensor([[4., 2.], [2., 3.]]))
+        >>> LD
+        tensor([[4.0000, 0.0000],
+                [0.5000, 2.0000]])
+        >>> pivots
+        tensor([1, 2], dtype=torch.int32)
+    """
+    LD, pivots, _ = _ldl_factor(A, True, "torch.linalg.ldl_factor")
+    return return_types.linalg_ldl_factor(LD, pivots)
+
+
+@op(linalg="ldl_factor_ex", grad_fn="torch::autograd::NotImplemented", args_like=linalg_ldl_factor)
+def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> Any:  # noqa: N803
+    """(LD, pivots, info): linalg.ldl_factor with sytrf's int32 info per matrix (0, or the
+    1-based index of the first zero block of D), raising for it only with check_errors.
+
+    Args:
+        check_errors (bool, optional): keyword-only; raise for a nonzero info. Default: False.
+
+    Example::
+
+        >>> rustgrad.linalg.ldl_factor_ex(rustgrad.tensor([[0., 1.], [1., 0.]])).pivots
+        tensor([-2, -2], dtype=torch.int32)
+    """
+    return return_types.linalg_ldl_factor_ex(*_ldl_factor(A, check_errors, "torch.linalg.ldl_factor_ex"))
+
+
+@op(linalg="ldl_solve", grad_fn="torch::autograd::NotImplemented")
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:  # noqa: N803
+    """X with A X = B from A's LDL^T factorization (linalg.ldl_factor's LD and pivots), batched
+    and broadcast: LAPACK's sytrs.
+
+    Args:
+        LD (Tensor): the packed factors (..., n, n).
+        pivots (Tensor): their integer pivots (..., n).
+        B (Tensor): the right-hand sides (..., n, k), of LD's dtype.
+        hermitian (bool, optional): keyword-only; as given to ldl_factor. Default: False.
+
+    It has no derivative (backward raises, as torch).
+
+    Example::
+
+        >>> A = rustgrad.tensor([[4., 2.], [2., 3.]])
+        >>> LD, pivots = rustgrad.linalg.ldl_factor(A)
+        >>> rustgrad.linalg.ldl_solve(LD, pivots, A @ rustgrad.tensor([[1.], [-1.]]))
+        tensor([[ 1.],
+                [-1.]])
+    """
+    fname = "torch.linalg.ldl_solve"
+    ld, pd, bd = LD._data, pivots._data, B._data
+    _check_square(LD, f"{fname}: ")
+    if not _dtype.is_floating_np(ld.dtype):
+        raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. Got "
+                                  f"{_type_name(ld)}")
+    if bd.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(bd.ndim, 1)}, "
+                         f"{max(bd.ndim, 1) - 1}], but got -2)")
+    if tuple(pd.shape) != tuple(ld.shape[:-1]):
+        raise RuntimeError(f"{fname}: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots "
+                           f"with shape {list(pd.shape)} instead")
+    if pd.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}: Expected pivots to be integers. Got {_type_name(pd)}")
+    _check_solver(fname, B, LD)
+    same_device(ld, pd)
+    _float_kernel("ldl_solve_kernel", LD)
+    n = ld.shape[-1]
+    if pd.size:
+        if bool((abs(pd) > n).any()):
+            raise RuntimeError("Pivots given to ldl_solve must all satisfy |pivot| <= LD.size(-2). Did you "
+                               "properly pass the result of ldl_factor?")
+        if bool((abs(pd) < 1).any()):
+            raise RuntimeError("Pivots given to ldl_solve must all satisfy |pivot| >= 1. Did you properly pass "
+                               "the result of ldl_factor?")
+    xp = LD._backend
+    batch = _batch(xp, ld, bd)
+    lds = xp.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
+    pivs = xp.broadcast_to(pd, batch + (n,)).reshape((-1, n))
+    rhs = xp.broadcast_to(bd, batch + tuple(bd.shape[-2:])).reshape((-1,) + tuple(bd.shape[-2:]))
+    outs = [_sytrs(xp, lds[i], [int(p) for p in pivs[i].tolist()], rhs[i]) for i in range(rhs.shape[0])]
+    x = xp.stack(outs) if outs else xp.zeros(rhs.shape, dtype=ld.dtype)
+    x = xp.ascontiguousarray(x.reshape(batch + tuple(bd.shape[-2:])))
+    return NOT_IMPLEMENTED.record(x, (LD, B), "linalg_ldl_solve")
 
 
 # ---- geqrf, orgqr, ormqr -------------------------------------------------------------------------
@@ -731,7 +1215,7 @@ def geqrf(input: Tensor) -> Any:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     _float_kernel("geqrf", input)
     a, tau = _geqrf_arrays(input._backend, d)
-    return _GEQRF(*_core_multi(GEQRF, (const(a), const(tau)), (input,), None))
+    return return_types.geqrf(*_core_multi(GEQRF, (const(a), const(tau)), (input,), None))
 
 
 def _reflectors(xp: Any, a: Any, k: int) -> Any:
@@ -823,10 +1307,11 @@ def _last(t: Tensor) -> int:
     return int(t._data.shape[-1])
 
 
-@op(method="orgqr", function="orgqr", grad_fn="LinalgHouseholderProductBackward0", autocast=dict(cpu="fp32"))
+@op(method="orgqr", function="orgqr", linalg="householder_product", grad_fn="LinalgHouseholderProductBackward0",
+    autocast=dict(cpu="fp32"))
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of Q = H_1 ... H_k from geqrf's Householder vectors (input's columns,
-    below the diagonal) and scales tau: LAPACK's orgqr (torch.linalg.householder_product).
+    below the diagonal) and scales tau: LAPACK's orgqr (torch.orgqr, torch.linalg.householder_product).
 
     Args:
         input (Tensor): the Householder vectors (..., m, n), m >= n.
