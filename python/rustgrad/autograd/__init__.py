@@ -16,6 +16,13 @@ from .._legacy import Variable  # noqa: F401  (deprecated, as in torch)
 from .._ops._util import sum_to as _sum_to
 from .._tensor import Tensor
 from . import graph  # noqa: F401
+from ._switches import (  # noqa: F401  (torch's engine switches)
+    _force_original_view_tracking,
+    enforce_grad_layout_policy,
+    is_multithreading_enabled,
+    is_view_replay_enabled,
+    set_multithreading_enabled,
+)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, once_differentiable
 from .grad_mode import (

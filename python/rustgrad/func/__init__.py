@@ -1,5 +1,6 @@
-"""torch.func: composable function transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap) and
-functional_call, on rustgrad's reverse-mode autograd.
+"""torch.func: composable function transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap,
+linearize, functionalize), functional_call and stack_module_state, rearrange, on rustgrad's
+reverse-mode autograd.
 
 The derivative transforms run ``autograd.grad`` on stand-ins of the arguments (see
 ``rustgrad.func._grad``); forward-mode products use the double-vjp trick (two backward passes);
@@ -14,11 +15,20 @@ from typing import Any, Dict, Optional, Sequence, Union
 from .._tensor import Tensor
 from ..nn.modules.module import Module
 from ..nn.utils.stateless import _functional_call
+from ._einops import rearrange
+from ._extras import (
+    debug_unwrap,
+    functionalize,
+    linearize,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)
 from ._grad import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
 from ._vmap import vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "vjp", "vmap"]
+           "vjp", "vmap", "linearize", "functionalize", "rearrange", "stack_module_state",
+           "replace_all_batch_norm_modules_", "debug_unwrap"]
 
 
 def functional_call(module: Module,
