@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 _FOREIGN = re.compile(
     r"sparse|quantiz|^q_|qscheme|int_repr|nested|mkldnn|vulkan|xpu|mps|ipu|hpu|xla|mtia|maia"
-    r"|fbgemm|cudnn|miopen|dequantize|coalesce|indices|values$|crow|ccol|to_padded|to_dense"
+    r"|SparseAdam|fbgemm|cudnn|miopen|dequantize|coalesce|indices|values$|crow|ccol|to_padded|to_dense"
     r"|dense_dim|sparse_dim|_nnpack|^fake_|^fused_|^choose_qparams|^sym_|^Sym|^smm$|^hsmm$"
     r"|^dsmm$|^saddmm$|^spmm$|^sspaddmm$|^hspmm$|^values_copy$"
 )
@@ -42,6 +42,13 @@ _JIT_FUNCTIONS = {
     "import_ir_module_from_buffer", "merge_type_from_type_comment", "unify_type_list", "fork",
     "wait", "classproperty", "compiled_with_cxx11_abi", "get_file_path",
     "prepare_multiprocessing_environment", "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12",
+}
+# names of torch's __torch_function__ dispatch, C++ profiler bindings and typing helpers that
+# torch.autograd re-exports
+_INTERNALS = {
+    "handle_torch_function", "has_torch_function", "is_tensor_like", "overload", "cast",
+    "DeviceType", "ProfilerActivity", "ProfilerConfig", "ProfilerEvent", "ProfilerState",
+    "kineto_available", "NestedIOFunction", "variable",
 }
 _DEPRECATED = re.compile(r"deprecated|will be removed|is removed", re.IGNORECASE)
 
@@ -129,6 +136,19 @@ def surfaces() -> List[Tuple[str, List[str], Any, Dict[str, List[str]]]]:
         ("float8 and grouped GEMMs (CUDA sm90+ prototypes)", lambda n, o: bool(_FLOAT8.search(n))),
         ("deprecated by torch", deprecated)])
     out.append(("nn.functional", names, rustgrad.nn.functional, dropped))
+
+    import importlib
+
+    for sub in ("linalg", "special", "fft", "func", "distributions", "optim", "autograd"):
+        theirs = importlib.import_module(f"torch.{sub}")
+        ours = importlib.import_module(f"rustgrad.{sub}")
+        names = [n for n in public(theirs) if callable(getattr(theirs, n))
+                 and not inspect.ismodule(getattr(theirs, n)) and n != "Tensor"]
+        names, dropped = _classify(names, theirs, [
+            foreign, ("TorchScript IR and types", lambda n, o: _is_jit(torch, n, o)),
+            ("torch's own dispatch and profiler internals", lambda n, o: n in _INTERNALS),
+            ("deprecated by torch", deprecated)])
+        out.append((f"torch.{sub}", names, ours, dropped))
 
     modules = [n for n in public(torch.nn)
                if inspect.isclass(getattr(torch.nn, n)) and issubclass(getattr(torch.nn, n), torch.nn.Module)]
