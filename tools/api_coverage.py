@@ -163,17 +163,19 @@ def table(markdown: bool = False, missing: bool = False) -> str:
     lines = []
     if markdown:
         lines += [f"Against torch {torch.__version__.split('+')[0]} (`make coverage`):", "",
-                  "| namespace | present | of | coverage | left out |", "|---|---|---|---|---|"]
+                  "| namespace | present | of | coverage | missing | left out of the count |",
+                  "|---|---|---|---|---|---|"]
     for label, names, owner, dropped in surfaces():
         absent = [n for n in names if not _has(owner, n)]
         present = len(names) - len(absent)
         share = 100.0 * present / max(len(names), 1)
         left_out = ", ".join(f"{family} ({len(v)})" for family, v in dropped.items() if v)
         if markdown:
-            lines.append(f"| {label} | {present} | {len(names)} | {share:.0f}% | {left_out} |")
+            gone = ", ".join(f"`{n}`" for n in absent)
+            lines.append(f"| {label} | {present} | {len(names)} | {share:.1f}% | {gone} | {left_out} |")
         else:
             lines.append(f"{label:32s} {present:4d} / {len(names):4d}  {share:5.1f}%   left out: {left_out}")
-        if missing and absent:
+        if missing and absent and not markdown:
             lines.append("    missing: " + " ".join(absent))
     return "\n".join(lines)
 

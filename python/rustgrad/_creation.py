@@ -72,6 +72,8 @@ def _infer_np_dtype(data: Any, exact: bool = False) -> Any:
     if kind == "f":
         # with an explicit dtype the values keep float64 precision until the final cast
         return arr.astype(_np.float64 if exact else _dtype.get_default_dtype().np)
+    if kind == "c":
+        return arr.astype(_np.complex128 if exact else _dtype.default_complex_dtype().np)
     if kind == "O":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
@@ -116,7 +118,7 @@ def _data_dtype(x: Any) -> _dtype.dtype:
     if isinstance(x, (float, _np.floating)):
         return _dtype.get_default_dtype() if isinstance(x, float) else _dtype.from_np(x.dtype)
     if isinstance(x, complex):
-        raise TypeError("can't convert data of type complex128 to a tensor")  # no complex dtypes
+        return _dtype.default_complex_dtype()
     if isinstance(x, Tensor):
         return x.dtype
     if isinstance(x, (str, bytes)):
@@ -144,6 +146,10 @@ def _check_scalar(x: Any, dt: _dtype.dtype) -> None:
                                 "an index")
             raise ValueError("only one element tensors can be converted to Python scalars")
         return
+    if isinstance(x, complex) and not dt.is_complex:
+        if integral:
+            raise TypeError("'complex' object cannot be interpreted as an integer")
+        raise TypeError("must be real number, not complex")
     if isinstance(x, (bool, int, float, complex, _np.generic)):
         return
     if integral:
@@ -206,7 +212,7 @@ def _from_data(data: Any, exact: bool = False) -> Any:
         return data
     if isinstance(data, _np.generic):
         return _np.asarray(data)
-    if isinstance(data, (bool, int, float)):
+    if isinstance(data, (bool, int, float, complex)):
         return _infer_np_dtype(data, exact)
     if hasattr(data, "__array__") or hasattr(data, "__cuda_array_interface__"):
         return data
@@ -253,6 +259,9 @@ def tensor(
         arr = _check_data(data, dtype)
         if arr is None:
             raise
+    if dtype is not None and not dtype.is_complex and getattr(arr, "dtype", None) is not None \
+            and arr.dtype.kind == "c" and not isinstance(data, (_np.ndarray, Tensor)):
+        _check_data(data, dtype)  # torch refuses Python complex numbers for a real dtype
     if isinstance(arr, _np.ndarray) and arr.dtype == object and \
             not isinstance(data, _np.ndarray):
         arr = _resolve_wide_ints(arr, data, dtype)
@@ -547,6 +556,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         device = _config.default_device()
     if end is None:
         start, end = 0, start
+    if dtype is not None and dtype.is_complex and dtype.np.kind == "c":  # complex32: TypeError
+        raise NotImplementedError(f'"arange_cpu" not implemented for '
+                                  f"'{_dtype.scalar_type_name(dtype)}'")
     integral = dtype is None and not any(isinstance(x, float) for x in (start, end, step)) \
         or dtype is not None and not dtype.is_floating_point
     for v in (start, end, step):  # past int64 only an integer result overflows, as in torch
@@ -1023,7 +1035,11 @@ def _random(kind: str, size: Sequence[Any], dtype: Any, device: Any, requires_gr
         device = _config.default_device()
     shape = _size(size)
     dt = (dtype or _dtype.get_default_dtype()).np
-    if kind == "rand":
+    if dt.kind == "c" and kind != "randint":  # torch's: each part uniform, or N(0, 1/2)
+        parts = rng.random(shape + (2,)) if kind == "rand" else \
+            rng.standard_normal(shape + (2,)) * _np.sqrt(0.5)
+        arr = (parts[..., 0] + 1j * parts[..., 1]).astype(dt)
+    elif kind == "rand":
         arr = rng.random(shape, dtype=_np.float64).astype(dt)
     elif kind == "randn":
         arr = rng.standard_normal(shape, dtype=_np.float64).astype(dt)

@@ -22,16 +22,16 @@ class dtype:
         "is_complex": "Whether this is a complex type.",
         "is_signed": "Whether the type holds negative values (floating point and signed integers).",
         "itemsize": "The size of one element in bytes.",
-        "_cat": "0 for bool, 1 for integer, 2 for floating point types.",
+        "_cat": "0 for bool, 1 for integer, 2 for floating point, 3 for complex types.",
     }
 
     def __init__(self, name: str, np_dtype: Any, category: int) -> None:
         self.name = name
         self.np = _np.dtype(np_dtype)
-        self._cat = category  # 0 bool, 1 integer, 2 floating
+        self._cat = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
-        self.is_complex = False
-        self.is_signed = self.np.kind in "fi"
+        self.is_complex = category == 3
+        self.is_signed = self.np.kind in "fic"
         self.itemsize = self.np.itemsize
 
     def __repr__(self) -> str:
@@ -42,7 +42,11 @@ class dtype:
 
     def to_real(self) -> dtype:
         """The real counterpart of a complex type; the type itself otherwise."""
-        return self
+        return _TO_REAL.get(self.name, self)
+
+    def to_complex(self) -> dtype:
+        """The complex counterpart of a floating point type; the type itself otherwise."""
+        return _TO_COMPLEX.get(self.name, self)
 
 
 float16 = dtype("float16", _np.float16, 2)
@@ -60,7 +64,7 @@ short, int, long = int16, int32, int64
 
 
 class _unsupported_dtype(dtype):
-    """A torch dtype no rustgrad backend stores (bfloat16, complex): it exists so that programs
+    """A torch dtype no rustgrad backend stores (complex32): it exists so that programs
     can name it (in lookup tables, comparisons, finfo), and refuses any use for data."""
 
     __slots__ = ("_real_name",)
@@ -80,7 +84,7 @@ class _unsupported_dtype(dtype):
         """Raises TypeError: no backend stores elements of this type."""
         raise TypeError(
             f"rustgrad: {self!r} is not supported: the NumPy and CuPy backends store only "
-            "float16/32/64, (u)int8, int16/32/64 and bool tensors")
+            "float16/32/64, complex64/128, (u)int8, int16/32/64 and bool tensors")
 
     def to_real(self) -> dtype:
         """The real counterpart of a complex type; the type itself otherwise."""
@@ -123,12 +127,14 @@ class _bfloat16_dtype(dtype):
 
 bfloat16 = _bfloat16_dtype()
 complex32 = _unsupported_dtype("complex32", 4, False, "float16")
-complex64 = _unsupported_dtype("complex64", 8, False, "float32")
-complex128 = _unsupported_dtype("complex128", 16, False, "float64")
+complex64 = dtype("complex64", _np.complex64, 3)
+complex128 = dtype("complex128", _np.complex128, 3)
 chalf, cfloat, cdouble = complex32, complex64, complex128
-UNSUPPORTED = (complex32, complex64, complex128)
+UNSUPPORTED = (complex32,)
+_TO_REAL = {"complex64": float32, "complex128": float64}
+_TO_COMPLEX = {"float16": complex32, "float32": complex64, "float64": complex128}
 
-ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
+ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_, complex64, complex128)
 _FROM_NP = {d.np: d for d in ALL}
 _default = [float32]
 
@@ -144,6 +150,8 @@ LEGACY_NAMES = {
     "int64": "LongTensor",
     "bool": "BoolTensor",
     "bfloat16": "BFloat16Tensor",
+    "complex64": "ComplexFloatTensor",
+    "complex128": "ComplexDoubleTensor",
 }
 
 BY_NAME = {d.name: d for d in ALL + UNSUPPORTED + (bfloat16,)}
@@ -153,6 +161,7 @@ CPP_NAMES = {
     "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
     "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
     "bool": "bool", "bfloat16": "c10::BFloat16",
+    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
 }
 #: the C type in torch's "value cannot be converted to type ... without overflow"
 C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
@@ -189,7 +198,8 @@ def from_np(np_dtype: Any) -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np_dtype}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+            "and bool."
         ) from None
 
 
@@ -199,6 +209,11 @@ def is_floating_np(np_dtype: Any) -> _builtins.bool:
     if np_dtype.kind == "f":
         return True
     return np_dtype.kind == "V" and bfloat16._np is not None and np_dtype == bfloat16._np
+
+
+def default_complex_dtype() -> dtype:
+    """The dtype of new complex tensors: the complex counterpart of the default float dtype."""
+    return _default[0].to_complex()
 
 
 def get_default_dtype() -> dtype:
@@ -235,6 +250,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return b
     if b is bool_:
         return a
+    if a.is_complex or b.is_complex:
+        # the complex type whose real part holds both real parts (complex64 + float64 is
+        # complex128; an integer joins the complex type as it is)
+        return promote_types(a.to_real(), b.to_real()).to_complex()
     if a.is_floating_point or b.is_floating_point:
         if not b.is_floating_point:
             return a
@@ -256,6 +275,10 @@ def _combine(higher: Union[dtype, None], lower: Union[dtype, None]) -> Union[dty
         return lower
     if lower is None:
         return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:  # a complex scalar lifts a floating tensor to its complex counterpart
+        return higher.to_complex() if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher is bool_ or lower.is_floating_point:
@@ -269,6 +292,8 @@ def scalar_dtype(x: Any) -> dtype:
         return bool_
     if isinstance(x, _builtins.int):
         return int64
+    if isinstance(x, _builtins.complex):
+        return _default[0].to_complex()
     return _default[0]
 
 

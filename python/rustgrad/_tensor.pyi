@@ -85,6 +85,46 @@ class Tensor(TensorBase):
         """The index of the tensor's GPU, or -1 for a tensor on the CPU."""
     def ndimension(self) -> builtins.int:
         """The number of dimensions (dim())."""
+    @property
+    def layout(self) -> Any:
+        """The storage layout: always `rustgrad.strided` (no sparse layouts here)."""
+    @property
+    def name(self) -> None:
+        """torch's Variable name slot: None (nothing sets it)."""
+    @property
+    def is_meta(self) -> builtins.bool:
+        """Whether the tensor is on torch's shape-only meta device: never here."""
+    @property
+    def volatile(self) -> builtins.bool:
+        """Removed from torch (always False, with torch's warning): use `no_grad()`."""
+    def reinforce(self, reward: Any) -> None:
+        """Removed from torch: raises torch's RuntimeError, which shows the"""
+    def is_distributed(self) -> builtins.bool:
+        """Whether the tensor is a distributed (THD) tensor: never here."""
+    def is_pinned(self, device: Any = None) -> builtins.bool:
+        """Whether the tensor lives in page-locked host memory (made by `pin_memory()`)."""
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory (CuPy's pinned allocator), for faster copies to"""
+    def is_shared(self) -> builtins.bool:
+        """Whether the tensor's memory can be seen by other processes: after"""
+    def share_memory_(self) -> Tensor:
+        """Moves the tensor's values into shared memory (an anonymous shared mapping that"""
+    def record_stream(self, stream: Any) -> None:
+        """Marks the tensor as used by `stream`, so its memory is not reused before that stream's"""
+    def const_data_ptr(self) -> builtins.int:
+        """The address of the first element, for reading (data_ptr())."""
+    def dim_order(self, *, ambiguity_check: Any = False) -> Tuple[builtins.int, ...]:
+        """The dimensions from outermost to innermost in memory (by decreasing stride)."""
+    def module_load(self, other: Tensor, assign: builtins.bool = False) -> Tensor:
+        """What `load_state_dict` swaps in for this parameter or buffer: `other.detach()` with"""
+    def as_subclass(self, cls: builtins.type) -> Tensor:
+        """The same values as an instance of `cls` (a Tensor subclass), sharing memory and"""
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
+        """Replaces each element with `callable(element)`, in place (CPU only, slow: a Python"""
+    def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
+        """Replaces each element a with `callable(a, b)`, b from `tensor` broadcast to self's"""
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
+        """Replaces each element a with `callable(a, b, c)`, b and c from x and y broadcast to"""
     def untyped_storage(self) -> Any:
         """The memory this tensor reads, as a minimal storage object (its bytes and address)."""
     def item(self) -> Union[builtins.int, builtins.float, builtins.bool]:
@@ -214,8 +254,12 @@ class Tensor(TensorBase):
         """-input, elementwise."""
     def __neg__(self) -> Tensor:
         """-input, elementwise."""
+    def positive(self) -> Tensor:
+        """input itself (+input): the very tensor, not a copy (bool tensors are refused, as torch's).
+        """
     def __pos__(self) -> Tensor:
-        """+input: input itself."""
+        """input itself (+input): the very tensor, not a copy (bool tensors are refused, as torch's).
+        """
     def mul(self, other: Any) -> Tensor:
         """input * other, elementwise, broadcast, with torch's type promotion."""
     def multiply(self, other: Any) -> Tensor:
@@ -234,10 +278,16 @@ class Tensor(TensorBase):
         """input / other: true division, or rounded toward zero ("trunc") or down ("floor")."""
     def __rtruediv__(self, other: Any) -> Tensor:
         """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
-    def __floordiv__(self, other: Any) -> Tensor:
-        """input // other: division rounded down, elementwise."""
-    def __rfloordiv__(self, other: Any) -> Tensor:
+    def floor_divide(self, other: Any) -> Tensor:
+        """input / other rounded down, elementwise, broadcast (integer dtypes stay integral)."""
+    def __floordiv__(self, other: Any) -> Any:
+        """input // other: floor_divide."""
+    def __rfloordiv__(self, other: Any) -> Any:
         """other // input, for a number on the left."""
+    def floor_divide_(self, other: Any) -> Tensor:
+        """floor_divide written into self."""
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        """floor_divide written into self."""
     def remainder(self, other: Any) -> Tensor:
         """The remainder of input / other with the sign of other (Python's %), elementwise."""
     def __mod__(self, other: Any) -> Tensor:
@@ -254,16 +304,24 @@ class Tensor(TensorBase):
         """In-place self += alpha * other."""
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place self -= alpha * other."""
+    def subtract_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """In-place self -= alpha * other."""
     def __isub__(self, other: Any) -> Tensor:
         """In-place self -= alpha * other."""
     def mul_(self, other: Any) -> Tensor:
         """In-place self *= other."""
+    def multiply_(self, other: Any) -> Tensor:
+        """In-place self *= other."""
     def __imul__(self, other: Any) -> Tensor:
         """In-place self *= other."""
-    def div_(self, other: Any) -> Tensor:
-        """In-place self /= other."""
+    def div_(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
+        """In-place self /= other (true division, or rounded as div's rounding_mode says)."""
+    def divide_(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
+        """In-place self /= other (true division, or rounded as div's rounding_mode says)."""
+    def true_divide_(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
+        """In-place self /= other (true division, or rounded as div's rounding_mode says)."""
     def __itruediv__(self, other: Any) -> Tensor:
-        """In-place self /= other."""
+        """In-place self /= other (true division, or rounded as div's rounding_mode says)."""
     def pow_(self, other: Any) -> Tensor:
         """In-place self **= other."""
     def __ipow__(self, other: Any) -> Tensor:
@@ -277,35 +335,22 @@ class Tensor(TensorBase):
     def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
         """self += value * tensor1 / tensor2."""
 
-    # ---- declared in _ops/compare.py
-    def maximum(self, other: Any) -> Tensor:
-        """The elementwise maximum of input and other."""
-    def minimum(self, other: Any) -> Tensor:
-        """The elementwise minimum of input and other."""
-    def eq(self, other: Any) -> Tensor:
-        """input == other, elementwise, as a bool tensor."""
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        """input == other, elementwise, as a bool tensor."""
-    def ne(self, other: Any) -> Tensor:
-        """input != other, elementwise, as a bool tensor."""
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        """input != other, elementwise, as a bool tensor."""
-    def lt(self, other: Any) -> Tensor:
-        """input < other, elementwise, as a bool tensor."""
-    def __lt__(self, other: Any) -> Tensor:
-        """input < other, elementwise, as a bool tensor."""
-    def le(self, other: Any) -> Tensor:
-        """input <= other, elementwise, as a bool tensor."""
-    def __le__(self, other: Any) -> Tensor:
-        """input <= other, elementwise, as a bool tensor."""
-    def gt(self, other: Any) -> Tensor:
-        """input > other, elementwise, as a bool tensor."""
-    def __gt__(self, other: Any) -> Tensor:
-        """input > other, elementwise, as a bool tensor."""
-    def ge(self, other: Any) -> Tensor:
-        """input >= other, elementwise, as a bool tensor."""
-    def __ge__(self, other: Any) -> Tensor:
-        """input >= other, elementwise, as a bool tensor."""
+    # ---- declared in _ops/bitwise.py
+    def bitwise_and(self, other: Any) -> Tensor:
+        """The bitwise and of integer tensors, the logical and of bool ones, elementwise, broadcast.
+        """
+    def bitwise_or(self, other: Any) -> Tensor:
+        """The bitwise or of integer tensors, the logical or of bool ones, elementwise, broadcast.
+        """
+    def bitwise_xor(self, other: Any) -> Tensor:
+        """The bitwise xor of integer tensors, the logical xor of bool ones, elementwise, broadcast.
+        """
+    def bitwise_and_(self, other: Any) -> Tensor:
+        """bitwise_and written into self."""
+    def bitwise_or_(self, other: Any) -> Tensor:
+        """bitwise_or written into self."""
+    def bitwise_xor_(self, other: Any) -> Tensor:
+        """bitwise_xor written into self."""
     def __and__(self, other: Any) -> Tensor:
         """input & other: logical and of bool tensors, bitwise and of integer ones."""
     def __rand__(self, other: Any) -> Tensor:
@@ -316,8 +361,144 @@ class Tensor(TensorBase):
         """input | other: logical or of bool tensors, bitwise or of integer ones."""
     def __xor__(self, other: Any) -> Tensor:
         """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
+    def __rxor__(self, other: Any) -> Any:
+        """input ^ other: logical xor of bool tensors, bitwise xor of integer ones."""
+    def __iand__(self, other: Any) -> Any:
+        """self &= other, in place."""
+    def __ior__(self, other: Any) -> Any:
+        """self |= other, in place."""
+    def __ixor__(self, other: Any) -> Any:
+        """self ^= other, in place."""
+    def bitwise_not(self) -> Tensor:
+        """The bitwise not of an integer tensor (-x - 1), the logical not of a bool one."""
+    def bitwise_not_(self) -> Tensor:
+        """bitwise_not written into self."""
     def __invert__(self) -> Tensor:
         """~input: logical not of a bool tensor, bitwise not of an integer one."""
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        """input shifted left by other bits (input * 2**other, wrapped to the dtype), elementwise.
+        """
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        """input shifted right by other bits (arithmetic: floor(input / 2**other)), elementwise."""
+    def bitwise_left_shift_(self, other: Any) -> Tensor:
+        """bitwise_left_shift written into self."""
+    def bitwise_right_shift_(self, other: Any) -> Tensor:
+        """bitwise_right_shift written into self."""
+    def __lshift__(self, other: Any) -> Any:
+        """input << other."""
+    def __rshift__(self, other: Any) -> Any:
+        """input >> other."""
+    def __rlshift__(self, other: Any) -> Any:
+        """other << input, for a number on the left."""
+    def __rrshift__(self, other: Any) -> Any:
+        """other >> input, for a number on the left."""
+    def __ilshift__(self, other: Any) -> Any:
+        """self <<= other, in place."""
+    def __irshift__(self, other: Any) -> Any:
+        """self >>= other, in place."""
+
+    # ---- declared in _ops/blas.py
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """beta * input + alpha * (mat @ vec)."""
+    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place addmv: self becomes beta * self + alpha * (mat @ vec)."""
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """beta * input + alpha * outer(vec1, vec2), in the operands' promoted dtype."""
+    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place addr: self becomes beta * self + alpha * outer(vec1, vec2) (in self's dtype)."""
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place addbmm: self becomes beta * self + alpha * sum_i batch1[i] @ batch2[i]."""
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place addmm: self becomes beta * self + alpha * (mat1 @ mat2)."""
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place baddbmm: self becomes beta * self + alpha * (batch1 @ batch2), batched."""
+    def inner(self, other: Tensor) -> Tensor:
+        """The inner product over the last dims: sum_k input[..., k] * other[..., k] for every pair of
+        """
+    def vdot(self, other: Tensor) -> Tensor:
+        """The dot product of two 1-D tensors, the first conjugated (for real tensors: dot)."""
+    def diagflat(self, offset: builtins.int = 0) -> Tensor:
+        """The square matrix with input's entries (flattened) on its diagonal `offset`."""
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix (for real tensors its transpose; a 0-d tensor itself).
+        """
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of each matrix of a batch (for real tensors: mT)."""
+    def adjoint(self) -> Tensor:
+        """The conjugate transpose of each matrix of input, a view (for real tensors: input.mT)."""
+    def renorm_(self, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+        """In-place renorm: each slice of self along dim whose p-norm exceeds maxnorm is scaled down
+        """
+
+    # ---- declared in _ops/compare.py
+    def maximum(self, other: Any) -> Tensor:
+        """The elementwise maximum of input and other."""
+    def minimum(self, other: Any) -> Tensor:
+        """The elementwise minimum of input and other."""
+    def fmax(self, other: Tensor) -> Tensor:
+        """The elementwise maximum of input and other, where a NaN loses to a number."""
+    def fmin(self, other: Tensor) -> Tensor:
+        """The elementwise minimum of input and other, where a NaN loses to a number."""
+    def eq(self, other: Any) -> Tensor:
+        """input == other, elementwise, as a bool tensor."""
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        """input == other, elementwise, as a bool tensor."""
+    def ne(self, other: Any) -> Tensor:
+        """input != other, elementwise, as a bool tensor."""
+    def not_equal(self, other: Any) -> Any:
+        """input != other, elementwise, as a bool tensor."""
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        """input != other, elementwise, as a bool tensor."""
+    def lt(self, other: Any) -> Tensor:
+        """input < other, elementwise, as a bool tensor."""
+    def less(self, other: Any) -> Any:
+        """input < other, elementwise, as a bool tensor."""
+    def __lt__(self, other: Any) -> Tensor:
+        """input < other, elementwise, as a bool tensor."""
+    def le(self, other: Any) -> Tensor:
+        """input <= other, elementwise, as a bool tensor."""
+    def less_equal(self, other: Any) -> Any:
+        """input <= other, elementwise, as a bool tensor."""
+    def __le__(self, other: Any) -> Tensor:
+        """input <= other, elementwise, as a bool tensor."""
+    def gt(self, other: Any) -> Tensor:
+        """input > other, elementwise, as a bool tensor."""
+    def greater(self, other: Any) -> Any:
+        """input > other, elementwise, as a bool tensor."""
+    def __gt__(self, other: Any) -> Tensor:
+        """input > other, elementwise, as a bool tensor."""
+    def ge(self, other: Any) -> Tensor:
+        """input >= other, elementwise, as a bool tensor."""
+    def greater_equal(self, other: Any) -> Any:
+        """input >= other, elementwise, as a bool tensor."""
+    def __ge__(self, other: Any) -> Tensor:
+        """input >= other, elementwise, as a bool tensor."""
+    def eq_(self, other: Any) -> Tensor:
+        """eq written into self, in self's dtype (1 where it holds, else 0)."""
+    def ne_(self, other: Any) -> Tensor:
+        """ne written into self, in self's dtype (1 where it holds, else 0)."""
+    def not_equal_(self, other: Any) -> Tensor:
+        """ne written into self, in self's dtype (1 where it holds, else 0)."""
+    def lt_(self, other: Any) -> Tensor:
+        """lt written into self, in self's dtype (1 where it holds, else 0)."""
+    def less_(self, other: Any) -> Tensor:
+        """lt written into self, in self's dtype (1 where it holds, else 0)."""
+    def le_(self, other: Any) -> Tensor:
+        """le written into self, in self's dtype (1 where it holds, else 0)."""
+    def less_equal_(self, other: Any) -> Tensor:
+        """le written into self, in self's dtype (1 where it holds, else 0)."""
+    def gt_(self, other: Any) -> Tensor:
+        """gt written into self, in self's dtype (1 where it holds, else 0)."""
+    def greater_(self, other: Any) -> Tensor:
+        """gt written into self, in self's dtype (1 where it holds, else 0)."""
+    def ge_(self, other: Any) -> Tensor:
+        """ge written into self, in self's dtype (1 where it holds, else 0)."""
+    def greater_equal_(self, other: Any) -> Tensor:
+        """ge written into self, in self's dtype (1 where it holds, else 0)."""
     def where(self, condition: Tensor, other: Any) -> Tensor:
         """self where condition holds, else other (torch's Tensor.where)."""
     def isclose(
@@ -339,6 +520,33 @@ class Tensor(TensorBase):
     def equal(self, other: Tensor) -> builtins.bool:
         """Whether input and other have the same shape and the same values (a Python bool)."""
 
+    # ---- declared in _ops/complex_views.py
+    def conj(self) -> Tensor:
+        """The complex conjugate of input (computed, not a lazy view); input itself when real."""
+    def conj_physical(self) -> Tensor:
+        """The complex conjugate of input computed eagerly; input itself when real."""
+    def conj_physical_(self) -> Tensor:
+        """conj_physical written into self: the values stay, the version moves and autograd records
+        """
+    def resolve_conj(self) -> Tensor:
+        """input with a lazy conjugation materialized: input itself (real tensors have none)."""
+    def resolve_neg(self) -> Tensor:
+        """input with a lazy negation materialized: input itself (rustgrad has no lazy negation)."""
+    def is_conj(self) -> builtins.bool:
+        """Whether input's conjugate bit is set: never in rustgrad (conj computes its values)."""
+    def is_neg(self) -> builtins.bool:
+        """Whether input's negative bit is set: never in rustgrad."""
+    @property
+    def real(self) -> Tensor:
+        """The real part of input, a view; input itself, for real tensors."""
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part of a complex input, a view; a TypeError for real"""
+    def cfloat(self) -> Tensor:
+        """self as complex64 (imaginary parts 0 for a real tensor): self.to(torch.complex64)."""
+    def cdouble(self) -> Tensor:
+        """self as complex128 (imaginary parts 0 for a real tensor): self.to(torch.complex128)."""
+
     # ---- declared in _ops/copies.py
     def clone(self, *, memory_format: Any = None) -> Tensor:
         """A copy of input with its own storage; differentiable (CloneBackward0)."""
@@ -358,6 +566,12 @@ class Tensor(TensorBase):
         """self.to(torch.int32)."""
     def bool(self) -> Tensor:
         """self.to(torch.bool)."""
+    def byte(self) -> Tensor:
+        """self.to(torch.uint8)."""
+    def char(self) -> Tensor:
+        """self.to(torch.int8)."""
+    def short(self) -> Tensor:
+        """self.to(torch.int16)."""
     def bfloat16(self) -> Tensor:
         """self.to(torch.bfloat16) (stored as ml_dtypes' bfloat16, on the CPU)."""
     def type_as(self, other: Tensor) -> Tensor:
@@ -387,6 +601,20 @@ class Tensor(TensorBase):
         """
     def resize_as_(self, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
         """resize_ to the_template's shape."""
+    def resize(self, *sizes: Any) -> Tensor:
+        """A view of self with another shape of the same number of entries (deprecated in torch,"""
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        """resize to tensor's shape (deprecated in torch, with its warning)."""
+    def set_(
+        self,
+        source: Any = None,
+        storage_offset: Any = 0,
+        size: Any = None,
+        stride: Any = None,
+    ) -> Tensor:
+        """Makes self share source's memory, shape and strides (in place: one write to self's"""
+    def is_set_to(self, tensor: Tensor) -> builtins.bool:
+        """Whether self and tensor look at the same memory with the same shape and strides."""
     def zero_(self) -> Tensor:
         """Fills self with zeros, in place."""
     def fill_(self, value: Any) -> Tensor:
@@ -462,6 +690,26 @@ class Tensor(TensorBase):
         output_size: Any = None,
     ) -> Tensor:
         """Each entry of input repeated repeats times along dim."""
+    def tril_(self, diagonal: builtins.int = 0) -> Tensor:
+        """tril written into self: the entries above the diagonal set to zero, in place."""
+    def triu_(self, diagonal: builtins.int = 0) -> Tensor:
+        """triu written into self: the entries below the diagonal set to zero, in place."""
+    def fill_diagonal_(self, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
+        """Fills the main diagonal of self (at least 2-D; all dims equal beyond 2-D) with"""
+    def nonzero_static(self, *, size: builtins.int, fill_value: builtins.int = -1) -> Tensor:
+        """nonzero() with exactly size rows: cut to size, or padded with rows of fill_value."""
+    def new_empty_strided(
+        self,
+        size: Any,
+        stride: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+        layout: Any = None,
+        pin_memory: builtins.bool = False,
+    ) -> Tensor:
+        """An uninitialised tensor of the given shape and strides, with self's dtype and device"""
 
     # ---- declared in _ops/decompositions.py
     def det(self) -> Tensor:
@@ -490,6 +738,53 @@ class Tensor(TensorBase):
     def cross(self, other: Tensor, dim: Optional[builtins.int] = None) -> Tensor:
         """torch.cross: linalg.cross along dim; without dim (deprecated, with torch's warning) along
         """
+
+    # ---- declared in _ops/factorizations.py
+    def triangular_solve(
+        self,
+        A: Tensor,
+        upper: builtins.bool = True,
+        transpose: builtins.bool = False,
+        unitriangular: builtins.bool = False,
+    ) -> Any:
+        """(solution, cloned_coefficient): X with op(A) X = input for triangular A (deprecated in"""
+    def cholesky_solve(self, input2: Tensor, upper: builtins.bool = False) -> Tensor:
+        """X with A X = input, A = L L^T given by its Cholesky factor input2 (U^T U with upper=True),
+        """
+    def cholesky_inverse(self, upper: builtins.bool = False) -> Tensor:
+        """The inverse of A = L L^T (U^T U with upper=True) from its Cholesky factor, batched."""
+    def lu(self, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
+        """Tensor.lu: torch.lu of self, its results as a plain tuple (LU, pivots[, info])."""
+    def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+        """X with A X = b from A's LU factorization (lu's LU and pivots), batched and broadcast"""
+    def geqrf(self) -> Any:
+        """(a, tau): the QR factorization as LAPACK's geqrf keeps it: R on and above the diagonal of
+        """
+    def orgqr(self, tau: Tensor) -> Tensor:
+        """The first n columns of Q = H_1 ... H_k from geqrf's Householder vectors (input's columns,
+        """
+    def ormqr(
+        self,
+        input2: Tensor,
+        input3: Tensor,
+        left: builtins.bool = True,
+        transpose: builtins.bool = False,
+    ) -> Tensor:
+        """Q @ input3 (Q^T with transpose; input3 @ Q unless left) for Q = H_1 ... H_k given by"""
+    def eig(self, eigenvectors: builtins.bool = False, *, e: Any = None, v: Any = None) -> Any:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.eig."""
+    def symeig(
+        self,
+        eigenvectors: builtins.bool = False,
+        upper: builtins.bool = True,
+        *,
+        out: Any = None,
+    ) -> Any:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.eigh."""
+    def lstsq(self, A: Tensor, *, out: Any = None) -> Any:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.lstsq."""
+    def solve(self, A: Tensor, *, out: Any = None) -> Any:
+        """Removed from torch (since 1.9): raises torch's RuntimeError pointing to linalg.solve."""
 
     # ---- declared in _ops/gather.py
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
@@ -705,6 +1000,8 @@ class Tensor(TensorBase):
         """The square root of input, elementwise."""
     def abs(self) -> Tensor:
         """The absolute value of input, elementwise."""
+    def absolute(self) -> Tensor:
+        """The absolute value of input, elementwise."""
     def __abs__(self) -> Tensor:
         """The absolute value of input, elementwise."""
     def sign(self) -> Tensor:
@@ -789,10 +1086,48 @@ class Tensor(TensorBase):
         """1 / sqrt(input), elementwise."""
     def rsqrt_(self) -> Tensor:
         """rsqrt written into self."""
+    def acosh(self) -> Tensor:
+        """The inverse hyperbolic cosine of input, elementwise (NaN below 1)."""
+    def arccosh(self) -> Tensor:
+        """The inverse hyperbolic cosine of input, elementwise (NaN below 1)."""
+    def asinh(self) -> Tensor:
+        """The inverse hyperbolic sine of input, elementwise."""
+    def arcsinh(self) -> Tensor:
+        """The inverse hyperbolic sine of input, elementwise."""
+    def atanh(self) -> Tensor:
+        """The inverse hyperbolic tangent of input, elementwise (inf at 1, NaN beyond)."""
+    def arctanh(self) -> Tensor:
+        """The inverse hyperbolic tangent of input, elementwise (inf at 1, NaN beyond)."""
+    def deg2rad(self) -> Tensor:
+        """input converted from degrees to radians (input * pi / 180), elementwise."""
+    def deg2rad_(self) -> Tensor:
+        """deg2rad written into self."""
+    def rad2deg(self) -> Tensor:
+        """input converted from radians to degrees (input * 180 / pi), elementwise."""
+    def rad2deg_(self) -> Tensor:
+        """rad2deg written into self."""
+    def angle(self) -> Tensor:
+        """The argument of input as a complex number: pi for negative entries, else 0."""
+    def acosh_(self) -> Tensor:
+        """acosh written into self (torch has no derivative for it: backward raises)."""
+    def arccosh_(self) -> Tensor:
+        """acosh written into self (torch has no derivative for it: backward raises)."""
+    def asinh_(self) -> Tensor:
+        """asinh written into self (torch has no derivative for it: backward raises)."""
+    def arcsinh_(self) -> Tensor:
+        """asinh written into self (torch has no derivative for it: backward raises)."""
+    def atanh_(self) -> Tensor:
+        """atanh written into self (torch has no derivative for it: backward raises)."""
+    def arctanh_(self) -> Tensor:
+        """atanh written into self (torch has no derivative for it: backward raises)."""
     def arctan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
     def atan2(self, other: Tensor) -> Tensor:
         """The angle of the point (other, input), elementwise: arctan(input / other) by quadrant."""
+    def atan2_(self, other: Tensor) -> Tensor:
+        """atan2 written into self (computed in the promoted dtype, rounded to self's)."""
+    def arctan2_(self, other: Tensor) -> Tensor:
+        """atan2 written into self (computed in the promoted dtype, rounded to self's)."""
     def square(self) -> Tensor:
         """input * input, elementwise (torch's pow(input, 2); bool squares to int64)."""
     def floor(self) -> Tensor:
@@ -822,6 +1157,11 @@ class Tensor(TensorBase):
         """Where input is +inf."""
     def isneginf(self) -> Tensor:
         """Where input is -inf."""
+    def signbit(self) -> Tensor:
+        """Where input's sign bit is set (negative, -0. and -NaN included), as a bool tensor."""
+    def isreal(self) -> Tensor:
+        """Where input is real (its imaginary part is 0): everywhere, as a bool tensor, for the real
+        """
     def logical_and(self, other: Tensor) -> Tensor:
         """input and other, as truth values, elementwise (bool result)."""
     def logical_or(self, other: Tensor) -> Tensor:
@@ -830,6 +1170,16 @@ class Tensor(TensorBase):
         """input xor other, as truth values (bool result)."""
     def logical_not(self) -> Tensor:
         """not input, as a truth value, elementwise (bool result)."""
+    def logical_and_(self, other: Tensor) -> Tensor:
+        """logical_and written into self, in self's dtype (1 or 0; not recorded by autograd, as
+        torch's).
+        """
+    def logical_or_(self, other: Tensor) -> Tensor:
+        """logical_or written into self, in self's dtype (not recorded by autograd, as torch's)."""
+    def logical_xor_(self, other: Tensor) -> Tensor:
+        """logical_xor written into self, in self's dtype (not recorded by autograd, as torch's)."""
+    def logical_not_(self) -> Tensor:
+        """logical_not written into self, in self's dtype (not recorded by autograd, as torch's)."""
     def nan_to_num(
         self,
         nan: builtins.float = 0.0,
@@ -1227,6 +1577,15 @@ class Tensor(TensorBase):
         """input * 2 ** other, elementwise, broadcast (a floating result)."""
     def ldexp_(self, other: Tensor) -> Tensor:
         """ldexp written into self."""
+    def igamma(self, other: Tensor) -> Tensor:
+        """The regularized lower incomplete gamma function P(input, other), elementwise, broadcast.
+        """
+    def igammac(self, other: Tensor) -> Tensor:
+        """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other)."""
+    def igamma_(self, other: Tensor) -> Tensor:
+        """igamma written into self."""
+    def igammac_(self, other: Tensor) -> Tensor:
+        """igammac written into self."""
     def sgn(self) -> Tensor:
         """The sign of input, elementwise: -1, 0 or 1 (0 for NaN), of input's dtype (sign for"""
     def polygamma_(self, n: builtins.int) -> Tensor:
@@ -1314,6 +1673,18 @@ class Tensor(TensorBase):
     ) -> Any:
         """A histogram of input's entries and its bin edges."""
 
+    # ---- declared in _ops/view_copies.py
+    def narrow_copy(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
+        """narrow(input, dim, start, length), copied."""
+    def as_strided_scatter(
+        self,
+        src: Tensor,
+        size: Sequence[builtins.int],
+        stride: Sequence[builtins.int],
+        storage_offset: Optional[builtins.int] = None,
+    ) -> Tensor:
+        """A copy of input with src written where as_strided(size, stride, storage_offset) of the"""
+
     # ---- declared in _ops/views.py
     def narrow(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
         """A view of length entries of input along dim, from start."""
@@ -1331,6 +1702,25 @@ class Tensor(TensorBase):
         """input cut along dim into pieces of the given sizes, as views."""
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> Tuple[Tensor, ...]:
         """input cut along dim into at most chunks equal pieces, as views."""
+    def unsafe_split(self, split_size: builtins.int, dim: builtins.int = 0) -> Tuple[Tensor, ...]:
+        """split(input, split_size, dim) without autograd's checks of in-place writes: the pieces"""
+    def unsafe_split_with_sizes(
+        self,
+        split_sizes: Sequence[builtins.int],
+        dim: builtins.int = 0,
+    ) -> Tuple[Tensor, ...]:
+        """split_with_sizes(input, split_sizes, dim) without autograd's checks of in-place writes"""
+    def unsafe_chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> Tuple[Tensor, ...]:
+        """chunk(input, chunks, dim) without autograd's checks of in-place writes (see"""
+    def slice_inverse(
+        self,
+        src: Tensor,
+        dim: builtins.int = 0,
+        start: Any = None,
+        end: Any = None,
+        step: builtins.int = 1,
+    ) -> Tensor:
+        """The inverse of slicing: a view of input's storage laid out as src (src's size, strides"""
     def diagonal(
         self,
         offset: builtins.int = 0,

@@ -159,6 +159,26 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+
+class _ComplexFormatter(_Formatter):
+    """torch's pair of formatters for complex values: the real parts' and the imaginary
+    parts' (each chooses its own mode and width)."""
+
+    def __init__(self, values: List[Any]) -> None:
+        super().__init__([v.real for v in values], True)
+        self.imag = _Formatter([v.imag for v in values], True)
+
+    def width(self) -> int:
+        return self.max_width + self.imag.width() + 1
+
+    def format(self, v: Any) -> str:
+        # the real part by the real parts' formatter; the imaginary part by its own, stripped,
+        # with its sign written out
+        real = super().format(v.real)
+        imag = (self.imag.format(v.imag) + "j").lstrip()
+        return real + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _summarized(arr: Any) -> Any:
     """torch's get_summarized_data: the edge items that a summarized repr shows."""
     if arr.ndim == 0:
@@ -244,15 +264,18 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
         body = "[]"
         if np_arr.ndim != 1:
             suffixes.append(f"size={tuple(np_arr.shape)}")
-        if dt is not _dtype.get_default_dtype():
+        if dt is not _dtype.get_default_dtype():  # an empty complex tensor names its dtype too
             suffixes.append(f"dtype={dt!r}")
     else:
         if np_arr.dtype == np.float16:
             np_arr = np_arr.astype(np.float32)
         shown = _summarized(np_arr) if summarize else np_arr
-        fmt = _Formatter(shown.ravel().tolist(), dt.is_floating_point)
+        values = shown.ravel().tolist()
+        fmt = (_ComplexFormatter(values) if dt.is_complex
+               else _Formatter(values, dt.is_floating_point))
         body = _render(np_arr, fmt, indent, summarize)
-        if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
+        default = _dtype.get_default_dtype()
+        if dt not in (default, default.to_complex(), _dtype.int64, _dtype.bool_):
             suffixes.append(f"dtype={dt!r}")
     try:
         fn = t.grad_fn

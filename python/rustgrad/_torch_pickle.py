@@ -904,7 +904,8 @@ class _Resolver:
         target = _WIDENED.get(stored, stored)
         if getattr(_dtype, "bool_" if target == "bool" else target, None) not in (
                 _dtype.float16, _dtype.float32, _dtype.float64, _dtype.uint8, _dtype.int8,
-                _dtype.int16, _dtype.int32, _dtype.int64, _dtype.bool_):
+                _dtype.int16, _dtype.int32, _dtype.int64, _dtype.bool_, _dtype.complex64,
+                _dtype.complex128):
             raise TorchFormatError(f"a tensor of type torch.{stored}, which rustgrad does not "
                                    "store")
         flat = self.storage_array(p.storage, stored)

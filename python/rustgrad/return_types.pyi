@@ -14,7 +14,9 @@ __all__ = [
     "max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_inv_ex",
     "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "svd", "linalg_eigh",
     "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
-    "aminmax", "histogram", "histogramdd",
+    "aminmax", "histogram", "histogramdd", "triangular_solve", "lu_unpack", "geqrf",
+    "_lu_with_info", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu",
+    "linalg_ldl_factor", "linalg_ldl_factor_ex", "linalg_polar",
 ]
 
 
@@ -165,6 +167,71 @@ class histogramdd(NamedTuple):
 
     hist: Tensor
     bin_edges: Tensor
+
+class triangular_solve(NamedTuple):
+    """torch.return_types.triangular_solve: the named tuple of triangular_solve."""
+
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+class lu_unpack(NamedTuple):
+    """torch.return_types.lu_unpack: the named tuple of lu_unpack."""
+
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+class geqrf(NamedTuple):
+    """torch.return_types.geqrf: the named tuple of geqrf."""
+
+    a: Tensor
+    tau: Tensor
+
+class _lu_with_info(NamedTuple):
+    """torch.return_types._lu_with_info: the named tuple of _lu_with_info."""
+
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
+
+class linalg_lu_factor(NamedTuple):
+    """torch.return_types.linalg_lu_factor: the named tuple of linalg_lu_factor."""
+
+    LU: Tensor
+    pivots: Tensor
+
+class linalg_lu_factor_ex(NamedTuple):
+    """torch.return_types.linalg_lu_factor_ex: the named tuple of linalg_lu_factor_ex."""
+
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
+
+class linalg_lu(NamedTuple):
+    """torch.return_types.linalg_lu: the named tuple of linalg_lu."""
+
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+class linalg_ldl_factor(NamedTuple):
+    """torch.return_types.linalg_ldl_factor: the named tuple of linalg_ldl_factor."""
+
+    LD: Tensor
+    pivots: Tensor
+
+class linalg_ldl_factor_ex(NamedTuple):
+    """torch.return_types.linalg_ldl_factor_ex: the named tuple of linalg_ldl_factor_ex."""
+
+    LD: Tensor
+    pivots: Tensor
+    info: Tensor
+
+class linalg_polar(NamedTuple):
+    """torch.return_types.linalg_polar: the named tuple of linalg_polar."""
+
+    U: Tensor
+    H: Tensor
 
 
 def _make(name: builtins.str) -> builtins.type: ...  # the op layer makes its named tuples

@@ -25,6 +25,15 @@ globals().update({name: getattr(np, name) for name in np.__all__ if name not in 
 if TYPE_CHECKING:  # the namespace is NumPy's, as type checkers should see it
     from numpy import *  # noqa: F403
 
+
+def __getattr__(name: str) -> Any:
+    """numpy.fft on first use (the transforms': skipped above for import time)."""
+    if name == "fft":
+        globals()["fft"] = np.fft
+        return np.fft
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 DEVICE_TYPE = "cpu"
 DEVICE_INDEX = 0  # storage accounting slot (see rust/core/src/storage.rs)
 ndarray = np.ndarray

@@ -43,6 +43,32 @@ def _slot_getter(i: int) -> Getter:
     return lambda saved, ctx: saved[i] if i < len(saved) else None
 
 
+# nodes whose formulas hold for real tensors only (torch's complex gradients conjugate what they
+# multiply by): their backward refuses a complex gradient rather than give a wrong one
+REAL_ONLY = frozenset({
+    "ExpBackward0", "Exp2Backward0", "LogBackward0", "Log2Backward0", "Log10Backward0",
+    "SqrtBackward0", "PowBackward0", "PowBackward1", "PowBackward2", "ReciprocalBackward0",
+    "SigmoidBackward0", "TanhBackward0", "MmBackward0", "MvBackward0", "DotBackward0",
+    "VdotBackward0", "BmmBackward0", "EinsumBackward0", "ProdBackward0", "ProdBackward1",
+    "CumprodBackward0", "SgnBackward0", "AddcmulBackward0", "AddcdivBackward0", "LerpBackward0",
+    "LerpBackward1", "LogsumexpBackward0", "ConvolutionBackward0", "AddmmBackward0",
+    "AddmvBackward0", "AddrBackward0", "BaddbmmBackward0", "AddbmmBackward0", "KronBackward0",
+    "LinalgVectorNormBackward0", "NormBackward1", "SoftmaxBackward0", "LogSoftmaxBackward0",
+})
+
+
+def _refusing_complex(name: str, backward: Formula) -> Formula:
+    def formula(g: Any, saved: Any, ctx: Any) -> Any:
+        for x in (g if isinstance(g, (tuple, list)) else (g,)):
+            d = getattr(x, "_data", None)
+            if d is not None and d.dtype.kind == "c":
+                raise NotImplementedError(
+                    f"rustgrad: the derivative of {name} for complex tensors is not implemented")
+        return backward(g, saved, ctx)
+
+    return formula
+
+
 def node(name: str, backward: Formula, *, saved: Sequence[str] = (), result: bool = False,
          getters: Optional[Mapping[str, Getter]] = None, variant: bool = False) -> _core.NodeSpec:
     """The spec of backward node `name` (see the module doc). `getters` adds or replaces
@@ -54,6 +80,8 @@ def node(name: str, backward: Formula, *, saved: Sequence[str] = (), result: boo
     gives the name's `_saved_<attr>` getters."""
     if name in NODES and not variant:
         raise RuntimeError(f"node {name} is specified twice")
+    if name in REAL_ONLY:
+        backward = _refusing_complex(name, backward)
     slots = (*saved, "result") if result else tuple(saved)
     fields = _fields(name, slots) if slots else None
     spec = _core.NodeSpec(name, backward, list(saved), result, fields)

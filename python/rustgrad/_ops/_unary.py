@@ -21,6 +21,16 @@ from ._node import node
 from ._util import _type_name, floating, name_function, quiet_fp
 from .copyslices import inplace_from
 
+# the complex forms of unary ops, by name (complex_views registers abs and angle); a row
+# without one refuses complex input rather than give a wrong gradient
+COMPLEX: Dict[str, Callable[[Tensor], Tensor]] = {}
+
+
+def refuse_complex(name: str, input: Tensor) -> None:
+    """NotImplementedError for an op whose complex form rustgrad does not have."""
+    raise NotImplementedError(f"rustgrad: {name} does not support complex tensors "
+                              f"({input.dtype!r}) yet")
+
 
 @dataclass(frozen=True)
 class Unary:
@@ -68,6 +78,11 @@ def _forward(row: Unary, spec: Any) -> Callable[[Tensor], Tensor]:
             raise TypeError(f"{parser_name}(): argument 'input' (position 1) must be Tensor, "
                             f"not {type(input).__name__}")
         d = floating(input)
+        if d.dtype.kind == "c":
+            fn = COMPLEX.get(row.name)
+            if fn is None:
+                refuse_complex(row.name, input)
+            return fn(input)
         low = half != "native" and d.dtype.itemsize < 4
         if low and half == "refuse":
             raise NotImplementedError(f'"{row.name}_cpu" not implemented for '

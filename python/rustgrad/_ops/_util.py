@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-from .. import _core, _dtype
+from .. import _core, _creation, _dtype
 from .._backends import _NDARRAY
 from .._backends import check_all_same_device as same_devices  # noqa: F401  (for the families)
 from .._backends import check_same_device as _check_same_device
@@ -55,6 +55,12 @@ def as_scalar(x: Any) -> Any:
     if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0 and not isinstance(x, Tensor):
         return x.item()
     return None
+
+
+def complex_scalar(input: Tensor, s: complex) -> Tensor:
+    """A Python complex number as the 0-d constant that stands for it beside input: of the
+    dtype torch's promotion gives the pair (a CPU scalar, taken to input's device by promote)."""
+    return _creation.tensor(s, dtype=_dtype.result_type(input, s))
 
 
 def same_device(a: Any, b: Any) -> None:
@@ -154,10 +160,29 @@ def sum_to(g: Tensor, shape: Tuple[int, ...]) -> Tensor:
     return g
 
 
+def _real_part_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
+    return g  # the engine casts it to the complex input's dtype (imaginary part 0)
+
+
+# the real part as a gradient takes it: torch's node name for Tensor.real (a select of
+# view_as_real), over a new array rather than a view of the complex one
+_REAL_PART = node("SelectBackward0", _real_part_bw, variant=True)
+
+
+def real_part(t: Tensor) -> Tensor:
+    """The real part of complex t as a new tensor (not a view), differentiable."""
+    return _REAL_PART.record(t._data.real.copy(), (t,))
+
+
 def cast_grad(g: Tensor, np_dtype: Any) -> Tensor:
-    """Gradients flow back in the input's dtype."""
+    """Gradients flow back in the input's dtype; a real input takes the real part of a complex
+    gradient (torch's convention: the gradient of a real x is dL/dx)."""
     if g is None or g._data.dtype == np_dtype:
         return g
+    if g._data.dtype.kind == "c" and np_dtype.kind != "c":
+        g = real_part(g)
+        if g._data.dtype == np_dtype:
+            return g
     return g.to(_dtype.from_np(np_dtype))
 
 

@@ -18,6 +18,7 @@ from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
+from ._unary import refuse_complex
 from ._util import (
     _type_name,
     check_inplace,
@@ -148,6 +149,8 @@ def sigmoid(input: Tensor) -> Tensor:
     """
     xp = input._backend
     d = floating(input)
+    if d.dtype.kind == "c":
+        refuse_complex("sigmoid", input)
     w = opmath(d)
     # exp of a negative argument only, so large |x| neither overflows nor loses precision
     e = xp.exp(-xp.abs(w))

@@ -22,6 +22,7 @@ from ._util import (
     check_inplace_cast,
     check_internal_overlap,
     check_no_partial_overlap,
+    complex_scalar,
     is_bf16,
     is_grad_enabled,
     opmath,
@@ -106,6 +107,9 @@ def _add_or_sub(input: Tensor, other: Any, alpha: Any, out_dtype: Any, spec: Any
         return spec.record(out, (input, other), ctx=alpha)
     s = as_scalar(other)
     if s is None:
+        if type(other) is complex:
+            return _add_or_sub(input, complex_scalar(input, other), alpha, out_dtype, spec,
+                               combine)
         return NotImplemented
     ad = scalar_operand(input._data, s)
     if alpha != 1:
@@ -180,6 +184,9 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     _check_sub_bool(input, other)
     s = as_scalar(other)
     if s is None:
+        if type(other) is complex:
+            cd, ad = promote(complex_scalar(input, other), input)
+            return RSUB.record(cd - ad, (input,))
         return NotImplemented
     ad = scalar_operand(input._data, s)
     return RSUB.record(_int_operand(ad, s) - ad, (input,))
@@ -233,11 +240,17 @@ def positive(input: Tensor) -> Tensor:
 # ---- mul / div -------------------------------------------------------------------------
 # A tensor factor is saved where the other factor's gradient needs it (torch's rule); a Python
 # scalar factor is ctx, and `_saved_other` gives it as torch's wrapped number.
+def _conj(t: Tensor) -> Tensor:
+    """t's complex conjugate (t itself when real): torch's complex gradients take it."""
+    return t.conj() if t._data.dtype.kind == "c" else t
+
+
 def _mul_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
     if scalar is not None:  # a Python scalar operand (ctx); a tensor operand records no ctx
         return g * scalar, None
     other, self_ = saved.other, saved.self
-    return (None if other is None else g * other, None if self_ is None else g * self_)
+    return (None if other is None else g * _conj(other),
+            None if self_ is None else g * _conj(self_))
 
 
 def _wrapped_other(saved: Any, scalar: Any) -> Any:
@@ -290,6 +303,8 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
                           other=other if input.requires_grad else None)
     s = as_scalar(other)
     if s is None:
+        if type(other) is complex:
+            return mul(input, complex_scalar(input, other), _out_dtype=_out_dtype)
         return NotImplemented
     ad = scalar_operand(input._data, s)
     return MUL.record(ad * _int_operand(ad, s), (input, None), s)
@@ -302,6 +317,9 @@ def _div_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
         return g / scalar, None
     other, self_ = saved.other, saved.self
     # torch's div_tensor_other_backward: -grad * ((self / other) / other)
+    if g._data.dtype.kind == "c" or other._data.dtype.kind == "c":
+        other = _conj(other)
+        return g / other, (None if self_ is None else -g * ((_conj(self_) / other) / other))
     return g / other, (None if self_ is None else -g * ((self_ / other) / other))
 
 
@@ -348,6 +366,8 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
                           other=other)
     s = as_scalar(other)
     if s is None:
+        if type(other) is complex and rounding_mode is None:
+            return div(input, complex_scalar(input, other), _out_dtype=_out_dtype)
         return NotImplemented
     ad = input._data
     ft = _float_dtype_for_div(ad)
@@ -421,6 +441,10 @@ def rdiv(input: Tensor, other: Any) -> Tensor:
     """b / a for a Python scalar b: torch computes a.reciprocal() * b (MulBackward0)."""
     s = as_scalar(other)
     if s is None:
+        if type(other) is complex:
+            if input._data.dtype.kind == "c":  # (reciprocal's formula is real-only)
+                return div(complex_scalar(input, other), input)
+            return mul(reciprocal(input), complex_scalar(input, other))
         return NotImplemented
 
     return mul(reciprocal(input), s)

@@ -518,7 +518,13 @@ def vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tens
 _WARNED_H: List[bool] = []
 
 
-@op(prop="H", grad_fn="TransposeBackward0")
+def _conj_transpose(input: Tensor) -> Tensor:
+    """The last two dims swapped, conjugated when complex (ConjBackward0, as torch's)."""
+    out = transpose(input, -2, -1)
+    return out.conj() if out._data.dtype.kind == "c" else out
+
+
+@op(prop="H", grad_fn=("TransposeBackward0", "ConjBackward0"))
 def H(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
     """The conjugate transpose of a matrix (for real tensors its transpose; a 0-d tensor itself).
 
@@ -538,10 +544,10 @@ def H(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
     if n != 2:
         extra = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{extra}")
-    return transpose(input, -2, -1)
+    return _conj_transpose(input)
 
 
-@op(prop="mH", grad_fn="TransposeBackward0")
+@op(prop="mH", grad_fn=("TransposeBackward0", "ConjBackward0"))
 def mH(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
     """The conjugate transpose of each matrix of a batch (for real tensors: mT).
 
@@ -554,10 +560,10 @@ def mH(input: Tensor) -> Tensor:  # noqa: N802  (torch's property name)
     if n < 2:
         raise RuntimeError(
             f"tensor.mH is only supported on matrices or batches of matrices. Got {n}-D tensor.")
-    return transpose(input, -2, -1)
+    return _conj_transpose(input)
 
 
-@op(method="adjoint", function="adjoint", grad_fn="TransposeBackward0")
+@op(method="adjoint", function="adjoint", grad_fn=("TransposeBackward0", "ConjBackward0"))
 def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of each matrix of input, a view (for real tensors: input.mT).
 
@@ -571,7 +577,7 @@ def adjoint(input: Tensor) -> Tensor:
     if n < 2:
         raise RuntimeError(
             f"tensor.adjoint() is only supported on matrices or batches of matrices. Got {n}-D tensor.")
-    return transpose(input, -2, -1)
+    return _conj_transpose(input)
 
 
 @op(method="renorm_", grad_fn="RenormBackward0")

@@ -68,8 +68,12 @@ def to_dtype(a: Tensor, dtype: _dtype.dtype, copy: bool = False) -> Tensor:
     d = a._data
     if d.dtype == dtype.np and not copy:
         return a
+    if d.dtype.kind == "c" and not dtype.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=3)
+        d = d.real  # NumPy's cast would warn again (ComplexWarning)
     out = d.astype(dtype.np)
-    if not dtype.is_floating_point:
+    if not (dtype.is_floating_point or dtype.is_complex):
         return record(out, (), "", None)
     return TO_COPY.record(out, (a,))
 

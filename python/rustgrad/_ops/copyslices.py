@@ -170,12 +170,21 @@ def as_strided(base: Tensor, geometry: Geometry) -> Tensor:
     return AS_STRIDED.record(_gather(base._data, geometry), (base,), geometry)
 
 
+# views of another item size that can remake their history all the same (complex_views: the
+# real and imaginary parts of a complex tensor); each returns None where it does not apply
+OTHER_ITEM_SIZE: list = []
+
+
 def regenerate_view(view: Tensor, base: Tensor) -> Optional[Tensor]:
     """A tensor whose grad_fn is the view's history remade over its base's current one
     (AsStridedBackward0); the binding moves that grad_fn onto the view. None when the view's
     place in the base cannot be expressed by strides."""
     geometry = geometry_of(view._data, base._data)
     if geometry is None:
+        for remake in OTHER_ITEM_SIZE:
+            out = remake(view, base)
+            if out is not None:
+                return out
         return None
     return AS_STRIDED.record(view._data, (base,), geometry)
 

@@ -512,6 +512,9 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> Tuple[List[List[str]], 
 
 def _einsum_core_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     subs, out_sub = ctx
+    if g._data.dtype.kind == "c":  # the gradients would need the operands conjugated
+        raise NotImplementedError(
+            "rustgrad: the derivative of EinsumBackward0 for complex tensors is not implemented")
     ops = saved
     grads = []
     for k, (operand, s) in enumerate(zip(ops, subs)):

@@ -17,7 +17,7 @@ from .. import _core, _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
-from ._unary import Unary, declare, inplace_form
+from ._unary import COMPLEX, Unary, declare, inplace_form
 from ._util import (
     _type_name,
     as_scalar,
@@ -148,6 +148,8 @@ def abs(input: Tensor) -> Tensor:  # noqa: A001  (torch's name)
         >>> x.grad
         tensor([-1.,  0.,  1.])
     """
+    if input._data.dtype.kind == "c":
+        return COMPLEX["abs"](input)
     return ABS.record(input._backend.abs(input._data), (input,), self=input)
 
 

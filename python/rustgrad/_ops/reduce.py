@@ -18,6 +18,7 @@ from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
 from ._node import node
+from ._unary import refuse_complex
 from ._util import NOT_IMPLEMENTED, _type_name, cast_grad, is_bf16, opmath, promote, quiet_fp, sum_to
 from ._util import const as _const
 from .compare import maximum, minimum, where
@@ -359,6 +360,8 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
         tensor([6.9315e-01, 1.0007e+03])
     """
     d = input._data
+    if d.dtype.kind == "c":
+        refuse_complex("logsumexp", input)
     if not _dtype.is_floating_np(d.dtype):
         input = input.to(_dtype.get_default_dtype())
         d = input._data

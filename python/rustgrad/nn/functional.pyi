@@ -18,24 +18,27 @@ __all__ = [
     "gaussian_nll_loss", "scaled_dot_product_attention", "multi_head_attention_forward",
     "instance_norm", "rms_norm", "multilabel_soft_margin_loss", "dropout1d", "dropout3d",
     "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "local_response_norm",
-    "triplet_margin_with_distance_loss", "tanh", "pixel_shuffle", "pixel_unshuffle", "sigmoid",
-    "softplus", "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu", "celu",
-    "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink", "softmin",
-    "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu", "rrelu_",
-    "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d", "conv1d",
-    "pad", "channel_shuffle", "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d",
-    "conv3d", "conv_transpose3d", "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity",
-    "grid_sample", "affine_grid", "linear", "nll_loss", "mse_loss", "smooth_l1_loss",
-    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
-    "batch_norm", "group_norm", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
-    "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
-    "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy", "assert_int_or_pair", "tanh",
+    "pixel_shuffle", "pixel_unshuffle", "sigmoid", "softplus", "gelu", "silu", "mish",
+    "logsigmoid", "leaky_relu", "elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid",
+    "hardswish", "softsign", "tanhshrink", "softmin", "prelu", "hardshrink", "softshrink",
+    "threshold", "threshold_", "glu", "rrelu", "rrelu_", "elu_", "celu_", "selu_", "hardtanh_",
+    "leaky_relu_", "unfold", "fold", "conv2d", "conv1d", "pad", "channel_shuffle",
+    "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d", "conv3d",
+    "conv_transpose3d", "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity",
+    "fractional_max_pool2d_with_indices", "fractional_max_pool2d",
+    "fractional_max_pool3d_with_indices", "fractional_max_pool3d", "grid_sample", "affine_grid",
+    "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "multi_margin_loss", "multilabel_margin_loss",
+    "triplet_margin_loss", "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d",
+    "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d",
     "embedding_bag", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
     "adaptive_avg_pool3d", "adaptive_max_pool3d_with_indices", "adaptive_max_pool3d",
-    "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+    "lp_pool3d", "max_unpool3d", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear",
 ]
 
 def bilinear(
@@ -304,6 +307,21 @@ def triplet_margin_with_distance_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """The triplet loss max(0, margin + d(anchor, positive) - d(anchor, negative)) with any"""
+def linear_cross_entropy(
+    input: Tensor,
+    linear_weight: Tensor,
+    target: Tensor,
+    *,
+    linear_bias: Optional[Tensor] = None,
+    weight: Optional[Tensor] = None,
+    reduction: builtins.str = 'mean',
+    ignore_index: Optional[builtins.int] = None,
+    label_smoothing: builtins.float = 0.0,
+    options: Any = None,
+) -> Tensor:
+    """cross_entropy of the logits ``linear(input, linear_weight, linear_bias)``, as torch's."""
+def assert_int_or_pair(arg: Any, arg_name: builtins.str, message: builtins.str) -> None:
+    """Raises AssertionError(message.format(arg_name)) unless arg is an int or has length 2."""
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent of input, elementwise."""
 def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
@@ -522,6 +540,38 @@ def cosine_similarity(
     eps: builtins.float = 1e-08,
 ) -> Tensor:
     """The cosine of the angle between x1 and x2 along dim."""
+def fractional_max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    output_size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """fractional_max_pool2d's maxima and their flat indices, always both (return_indices is"""
+def fractional_max_pool2d(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    output_size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max of pseudo-randomly placed kernel_size windows of (N, C, H, W) or (C, H, W)"""
+def fractional_max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    output_size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+) -> Tuple[Tensor, Tensor]:
+    """fractional_max_pool3d's maxima and their flat indices, always both (return_indices is"""
+def fractional_max_pool3d(
+    input: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    output_size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """The max of pseudo-randomly placed kernel_size windows of (N, C, D, H, W) or"""
 def grid_sample(
     input: Tensor,
     grid: Tensor,
@@ -831,6 +881,23 @@ def adaptive_max_pool3d(
     return_indices: builtins.bool = False,
 ) -> Any:
     """The max over output_size bins of the last three dims (and its flat index)."""
+def lp_pool3d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """The p-norm of each window of (N, C, D, H, W) or (C, D, H, W) input: (sum x^p)^(1/p)."""
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Union[builtins.int, Sequence[builtins.int]],
+    stride: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The partial inverse of max_pool3d: each value put back at its index, zeros elsewhere."""
 def interpolate(
     input: Tensor,
     size: Any = None,
