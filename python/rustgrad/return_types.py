@@ -66,6 +66,7 @@ linalg_qr = _named("linalg_qr", ("Q", "R"), "linalg.qr")
 linalg_svd = _named("linalg_svd", ("U", "S", "Vh"), "linalg.svd")
 svd = _named("svd", ("U", "S", "V"), "svd")
 linalg_eigh = _named("linalg_eigh", ("eigenvalues", "eigenvectors"), "linalg.eigh")
+linalg_eig = _named("linalg_eig", ("eigenvalues", "eigenvectors"), "linalg.eig")
 linalg_lstsq = _named("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"), "linalg.lstsq")
 frexp = _named("frexp", ("mantissa", "exponent"), "frexp")
 cummax = _make("cummax")
@@ -93,4 +94,4 @@ __all__ = ["max", "min", "sort", "topk", "slogdet", "linalg_slogdet", "linalg_in
            "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
            "aminmax", "histogram", "histogramdd", "triangular_solve", "lu_unpack", "geqrf", "_lu_with_info",
            "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "linalg_ldl_factor", "linalg_ldl_factor_ex",
-           "linalg_polar"]
+           "linalg_polar", "linalg_eig"]
