@@ -249,12 +249,12 @@ __all__ = [
     "poisson", "randperm", "bernoulli", "multinomial", "normal", "alpha_dropout_",
     "feature_alpha_dropout_", "feature_dropout_", "segment_reduce", "conv_tbc", "median",
     "unique", "sort", "argsort", "topk", "searchsorted", "bucketize", "kthvalue", "mode",
-    "nanmedian", "msort", "unique_consecutive", "quantile", "nanquantile", "cov", "corrcoef",
-    "histc", "histogram", "histogramdd", "trapezoid", "trapz", "cumulative_trapezoid",
-    "gradient", "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
-    "narrow_copy", "permute_copy", "select_copy", "slice_copy", "squeeze_copy", "t_copy",
-    "transpose_copy", "unfold_copy", "unsqueeze_copy", "view_copy", "split_copy",
-    "split_with_sizes_copy", "unbind_copy", "as_strided_scatter",
+    "nanmedian", "msort", "unique_consecutive", "stft", "istft", "quantile", "nanquantile",
+    "cov", "corrcoef", "histc", "histogram", "histogramdd", "trapezoid", "trapz",
+    "cumulative_trapezoid", "gradient", "alias_copy", "as_strided_copy", "detach_copy",
+    "diagonal_copy", "expand_copy", "narrow_copy", "permute_copy", "select_copy", "slice_copy",
+    "squeeze_copy", "t_copy", "transpose_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
+    "split_copy", "split_with_sizes_copy", "unbind_copy", "as_strided_scatter",
 ]
 
 __version__: builtins.str
@@ -1813,6 +1813,35 @@ def nanmean(
     dtype: Any = None,
 ) -> Tensor:
     """The mean of the entries that are not NaN, of all of them or over dim (NaN where all are)."""
+
+# ---- declared in _ops/spectral.py
+def stft(
+    input: Tensor,
+    n_fft: builtins.int,
+    hop_length: Optional[builtins.int] = None,
+    win_length: Optional[builtins.int] = None,
+    window: Optional[Tensor] = None,
+    center: builtins.bool = True,
+    pad_mode: builtins.str = 'reflect',
+    normalized: builtins.bool = False,
+    onesided: Optional[builtins.bool] = None,
+    return_complex: Optional[builtins.bool] = None,
+    align_to_window: Optional[builtins.bool] = None,
+) -> Tensor:
+    """The short-time Fourier transform of input: the transforms of its frames, n_fft entries"""
+def istft(
+    input: Tensor,
+    n_fft: builtins.int,
+    hop_length: Optional[builtins.int] = None,
+    win_length: Optional[builtins.int] = None,
+    window: Optional[Tensor] = None,
+    center: builtins.bool = True,
+    normalized: builtins.bool = False,
+    onesided: Optional[builtins.bool] = None,
+    length: Optional[builtins.int] = None,
+    return_complex: builtins.bool = False,
+) -> Tensor:
+    """The inverse of stft: the signal whose short-time transform input is, by overlap-adding"""
 
 # ---- declared in _ops/statistics.py
 def quantile(

@@ -1627,6 +1627,35 @@ class Tensor(TensorBase):
         """The mean of the entries that are not NaN, of all of them or over dim (NaN where all are).
         """
 
+    # ---- declared in _ops/spectral.py
+    def stft(
+        self,
+        n_fft: builtins.int,
+        hop_length: Optional[builtins.int] = None,
+        win_length: Optional[builtins.int] = None,
+        window: Optional[Tensor] = None,
+        center: builtins.bool = True,
+        pad_mode: builtins.str = 'reflect',
+        normalized: builtins.bool = False,
+        onesided: Optional[builtins.bool] = None,
+        return_complex: Optional[builtins.bool] = None,
+        align_to_window: Optional[builtins.bool] = None,
+    ) -> Tensor:
+        """The short-time Fourier transform of input: the transforms of its frames, n_fft entries"""
+    def istft(
+        self,
+        n_fft: builtins.int,
+        hop_length: Optional[builtins.int] = None,
+        win_length: Optional[builtins.int] = None,
+        window: Optional[Tensor] = None,
+        center: builtins.bool = True,
+        normalized: builtins.bool = False,
+        onesided: Optional[builtins.bool] = None,
+        length: Optional[builtins.int] = None,
+        return_complex: builtins.bool = False,
+    ) -> Tensor:
+        """The inverse of stft: the signal whose short-time transform input is, by overlap-adding"""
+
     # ---- declared in _ops/statistics.py
     def quantile(
         self,

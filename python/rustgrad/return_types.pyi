@@ -16,7 +16,7 @@ __all__ = [
     "linalg_lstsq", "frexp", "cummax", "cummin", "kthvalue", "mode", "median", "nanmedian",
     "aminmax", "histogram", "histogramdd", "triangular_solve", "lu_unpack", "geqrf",
     "_lu_with_info", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu",
-    "linalg_ldl_factor", "linalg_ldl_factor_ex", "linalg_polar",
+    "linalg_ldl_factor", "linalg_ldl_factor_ex", "linalg_polar", "linalg_eig",
 ]
 
 
@@ -232,6 +232,12 @@ class linalg_polar(NamedTuple):
 
     U: Tensor
     H: Tensor
+
+class linalg_eig(NamedTuple):
+    """torch.return_types.linalg_eig: the named tuple of linalg_eig."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
 
 
 def _make(name: builtins.str) -> builtins.type: ...  # the op layer makes its named tuples
