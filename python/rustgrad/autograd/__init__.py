@@ -280,8 +280,8 @@ def grad(
         )
     if is_grads_batched:
         raise NotImplementedError(
-            "rustgrad.autograd.grad: is_grads_batched=True needs vmap, which rustgrad does not "
-            "have; call grad once per row of grad_outputs instead."
+            "rustgrad.autograd.grad: is_grads_batched=True needs a batched backward, which "
+            "rustgrad's engine does not have; call grad once per row of grad_outputs instead."
         )
     gos = (None,) * len(outs) if grad_outputs is None else _as_tuple(grad_outputs)
     if len(gos) < len(outs):

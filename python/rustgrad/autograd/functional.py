@@ -17,15 +17,16 @@ Every entry point takes the same steps:
 Forward products (`jvp`, `hvp`) use the double-backward trick (`_forward_product`): for `u`, a
 zero cotangent that requires grad, `g(u) = J^T u` is linear in `u`, so the vector-Jacobian
 product of `g` with `v` is `J v`. It costs two backward passes where forward-mode AD would cost
-one forward pass; rustgrad has no forward-mode AD.
+one forward pass (rustgrad's autograd.forward_ad is itself built on this trick).
 
 Note [No vmap]: torch's `vectorize=True` computes all rows of a Jacobian in one batched backward
-(vmap over `autograd.grad(..., is_grads_batched=True)`). rustgrad has no vmap, so
-`vectorize=True` computes the same values one row at a time, as `vectorize=False` does. What
+(vmap over `autograd.grad(..., is_grads_batched=True)`). rustgrad's engine has no batched
+backward, so `vectorize=True` computes the same values one row at a time, as `vectorize=False`
+does. What
 torch ties to the flag is kept: strict=True is refused, and each input's blocks are cut from one
 gradient for all outputs (so under create_graph they share requires_grad). `strategy=
-"forward-mode"` needs forward-mode AD: the errors torch raises for it are raised as torch raises
-them, and where torch would compute, NotImplementedError.
+"forward-mode"` is not routed through `autograd.forward_ad`: the errors torch raises for it are
+raised as torch raises them, and where torch would compute, NotImplementedError.
 """
 
 from __future__ import annotations

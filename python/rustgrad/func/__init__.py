@@ -4,7 +4,8 @@ reverse-mode autograd.
 
 The derivative transforms run ``autograd.grad`` on stand-ins of the arguments (see
 ``rustgrad.func._grad``); forward-mode products use the double-vjp trick (two backward passes);
-``vmap`` loops over the batch and stacks (see ``rustgrad.func._vmap``). They nest with each
+``vmap`` runs batching rules per op family and loops over the batch where none applies (see
+``rustgrad.func._vmap`` and ``_batching``). They nest with each
 other and compose with ``.backward()``.
 """
 

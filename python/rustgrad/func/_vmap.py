@@ -1,10 +1,19 @@
-"""torch.func.vmap, by a loop over the batch: `func` runs once per batch element on that element's
-slices (`select` along each input's mapped dimension) and the outputs are stacked.
+"""torch.func.vmap: one batched call of `func` where the batching rules can follow it, the
+per-element loop otherwise.
 
-That gives torch's results, errors and autograd behaviour (select and stack are differentiable,
-so gradients flow through vmap, and it nests with itself and the derivative transforms), at
-the cost of calling `func` once per batch element: B Python calls and B times the op dispatch
-of one call, where torch's batching rules run each op once on the whole batch.
+The batched path (`_batching`): `func` runs once on whole-batch tensors that show it their
+per-sample shapes, each op through a batching rule (elementwise ops, reductions, matmul,
+views, class-index losses) or, for an op without a rule, a per-op loop; `grad`/`vjp`/`jvp`
+inside it differentiate per element. Where it cannot give torch's result (a Python value
+read from a batched tensor, an in-place write into an unbatched tensor, `backward`, an op
+reached without the public entry points, any error, a random draw) the call falls back to
+the loop below, which is also used for ``randomness="different"``/``"same"``, an empty batch,
+a vmap inside a batched call, and inside a forward-AD level.
+
+The loop: `func` runs once per batch element on that element's slices (`select` along each
+input's mapped dimension) and the outputs are stacked. That gives torch's results, errors
+and autograd behaviour (select and stack are differentiable, so gradients flow through vmap,
+and it nests with itself and the derivative transforms), at the cost of B calls of `func`.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any, Callable, List, Optional
 from .. import _creation
 from .._ops.joins import stack
 from .._tensor import Tensor
-from . import _pytree
+from . import _batching, _pytree
 
 __all__ = ["vmap"]
 
@@ -114,6 +123,12 @@ def _call_batched(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomn
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                          f"dimension, got sizes {sizes} for the mapped dimension")
     size = sizes[0]
+    global last_path
+    last_path = "loop"
+    if BATCHED and randomness == "error" and size > 0 and not _batching._busy():
+        done, result = _try_batched(func, leaves, dims, spec, size, out_dims, kwargs, fname)
+        if done:
+            return result
 
     def element(i: int) -> Any:
         if size == 0:  # no element to take: zeros of an element's shape show the outputs' form
@@ -128,6 +143,56 @@ def _call_batched(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomn
         results.append(func(*_pytree.unflatten(element(i), spec), **kwargs))
         check.after_call()
     return _stack_outputs(results, out_dims, size, fname)
+
+
+# the batched path (see _batching); False: always the per-element loop
+BATCHED = True
+# how the last vmap call ran: "batched" or "loop" (tests read it)
+last_path = ""
+
+
+def _try_batched(func: Callable[..., Any], leaves: List[Any], dims: List[Optional[int]],
+                 spec: Any, size: int, out_dims: Any, kwargs: dict, fname: str) -> Any:
+    """(True, result) from one batched call of func, or (False, None) where the loop must run
+    (an op the rules cannot batch as torch would, an error, a random draw)."""
+    global last_path
+    from ..autograd import forward_ad
+    if forward_ad._current_level >= 0 or _batching._run() is not None:
+        return False, None
+    start = _creation.default_generator.get_state()
+    try:
+        flat, ospec, batched, _ = _batching.run_batched(
+            func, leaves, dims, size, lambda xs: _pytree.unflatten(xs, spec), kwargs)
+        out = _pytree.unflatten(flat, ospec)
+        if not _is_dims(out_dims):
+            return False, None
+        odims = _pytree.broadcast_prefix(out_dims, out)
+        if odims is None:
+            return False, None
+        now = _creation.default_generator.get_state()
+        if not bool((now == start).all()):
+            raise _batching.Fallback("random")
+        result = []
+        for o, b, d in zip(flat, batched, odims):
+            if d is None:
+                if b:
+                    raise _batching.Fallback("batched output with out_dim None")
+                result.append(o)
+            elif not isinstance(o, Tensor):
+                raise _batching.Fallback("non-tensor output")
+            elif b:
+                r = o.dim()
+                if not -r <= d < r:
+                    raise _batching.Fallback("out_dim range")
+                result.append(o if d % r == 0 else o.movedim(0, d))
+            else:
+                result.append(stack([o] * size, d))
+    except Exception as e:  # noqa: BLE001  (the loop reruns func: torch's result or error)
+        _creation.default_generator.set_state(start)
+        last_path = f"loop ({type(e).__name__}: {e})"
+        return False, None
+    last_path = "batched"
+    return True, _pytree.unflatten(result, ospec)
 
 
 def _stack_outputs(results: List[Any], out_dims: Any, size: int, fname: str) -> Any:
@@ -163,7 +228,7 @@ def _stack_outputs(results: List[Any], out_dims: Any, size: int, fname: str) -> 
         if size == 0:
             out.append(values[0].unsqueeze(d).narrow(d, 0, 0))
         else:
-            out.append(stack(values, d))
+            out.append(_batching.dispatch("stack", stack, (values, d), {}))
     return _pytree.unflatten(out, spec)
 
 
@@ -171,12 +236,12 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
          randomness: str = "error", *, chunk_size: Optional[int] = None) -> Callable[..., Any]:
     """Returns a function that maps ``func`` over a batch dimension of its inputs.
 
-    ``vmap(func)(xs)`` equals ``stack([func(x) for x in xs])``, and that is how rustgrad
-    computes it: ``func`` is called once per batch element, on slices of the inputs along their
-    mapped dimensions, and the outputs are stacked along ``out_dims``. The results, errors,
-    nesting (``vmap(vmap(f))``, ``vmap(grad(f))``) and gradients are torch's; the cost is B
-    calls of ``func`` (B the batch size) where torch's vectorized batching rules run each op
-    once on the whole batch. ``chunk_size`` is therefore only checked.
+    ``vmap(func)(xs)`` equals ``stack([func(x) for x in xs])``. rustgrad calls ``func`` once
+    on the whole batch where its batching rules cover the ops it runs (``func`` sees
+    per-sample shapes; an op without a rule runs per element inside that call), and
+    otherwise once per batch element (a Python value read from a batched tensor, a random
+    op, ...). The results, errors, nesting (``vmap(vmap(f))``, ``vmap(grad(f))``) and
+    gradients are torch's either way. ``chunk_size`` is only checked.
 
     Args:
         func (callable): a function of tensors returning a tensor or a tuple/list/dict of
