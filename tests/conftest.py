@@ -18,6 +18,8 @@ import rustgrad
 from .devices import strict_cupy
 
 DEVICES = ["cpu", "cuda-sim", pytest.param("cuda", marks=pytest.mark.cuda)]
+# for a test about CUDA only: `@pytest.mark.parametrize("device", GPU_DEVICES, indirect=True)`
+GPU_DEVICES = DEVICES[1:]
 
 
 @pytest.fixture(params=["torch", "rustgrad"])

@@ -13,6 +13,7 @@ import pytest
 import rustgrad
 import torch
 
+from ..conftest import GPU_DEVICES
 from ..models import copy_state
 from ..parity import _assert_same_values, rustgrad_on, same_error, to_np
 
@@ -120,9 +121,8 @@ def test_linearize_tangent_errors(device, call, phrase):
     same_error(make, phrase)
 
 
+@pytest.mark.parametrize("device", GPU_DEVICES, indirect=True)  # a device beside the cpu
 def test_linearize_tangent_on_another_device(device):
-    if device == "cpu":
-        pytest.skip("needs a second device")
     _, jvp_fn = rustgrad.func.linearize(lambda a: a * 2, rustgrad.ones(3, device=device))
     with pytest.raises(RuntimeError, match="tangent:0 with device cpu in flattened pytree "
                                            "doesn't match the device"):
