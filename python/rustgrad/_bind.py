@@ -112,6 +112,60 @@ def bound_namespaces(
     return [(t, ns, list(names)) for t, ns, names in _NAMESPACES]
 
 
+def namespace_entry_points(target: str, namespace: MutableMapping[str, Any], names: List[str],
+                           marker: str) -> List[Tuple[MutableMapping[str, Any], str, Any]]:
+    """(namespace, name, function) of each op entry point of a bound namespace that a transform
+    (forward AD, vmap) wraps while it runs: the names bound there, and for nn.functional, linalg,
+    special and fft every function of their `__all__` too (the hand-written ones). Objects
+    carrying `marker` (the transform's own wrappers) and classes are left out."""
+    todo = list(names)
+    if target != "rustgrad":
+        todo += [n for n in namespace.get("__all__", ()) if callable(namespace.get(n))]
+    out = []
+    for name in dict.fromkeys(todo):
+        fn = namespace.get(name)
+        if fn is not None and callable(fn) and not isinstance(fn, type) and not hasattr(fn, marker):
+            out.append((namespace, name, fn))
+    return out
+
+
+def tensor_entry_points(tensor: type) -> List[Tuple[str, Any]]:
+    """(name, attribute) of every declared Tensor method, operator and property, as bound."""
+    names: List[str] = []
+    for d in load_families():
+        names += list(d.method + d.dunder + d.prop)
+    return [(n, tensor.__dict__[n]) for n in dict.fromkeys(names) if n in tensor.__dict__]
+
+
+class EntryPointSwap:
+    """The entry points a transform replaced while it runs, and how to put them back."""
+
+    def __init__(self, tensor: type) -> None:
+        self._tensor = tensor
+        self._swapped: List[Tuple[Any, str, Any]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._swapped)
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        """Replaces owner's name (Tensor's attribute, or a namespace's entry) with value."""
+        if owner is self._tensor:
+            self._swapped.append((owner, name, owner.__dict__[name]))
+            setattr(owner, name, value)
+        else:
+            self._swapped.append((owner, name, owner[name]))
+            owner[name] = value
+
+    def restore(self) -> None:
+        """Puts every replaced entry point back, the last replaced first."""
+        while self._swapped:
+            owner, name, orig = self._swapped.pop()
+            if owner is self._tensor:
+                setattr(owner, name, orig)
+            else:
+                owner[name] = orig
+
+
 def declared() -> List[Decl]:
     """Every declaration, in registration order (for the stub and README generators)."""
     return list(load_families())

@@ -1205,9 +1205,7 @@ def tril_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
         tensor([[1., 0.],
                 [1., 1.]])
     """
-    if self._data.ndim < 2:
-        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return inplace_from(self, lambda src: tril(src, diagonal), False)
+    return _triangle_inplace(self, tril, diagonal)
 
 
 @op(method="triu_", grad_fn="TriuBackward0")
@@ -1224,9 +1222,14 @@ def triu_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
         tensor([[1., 1.],
                 [0., 1.]])
     """
+    return _triangle_inplace(self, triu, diagonal)
+
+
+def _triangle_inplace(self: Tensor, triangle: Any, diagonal: builtins.int) -> Tensor:
+    """tril_/triu_: the out-of-place op written into self, after its rank check."""
     if self._data.ndim < 2:
-        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return inplace_from(self, lambda src: triu(src, diagonal), False)
+        raise RuntimeError(f"{triangle.__name__}: input tensor must have at least 2 dimensions")
+    return inplace_from(self, lambda src: triangle(src, diagonal), False)
 
 
 @op(method="fill_diagonal_", grad_fn=("torch::autograd::CopySlices", "FillBackward2"))

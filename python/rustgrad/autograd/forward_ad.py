@@ -61,7 +61,6 @@ import _thread
 import functools
 import inspect
 import sys
-import types
 import warnings
 import weakref
 from typing import Any, Callable, Dict, List, MutableMapping, NamedTuple, Optional, Tuple
@@ -608,8 +607,8 @@ def _make_wrapper(fn: Callable[..., Any], inplace: bool, inplace_at: Optional[in
 
 # wrapper per original (kept across levels: building them costs the first level ~ms)
 _WRAPPERS: Dict[Tuple[int, bool, bool], Tuple[Any, Any]] = {}
-# (owner, name, original) of every entry point swapped in the open level
-_SWAPPED: List[Tuple[Any, str, Any]] = []
+# every entry point swapped in the open level
+_SWAPPED = _bind.EntryPointSwap(Tensor)
 
 
 def _wrapper(fn: Callable[..., Any], inplace: bool, functional: bool) -> Any:
@@ -630,19 +629,9 @@ def _tensor_inplace(name: str) -> bool:
 
 
 def _swap_namespace(target: str, ns: MutableMapping[str, Any], names: List[str]) -> None:
-    todo = list(names)
-    if target != "rustgrad":  # torch.nn.functional, linalg, special, fft: all their functions
-        todo += [n for n in ns.get("__all__", ()) if isinstance(ns.get(n), types.FunctionType)]
-    seen = set()
-    for name in todo:
-        if name in seen or name not in ns:
-            continue
-        seen.add(name)
-        orig = ns[name]
-        if not callable(orig) or isinstance(orig, type) or hasattr(orig, "_forward_ad_of"):
-            continue
-        ns[name] = _wrapper(orig, name.endswith("_") and not name.startswith("__"), True)
-        _SWAPPED.append((ns, name, orig))
+    for owner, name, orig in _bind.namespace_entry_points(target, ns, names, "_forward_ad_of"):
+        _SWAPPED.set(owner, name,
+                     _wrapper(orig, name.endswith("_") and not name.startswith("__"), True))
 
 
 def _on_bind(target: str, ns: MutableMapping[str, Any], names: List[str]) -> None:
@@ -652,26 +641,18 @@ def _on_bind(target: str, ns: MutableMapping[str, Any], names: List[str]) -> Non
 
 
 def _install() -> None:
-    names: List[str] = []
-    for d in _bind.declared():
-        names += [n for n in d.method + d.dunder + d.prop]
-    for name in dict.fromkeys(names):
-        orig = Tensor.__dict__.get(name)
-        if orig is None:
-            continue
+    for name, orig in _bind.tensor_entry_points(Tensor):
         if isinstance(orig, property):
             assert orig.fget is not None
             w: Any = property(_wrapper(orig.fget, False, False), orig.fset, orig.fdel, orig.__doc__)
         else:
             w = _wrapper(orig, _tensor_inplace(name), False)
-        setattr(Tensor, name, w)
-        _SWAPPED.append((Tensor, name, orig))
+        _SWAPPED.set(Tensor, name, w)
     for target, ns, bound in _bind.bound_namespaces(_on_bind):
         _swap_namespace(target, ns, bound)
     # backward() (Tensor.backward calls it) accumulates .grad without tangents, as torch's
     package = vars(sys.modules[__package__])
-    _SWAPPED.append((package, "backward", package["backward"]))
-    package["backward"] = _plain(package["backward"])
+    _SWAPPED.set(package, "backward", _plain(package["backward"]))
 
 
 def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -685,9 +666,4 @@ def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _uninstall() -> None:
-    while _SWAPPED:
-        owner, name, orig = _SWAPPED.pop()
-        if owner is Tensor:
-            setattr(Tensor, name, orig)
-        else:
-            owner[name] = orig
+    _SWAPPED.restore()

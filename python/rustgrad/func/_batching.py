@@ -833,7 +833,7 @@ def _make(name: str, fn: Callable[..., Any]) -> Any:
 
 
 _WRAPPERS: Dict[Tuple[int, str], Tuple[Any, Any]] = {}
-_SWAPPED: List[Tuple[Any, str, Any]] = []
+_SWAPPED = _bind.EntryPointSwap(Tensor)
 _BY_FN: Dict[int, Tuple[Any, Any]] = {}
 
 
@@ -849,23 +849,13 @@ def _wrapper(name: str, fn: Callable[..., Any]) -> Any:
 
 
 def _ns_entries(target: str, ns: MutableMapping[str, Any], names: List[str]) -> List[Any]:
-    todo = list(names)
-    if target != "rustgrad":
-        todo += [n for n in ns.get("__all__", ()) if callable(ns.get(n))]
-    out = []
-    for name in dict.fromkeys(todo):
-        orig = ns.get(name)
-        if orig is None or not callable(orig) or isinstance(orig, type) or hasattr(
-                orig, "_vmap_of"):
-            continue
-        out.append((ns, name, orig, _wrapper(name, orig)))
-    return out
+    return [(owner, name, orig, _wrapper(name, orig))
+            for owner, name, orig in _bind.namespace_entry_points(target, ns, names, "_vmap_of")]
 
 
 def _swap_ns(target: str, ns: MutableMapping[str, Any], names: List[str]) -> None:
-    for owner, name, orig, w in _ns_entries(target, ns, names):
-        owner[name] = w
-        _SWAPPED.append((owner, name, orig))
+    for owner, name, _orig, w in _ns_entries(target, ns, names):
+        _SWAPPED.set(owner, name, w)
 
 
 def _on_bind(target: str, ns: MutableMapping[str, Any], names: List[str]) -> None:
@@ -884,15 +874,10 @@ def _tensor_entry(name: str, orig: Any) -> Any:
 def _plan() -> List[Tuple[Any, str, Any, Any]]:
     """(owner, name, original, wrapped) of every entry point a run swaps."""
     plan: List[Tuple[Any, str, Any, Any]] = []
-    names: List[str] = []
-    for d in _bind.declared():
-        names += list(d.method + d.dunder + d.prop)
-    for name in dict.fromkeys(names):
-        orig = Tensor.__dict__.get(name)
-        if orig is not None:
-            w = _tensor_entry(name, orig)
-            if w is not None:
-                plan.append((Tensor, name, orig, w))
+    for name, orig in _bind.tensor_entry_points(Tensor):
+        w = _tensor_entry(name, orig)
+        if w is not None:
+            plan.append((Tensor, name, orig, w))
     for target, ns, bound in _bind.bound_namespaces(_on_bind):
         plan += _ns_entries(target, ns, bound)
     from .. import _creation
@@ -942,12 +927,7 @@ def _install() -> None:
             if w is None:
                 continue
             _PLAN[k] = (owner, name, cur, w)
-            orig = cur
-        if owner is Tensor:
-            setattr(Tensor, name, w)
-        else:
-            owner[name] = w
-        _SWAPPED.append((owner, name, orig))
+        _SWAPPED.set(owner, name, w)
 
 
 def _no_dual_level(orig: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -966,12 +946,7 @@ def _debug_unwrap(orig: Callable[..., Any], tensor: Any, **kwargs: Any) -> Any:
 
 
 def _uninstall() -> None:
-    while _SWAPPED:
-        owner, name, orig = _SWAPPED.pop()
-        if owner is Tensor:
-            setattr(Tensor, name, orig)
-        else:
-            owner[name] = orig
+    _SWAPPED.restore()
 
 
 def _expand_b(t: Any) -> Any:
