@@ -249,8 +249,10 @@ def _mul_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
     if scalar is not None:  # a Python scalar operand (ctx); a tensor operand records no ctx
         return g * scalar, None
     other, self_ = saved.other, saved.self
-    return (None if other is None else g * _conj(other),
-            None if self_ is None else g * _conj(self_))
+    if g._data.dtype.kind == "c":  # a complex operand makes the output (so g) complex
+        other, self_ = (None if other is None else _conj(other),
+                        None if self_ is None else _conj(self_))
+    return (None if other is None else g * other, None if self_ is None else g * self_)
 
 
 def _wrapped_other(saved: Any, scalar: Any) -> Any:
