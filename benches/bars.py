@@ -8,7 +8,11 @@ one fresh process per library and round (its RSS growth is the graph's alone), a
 bar starts fresh interpreters. Within a process the libraries alternate every round, and each
 figure is the median of the rounds.
 
-    python benches/bars.py [--rounds 5] [--only chain,kernels,mlp,cnn,gpt,memory,import] [--quick]
+The provenance bar (issue 26) times rustgrad's forward chain with node provenance off and on, each
+in a fresh process.
+
+    python benches/bars.py [--rounds 5] [--only chain,kernels,mlp,cnn,gpt,memory,provenance,import]
+                           [--quick]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from children import HERE, emit, run_child  # noqa: E402  (benches/ on the path first)
 
-GROUPS = ("chain", "kernels", "mlp", "cnn", "gpt", "memory", "import")
+GROUPS = ("chain", "kernels", "mlp", "cnn", "gpt", "memory", "provenance", "import")
 THREADED = ("mlp", "cnn", "gpt")  # measured at 1 and at 2 threads
 THREADS = (1, 2)
 STEP_TITLES = {
@@ -187,6 +191,11 @@ def make_bars(raw: Dict[str, Any]) -> List[Bar]:
                                 unit="ms"))
     if "memory" in raw["groups"]:
         bars.extend(_memory_bars(raw))
+    if "provenance" in raw["groups"]:
+        prov = raw.get("provenance") or {}
+        bars.append(Bar("Node provenance: the forward chain at (1,), each mode in a fresh process, µs"
+                        " per op; bar: on costs <= 2%", "provenance on vs off", _median(prov.get("on")),
+                        _median(prov.get("off")), 1.02, unit="µs", ref_label="off"))
     if "import" in raw["groups"]:
         imp = raw.get("import") or {}
         base = _median(imp.get("python"))
@@ -246,6 +255,7 @@ def _sizes(quick: bool, rounds: int) -> Dict[str, Any]:
             # quick: big enough that the smaller graph still grows the heap (RSS) measurably
             "memory": [60_000, 20_000] if quick else [1_000_000, 100_000],
             "memory_rounds": 1 if quick else min(max(rounds, 1), 3),
+            "provenance": 50 if quick else 5000, "provenance_rounds": 1 if quick else max(rounds, 3),
             "import_rounds": 1 if quick else max(rounds, 5)}
 
 
@@ -291,6 +301,7 @@ def measure(groups: Sequence[str], rounds: int, quick: bool) -> Dict[str, Any]:
     "import"}."""
     import bench_import
     import bench_memory
+    import bench_overhead
 
     sizes = _sizes(quick, rounds)
     raw: Dict[str, Any] = {"groups": list(groups), "rounds": rounds, "quick": quick, "sizes": sizes,
@@ -306,6 +317,10 @@ def measure(groups: Sequence[str], rounds: int, quick: bool) -> Dict[str, Any]:
         t0 = time.perf_counter()
         raw["memory"] = bench_memory.measure(sizes["memory"], sizes["memory_rounds"])
         raw["stage_seconds"]["memory"] = time.perf_counter() - t0
+    if "provenance" in groups:
+        t0 = time.perf_counter()
+        raw["provenance"] = bench_overhead.provenance_runs(sizes["provenance"], sizes["provenance_rounds"])
+        raw["stage_seconds"]["provenance"] = time.perf_counter() - t0
     if "import" in groups:
         t0 = time.perf_counter()
         raw["import"] = bench_import.measure(sizes["import_rounds"])

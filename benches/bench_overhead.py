@@ -93,22 +93,30 @@ def provenance_child(on: bool, n: int) -> float:
     return min(chain(rustgrad, (1,), n)[0] for _ in range(3))
 
 
-def provenance_cost(n: int, rounds: int) -> Tuple[float, float]:
-    """(forward µs/op at (1,) with node provenance off, with it on): each measured in a fresh
-    process (a graph's allocations in one mode change the other's timings in a shared one),
-    the modes alternating `rounds` times; medians (issue 26's bar: on costs <= 2%)."""
-    import statistics
+def provenance_runs(n: int, rounds: int) -> Dict[str, List[float]]:
+    """{"off": [...], "on": [...]}: forward µs/op at (1,) with node provenance off and on, each
+    measured in a fresh process (a graph's allocations in one mode change the other's timings in a
+    shared one), the modes alternating `rounds` times."""
     import subprocess
     import sys
 
-    times: Dict[bool, List[float]] = {False: [], True: []}
+    times: Dict[str, List[float]] = {"off": [], "on": []}
     for r in range(rounds):
         for on in ((True, False) if r % 2 else (False, True)):
             out = subprocess.run([sys.executable, __file__, "--provenance-child",
                                   "on" if on else "off", "--n", str(n)],
                                  capture_output=True, text=True, check=True).stdout
-            times[on].append(float(out.split()[-1]))
-    a, b = statistics.median(times[False]), statistics.median(times[True])
+            times["on" if on else "off"].append(float(out.split()[-1]))
+    return times
+
+
+def provenance_cost(n: int, rounds: int) -> Tuple[float, float]:
+    """(forward µs/op at (1,) with node provenance off, with it on), medians of
+    `provenance_runs` (issue 26's bar: on costs <= 2%)."""
+    import statistics
+
+    times = provenance_runs(n, rounds)
+    a, b = statistics.median(times["off"]), statistics.median(times["on"])
     print(f"W1 forward at (1,), medians of {rounds} fresh processes each: provenance off {a:.3f} "
           f"µs/op, on {b:.3f} µs/op: {(b / a - 1) * 100:+.1f}% (bar <= 2%)")
     return a, b

@@ -71,15 +71,16 @@ def _synthetic_raw() -> Dict[str, Any]:
     torch_run = dict(run, record_s_per_node=5e-6, bytes_per_node=800.0)
     memory = {str(n): {"rustgrad": [run] * 3, "torch": [torch_run] * 3} for n in sizes["memory"]}
     return {"groups": list(bars.GROUPS), "sizes": sizes, "threads": {"1": one, "2": threads},
-            "memory": memory, "import": {"python": [0.02] * 5, "numpy": [0.3] * 5,
-                                         "rustgrad": [0.35] * 5}}
+            "memory": memory, "provenance": {"off": [1.0] * 3, "on": [1.01] * 3},
+            "import": {"python": [0.02] * 5, "numpy": [0.3] * 5, "rustgrad": [0.35] * 5}}
 
 
 def test_make_bars_covers_every_bar_of_the_issue() -> None:
     made = make_bars(_synthetic_raw())
     judged = [b for b in made if b.kind != "info"]
-    # chain 6, kernels 1 here (5 in a real run), MLP 8, CNN 2, GPT 2, memory 5, import 1
-    assert len(judged) == 6 + 1 + 8 + 2 + 2 + 5 + 1
+    # chain 6, kernels 1 here (5 in a real run), MLP 8, CNN 2, GPT 2, memory 5, provenance 1,
+    # import 1
+    assert len(judged) == 6 + 1 + 8 + 2 + 2 + 5 + 1 + 1
     assert all(b.met() for b in judged)  # the synthetic figures meet every bar
     mlp = [b for b in made if b.group.startswith("MLP")]
     assert {b.ref_label for b in mlp} == {"floor", "torch"}
@@ -115,7 +116,7 @@ def test_quick_run_prints_one_line_per_bar(tmp_path: Any) -> None:
         # why on stderr): a second run must measure everything
         proc, saved = _quick_run(out)
     judged = [b for b in saved["bars"] if b["kind"] != "info"]
-    assert len(judged) == 6 + 5 + 8 + 2 + 2 + 5 + 1
+    assert len(judged) == 6 + 5 + 8 + 2 + 2 + 5 + 1 + 1
     lines = proc.stdout.splitlines()
     for b in saved["bars"]:
         assert sum(line.startswith(f"  {b['name']} ") and line.rstrip().endswith(

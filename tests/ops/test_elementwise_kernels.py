@@ -153,3 +153,27 @@ def test_integer_pow_kernel_is_torchs_products_bit_for_bit(exponent: int, dtype)
     np.testing.assert_array_equal(got, want)
     assert cpu.kernels.powi(x[::2], exponent) is None  # strided: the NumPy products run instead
     np.testing.assert_array_equal((rustgrad.tensor(x)[::2] ** exponent).numpy(), want[::2])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_kernel_matches_the_formulation_and_torch(dtype: type) -> None:
+    x = np.concatenate([np.linspace(-120, 120, 100_001), [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    x = x.astype(dtype)
+    got = cpu.kernels.sigmoid(x)
+    assert got.dtype == dtype and got.shape == x.shape
+    # the NumPy formulation it replaces (exp of -|x| only), within two units in the last place
+    with np.errstate(all="ignore"):
+        e = np.exp(-np.abs(x))
+        want = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(dtype)
+    ulp = np.spacing(np.abs(want).astype(dtype))
+    finite = np.isfinite(x)
+    assert (np.abs(got - want)[finite] <= 2 * ulp[finite]).all()
+    assert np.isnan(got[-5]) and got[-4] == 1 and got[-3] == 0 and got[-2] == got[-1] == 0.5
+    # torch's 1 / (1 + exp(-x)) gives 0 once exp(-x) overflows (x < -88.7 in float32); rustgrad
+    # keeps the subnormal value there, as its formulation always did
+    ref = torch.sigmoid(torch.from_numpy(x)).numpy()
+    near = finite & (x > -88)
+    assert (np.abs(got - ref)[near] <= 4 * ulp[near]).all()
+    # the op takes it; a strided array falls back on the formulation
+    np.testing.assert_array_equal(rustgrad.tensor(x).sigmoid().numpy(), got)
+    assert cpu.kernels.sigmoid(x[::2]) is None

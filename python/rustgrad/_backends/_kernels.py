@@ -27,6 +27,8 @@ class Kernels:
 
     erf: Kernel = None  # (x) -> erf(x)
     gelu: Kernel = None  # (x) -> exact GELU of x
+    sigmoid: Kernel = None  # (x) -> 1 / (1 + exp(-x)), as _ops/activation.py's formulation
+    unary: Kernel = None  # (x, name) -> sqrt / reciprocal / log of x, without warnings
     gelu_backward: Kernel = None  # (grad, x) -> grad * GELU'(x)
     softmax: Kernel = None  # (x, log) -> (log_)softmax over the last dim
     softmax_backward: Kernel = None  # (grad, out, log) -> its gradient from the output

@@ -148,6 +148,21 @@ def _gelu(x: Any) -> Any:
     return _core._gelu(x)
 
 
+def _sigmoid(x: Any) -> Any:
+    """The logistic sigmoid of a contiguous float32/float64 array in one Rust pass; None
+    otherwise."""
+    return _core._sigmoid(x)
+
+
+_UNARY = {"sqrt": 0, "reciprocal": 1, "log": 2}
+
+
+def _unary(x: Any, name: str) -> Any:
+    """sqrt, reciprocal or log of a contiguous float32/float64 array in one Rust pass, without
+    NumPy's floating-point warnings; None otherwise."""
+    return _core._unary(x, _UNARY[name])
+
+
 def _gelu_backward(grad: Any, x: Any) -> Any:
     """grad times exact GELU's derivative at x in one Rust pass; None when the arrays do not
     qualify."""
@@ -238,7 +253,7 @@ def writable_view(view: Any) -> Any:
 
 
 kernels = Kernels(
-    erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, softmax=_softmax,
+    erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, sigmoid=_sigmoid, unary=_unary, softmax=_softmax,
     softmax_backward=_softmax_backward, layer_norm=_layer_norm,
     layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select,
     threshold_backward=_threshold_backward, max_pool2d=_max_pool2d,

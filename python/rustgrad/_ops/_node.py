@@ -11,6 +11,13 @@ gives: the engine sums a broadcast gradient down to its input's shape and casts 
 input's dtype (Note [Input metadata], rust/core/src/engine.rs). The spec also gives torch's
 `grad_fn._saved_<slot>` getters and the list of declared node names, so a recorded name no
 spec declares is caught by tests/ops/test_declarations.py.
+
+A spec may also state the node's forward-mode formula, `forward(tangents, saved, ctx)`: the
+tangent of the op's output (a tuple of them for a node of several outputs) from one tangent per
+input, None where an input has none, reading the same saved values and ctx as the backward
+formula (autograd/forward_ad.py runs it). Where the op is elementwise its Jacobian is diagonal,
+so it is its own transpose: `forward=ELEMENTWISE` makes the forward formula from the backward
+one, each input's term being that input's gradient for its tangent.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ def _slot_getter(i: int) -> Getter:
 
 
 # nodes whose formulas hold for real tensors only (torch's complex gradients conjugate what they
-# multiply by): their backward refuses a complex gradient rather than give a wrong one
+# multiply by): the engine refuses a complex gradient for them rather than give a wrong one
+# (NodeSpec's real_only, checked in Rust before the formula runs)
 REAL_ONLY = frozenset({
     "ExpBackward0", "Exp2Backward0", "LogBackward0", "Log2Backward0", "Log10Backward0",
     "SqrtBackward0", "PowBackward0", "PowBackward1", "PowBackward2", "ReciprocalBackward0",
@@ -57,34 +65,61 @@ REAL_ONLY = frozenset({
 })
 
 
-def _refusing_complex(name: str, backward: Formula) -> Formula:
-    def formula(g: Any, saved: Any, ctx: Any) -> Any:
-        for x in (g if isinstance(g, (tuple, list)) else (g,)):
-            d = getattr(x, "_data", None)
-            if d is not None and d.dtype.kind == "c":
-                raise NotImplementedError(
-                    f"rustgrad: the derivative of {name} for complex tensors is not implemented")
-        return backward(g, saved, ctx)
+# `forward=ELEMENTWISE`: the forward formula is the backward one, input by input (module doc)
+ELEMENTWISE = "elementwise"
 
-    return formula
+
+def add_terms(*terms: Any) -> Any:
+    """The sum of the terms that are not None (None when all are): a forward formula's total
+    over the inputs that have tangents."""
+    total = None
+    for term in terms:
+        if term is not None:
+            total = term if total is None else total + term
+    return total
+
+
+def transposed(backward: Formula) -> Formula:
+    """The forward formula of a node whose inputs' Jacobians are diagonal (or symmetric, as
+    softmax's): the backward formula applied to each input's tangent, the terms summed."""
+
+    def term(i: int, t: Any, saved: Any, ctx: Any) -> Any:
+        g = backward(t, saved, ctx)
+        return g[i] if type(g) is tuple else g
+
+    def forward(tangents: Tuple[Any, ...], saved: Any, ctx: Any) -> Any:
+        return add_terms(*(term(i, t, saved, ctx) for i, t in enumerate(tangents)
+                           if t is not None))
+
+    return forward
 
 
 def node(name: str, backward: Formula, *, saved: Sequence[str] = (), result: bool = False,
-         getters: Optional[Mapping[str, Getter]] = None, variant: bool = False) -> _core.NodeSpec:
+         getters: Optional[Mapping[str, Getter]] = None, variant: bool = False,
+         forward: Any = None, native: Optional[str] = None) -> _core.NodeSpec:
     """The spec of backward node `name` (see the module doc). `getters` adds or replaces
     `_saved_<attr>` getters that are not a slot as it is (a wrapped scalar, a ctx value).
 
     variant: a second formula under a name the op that owns it states elsewhere, where torch's
     own graph ends on that node from another path (linear's batch fold ends on
     UnsafeViewBackward0; a max-pool gradient's scatter on IndexPutBackward0). The owner's spec
-    gives the name's `_saved_<attr>` getters."""
+    gives the name's `_saved_<attr>` getters.
+
+    forward: the forward-mode formula (module doc), or ELEMENTWISE.
+
+    native: the formula's common case, which the engine then runs without calling Python (the
+    per-op chain's backward; the formula stays the reference and runs in every other case):
+    "identity", with ctx None every input gets the incoming gradient; "scale", with a Python
+    float as ctx and grad mode off, the first input gets the gradient times it, the second
+    none."""
     if name in NODES and not variant:
         raise RuntimeError(f"node {name} is specified twice")
-    if name in REAL_ONLY:
-        backward = _refusing_complex(name, backward)
     slots = (*saved, "result") if result else tuple(saved)
     fields = _fields(name, slots) if slots else None
-    spec = _core.NodeSpec(name, backward, list(saved), result, fields)
+    if forward == ELEMENTWISE:
+        forward = transposed(backward)
+    spec = _core.NodeSpec(name, backward, list(saved), result, fields, forward, native,
+                          name in REAL_ONLY)
     if variant:
         VARIANTS.append(spec)
         return spec

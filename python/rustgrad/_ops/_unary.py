@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 from .. import _dtype
 from .._tensor import Tensor
 from ._declare import Names, op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._util import _type_name, floating, name_function, quiet_fp
 from .copyslices import inplace_from
 
@@ -122,7 +122,7 @@ def declare(rows: Iterable[Unary], docs: Mapping[str, str], module: str
     for row in rows:
         spec = node(row.node, lambda g, saved, ctx, grad=row.grad: grad(g, saved),
                     saved=tuple(s for s in row.saved if s != "result"),
-                    result="result" in row.saved)
+                    result="result" in row.saved, forward=ELEMENTWISE)
         fn = _forward(row, spec)
         name_function(fn, row.name)
         fn.__module__ = module

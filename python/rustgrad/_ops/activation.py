@@ -17,7 +17,7 @@ from .. import _core, _creation, _dtype
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._unary import refuse_complex
 from ._util import (
     _type_name,
@@ -103,7 +103,7 @@ def _relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return select_grad(g, out, ~(out._data <= 0), "ThresholdBackwardBackward0")
 
 
-RELU = node("ReluBackward0", _relu_bw, result=True)
+RELU = node("ReluBackward0", _relu_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="relu", function="relu", grad_fn=("ReluBackward0", "ThresholdBackwardBackward0"))
@@ -133,7 +133,7 @@ def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (out * (1 - out))
 
 
-SIGMOID = node("SigmoidBackward0", _sigmoid_bw, result=True)
+SIGMOID = node("SigmoidBackward0", _sigmoid_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="sigmoid", function="sigmoid", functional="sigmoid", grad_fn="SigmoidBackward0")
@@ -152,10 +152,13 @@ def sigmoid(input: Tensor) -> Tensor:
     if d.dtype.kind == "c":
         refuse_complex("sigmoid", input)
     w = opmath(d)
-    # exp of a negative argument only, so large |x| neither overflows nor loses precision
-    e = xp.exp(-xp.abs(w))
-    out = xp.where(w >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
-    return SIGMOID.record(out, (input,))
+    fused = xp.kernels.sigmoid
+    out = None if fused is None else fused(w)
+    if out is None:
+        # exp of a negative argument only, so large |x| neither overflows nor loses precision
+        e = xp.exp(-xp.abs(w))
+        out = xp.where(w >= 0, 1 / (1 + e), e / (1 + e))
+    return SIGMOID.record(out.astype(d.dtype, copy=False), (input,))
 
 
 # ---- softplus, gelu, silu, mish, logsigmoid --------------------------------------------
@@ -165,7 +168,7 @@ def _softplus_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return where(xb > threshold, g, g * xb.sigmoid())
 
 
-SOFTPLUS = node("SoftplusBackward0", _softplus_bw, saved=("self",))
+SOFTPLUS = node("SoftplusBackward0", _softplus_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="softplus", grad_fn="SoftplusBackward0", autocast=dict(cuda="fp32"))
@@ -218,7 +221,7 @@ def _gelu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (cdf + a * pdf)
 
 
-GELU = node("GeluBackward0", _gelu_bw, saved=("self",))
+GELU = node("GeluBackward0", _gelu_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="gelu", grad_fn="GeluBackward0")
@@ -257,7 +260,7 @@ def _silu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (s * (1 + a * (1 - s)))
 
 
-SILU = node("SiluBackward0", _silu_bw, saved=("self",))
+SILU = node("SiluBackward0", _silu_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="silu", grad_fn="SiluBackward0")
@@ -287,7 +290,7 @@ def _mish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (tsp + x * x.sigmoid() * (1 - tsp * tsp))
 
 
-MISH = node("MishBackward0", _mish_bw, saved=("self",))
+MISH = node("MishBackward0", _mish_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="mish", grad_fn="MishBackward0")
@@ -308,7 +311,7 @@ def _logsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (-saved.self).sigmoid()
 
 
-LOGSIGMOID = node("LogSigmoidBackward0", _logsigmoid_bw, saved=("self",))
+LOGSIGMOID = node("LogSigmoidBackward0", _logsigmoid_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="logsigmoid", grad_fn="LogSigmoidBackward0")
@@ -330,8 +333,8 @@ def _leaky_relu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 # the in-place form (LeakyReluBackward1) saves the input too, a copy taken before the write
 # (torch's saves the result)
-LEAKY_RELU = node("LeakyReluBackward0", _leaky_relu_bw, saved=("self",))
-LEAKY_RELU_ = node("LeakyReluBackward1", _leaky_relu_bw, saved=("self",))
+LEAKY_RELU = node("LeakyReluBackward0", _leaky_relu_bw, saved=("self",), forward=ELEMENTWISE)
+LEAKY_RELU_ = node("LeakyReluBackward1", _leaky_relu_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="leaky_relu", grad_fn=("LeakyReluBackward0", "LeakyReluBackward1", "LeakyReluBackwardBackward0"))
@@ -368,10 +371,10 @@ def _elu_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 # the in-place forms (EluBackward1, CeluBackward1) save the input too, a copy taken before
 # the write (torch's save the result)
-ELU = node("EluBackward0", _elu_bw, saved=("self",))
-ELU_ = node("EluBackward1", _elu_bw, saved=("self",))
-CELU = node("CeluBackward0", _elu_bw, saved=("self",))
-CELU_ = node("CeluBackward1", _elu_bw, saved=("self",))
+ELU = node("EluBackward0", _elu_bw, saved=("self",), forward=ELEMENTWISE)
+ELU_ = node("EluBackward1", _elu_bw, saved=("self",), forward=ELEMENTWISE)
+CELU = node("CeluBackward0", _elu_bw, saved=("self",), forward=ELEMENTWISE)
+CELU_ = node("CeluBackward1", _elu_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 def _elu(input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool,
@@ -425,7 +428,7 @@ def _hardtanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return select_grad(g, x, (xd > lo) & (xd < hi), "HardtanhBackwardBackward0")
 
 
-HARDTANH = node("HardtanhBackward0", _hardtanh_bw, saved=("self",))
+HARDTANH = node("HardtanhBackward0", _hardtanh_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="hardtanh", grad_fn=("HardtanhBackward0", "HardtanhBackwardBackward0"))
@@ -475,7 +478,7 @@ def _hardsigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return where((x > -3) & (x < 3), g * 0.1666666716337204, 0.0)
 
 
-HARDSIGMOID = node("HardsigmoidBackward0", _hardsigmoid_bw, saved=("self",))
+HARDSIGMOID = node("HardsigmoidBackward0", _hardsigmoid_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="hardsigmoid", grad_fn="HardsigmoidBackward0")
@@ -503,7 +506,7 @@ def _hardswish_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return where(x <= -3, 0.0, mid)
 
 
-HARDSWISH = node("HardswishBackward0", _hardswish_bw, saved=("self",))
+HARDSWISH = node("HardswishBackward0", _hardswish_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(functional="hardswish", grad_fn="HardswishBackward0")
@@ -593,8 +596,8 @@ def _softmax_bw(g: Tensor, saved: Any, dim: Any) -> Any:
     return (g - (g * out).sum(dim, keepdim=True)) * out
 
 
-SOFTMAX = node("SoftmaxBackward0", _softmax_bw, result=True)
-SAFE_SOFTMAX = node("SafeSoftmaxBackward0", _softmax_bw, result=True)
+SOFTMAX = node("SoftmaxBackward0", _softmax_bw, result=True, forward=ELEMENTWISE)
+SAFE_SOFTMAX = node("SafeSoftmaxBackward0", _softmax_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="softmax", function="softmax", grad_fn="SoftmaxBackward0", autocast=dict(cuda="fp32_set_opt_dtype"))
@@ -651,7 +654,12 @@ def _log_softmax_bw(g: Tensor, saved: Any, dim: Any) -> Any:
     return g - out.exp() * g.sum(dim, keepdim=True)
 
 
-LOG_SOFTMAX = node("LogSoftmaxBackward0", _log_softmax_bw, result=True)
+def _log_softmax_fw(tangents: Any, saved: Any, dim: Any) -> Any:
+    t = tangents[0]
+    return t - (t * saved.result.exp()).sum(dim, keepdim=True)
+
+
+LOG_SOFTMAX = node("LogSoftmaxBackward0", _log_softmax_bw, result=True, forward=_log_softmax_fw)
 
 
 @op(method="log_softmax", function="log_softmax", grad_fn="LogSoftmaxBackward0",
@@ -775,7 +783,7 @@ def _hardshrink_bw(g: Tensor, saved: Any, lambd: Any) -> Any:
 
 
 HARDSHRINK = node("HardshrinkBackward0", _hardshrink_bw, saved=("self",),
-                  getters={"lambd": lambda s, c: c})
+                  getters={"lambd": lambda s, c: c}, forward=ELEMENTWISE)
 
 
 @op(method="hardshrink", function="hardshrink", functional="hardshrink",
@@ -806,7 +814,7 @@ def _softshrink_bw(g: Tensor, saved: Any, lambd: Any) -> Any:
 
 
 SOFTSHRINK = node("SoftshrinkBackward0", _softshrink_bw, saved=("self",),
-                  getters={"lambd": lambda s, c: c})
+                  getters={"lambd": lambda s, c: c}, forward=ELEMENTWISE)
 
 
 @op(functional="softshrink", grad_fn=("SoftshrinkBackward0", "SoftshrinkBackwardBackward0"))
@@ -847,9 +855,9 @@ def _threshold_bw(g: Tensor, saved: Any, threshold: Any) -> Any:
 
 # the in-place form (ThresholdBackward1) saves the input too, a copy taken before the write
 THRESHOLD = node("ThresholdBackward0", _threshold_bw, saved=("self",),
-                 getters={"threshold": lambda s, c: c})
+                 getters={"threshold": lambda s, c: c}, forward=ELEMENTWISE)
 THRESHOLD_ = node("ThresholdBackward1", _threshold_bw, saved=("self",),
-                  getters={"threshold": lambda s, c: c})
+                  getters={"threshold": lambda s, c: c}, forward=ELEMENTWISE)
 
 
 @op(function="threshold", functional="threshold",
@@ -953,9 +961,9 @@ _RRELU_GETTERS = {"lower": lambda s, c: c[0], "upper": lambda s, c: c[1],
 # the in-place form (RreluWithNoiseBackward1) saves the input too, a copy taken before the
 # write (torch's saves the result)
 RRELU = node("RreluWithNoiseBackward0", _rrelu_bw, saved=("self", "noise"),
-             getters=_RRELU_GETTERS)
+             getters=_RRELU_GETTERS, forward=ELEMENTWISE)
 RRELU_ = node("RreluWithNoiseBackward1", _rrelu_bw, saved=("self", "noise"),
-              getters=_RRELU_GETTERS)
+              getters=_RRELU_GETTERS, forward=ELEMENTWISE)
 
 
 @op(function="rrelu", functional="rrelu",

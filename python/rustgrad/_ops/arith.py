@@ -12,7 +12,7 @@ from .. import _creation, _dtype
 from .._backends import namespace_of
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._util import (
     NOT_IMPLEMENTED,
     _type_name,
@@ -55,7 +55,7 @@ def _add_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
     return g, (g if alpha == 1 else g * alpha)
 
 
-ADD = node("AddBackward0", _add_bw)
+ADD = node("AddBackward0", _add_bw, forward=ELEMENTWISE, native="identity")
 
 
 @op(method="add", dunder="__add__", function="add", grad_fn="AddBackward0",
@@ -83,11 +83,21 @@ def add(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
         tensor([1.5000, 2.5000])
     """
     if type(other) is float and alpha == 1 and _out_dtype is None:
-        ad = input._data  # fast path: float tensor + Python float keeps the tensor's dtype
+        # fast path: float tensor + Python float keeps the tensor's dtype (computed in Rust
+        # for a contiguous float32/float64 NumPy array)
+        out = ADD.record_scalar(input, other, 0)
+        if out is not None:
+            return out
+        ad = input._data
         if ad.dtype.kind == "f":
             return ADD.record(ad + other, (input, None))
         if is_bf16(ad.dtype):
             return ADD.record(with_float_scalar(_operator.add, ad, other), (input, None))
+    elif isinstance(other, Tensor) and alpha == 1 and _out_dtype is None:
+        # fast path: two contiguous float tensors of one shape and dtype (computed in Rust)
+        out = ADD.record_binary(input, other, 0, alpha)
+        if out is not None:
+            return out
     return _add_or_sub(input, other, alpha, _out_dtype, ADD, _operator.add)
 
 
@@ -127,7 +137,7 @@ def _sub_bw(g: Tensor, saved: Any, alpha: Any) -> Any:
     return g, (-g if alpha is None or alpha == 1 else g * -alpha)
 
 
-SUB = node("SubBackward0", _sub_bw)
+SUB = node("SubBackward0", _sub_bw, forward=ELEMENTWISE)
 
 
 def _check_sub_bool(a: Any, b: Any) -> None:
@@ -167,20 +177,32 @@ def sub(input: Tensor, other: Any, *, alpha: Any = 1, _out_dtype: Any = None) ->
         >>> rustgrad.sub(rustgrad.tensor([5., 7.]), 1., alpha=3)
         tensor([2., 4.])
     """
+    if isinstance(other, Tensor) and alpha == 1 and _out_dtype is None:
+        out = SUB.record_binary(input, other, 1, alpha)  # add's fast path
+        if out is not None:
+            return out
     _check_sub_bool(input, other)
     return _add_or_sub(input, other, alpha, _out_dtype, SUB, _operator.sub)
+
+
+_SMALL_NUMBERS = (int, float)  # not bool: True - x is refused
 
 
 def _rsub_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g
 
 
-RSUB = node("RsubBackward1", _rsub_bw)
+RSUB = node("RsubBackward1", _rsub_bw, forward=ELEMENTWISE)
 
 
 @op(dunder="__rsub__", grad_fn="RsubBackward1")
 def rsub(input: Tensor, other: Any) -> Tensor:
     """b - a for a Python scalar b (torch's RsubBackward1)."""
+    if type(other) in _SMALL_NUMBERS and abs(other) < 2**53:
+        # fast path, as add's (an int exactly a float64, so cast once to the tensor's dtype)
+        out = RSUB.record_scalar(input, other, 2, None, False)
+        if out is not None:
+            return out
     _check_sub_bool(input, other)
     s = as_scalar(other)
     if s is None:
@@ -196,7 +218,7 @@ def _neg_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g
 
 
-NEG = node("NegBackward0", _neg_bw)
+NEG = node("NegBackward0", _neg_bw, forward=ELEMENTWISE)
 
 
 @op(method=("neg", "negative"), dunder="__neg__", function=("neg", "negative"), grad_fn="NegBackward0")
@@ -262,7 +284,8 @@ def _wrapped_other(saved: Any, scalar: Any) -> Any:
 
 
 # slots in torch's packing order (saved_tensors_hooks see other first)
-MUL = node("MulBackward0", _mul_bw, saved=("other", "self"), getters={"other": _wrapped_other})
+MUL = node("MulBackward0", _mul_bw, saved=("other", "self"), getters={"other": _wrapped_other},
+           forward=ELEMENTWISE, native="scale")
 
 
 @op(method=("mul", "multiply"), dunder=("__mul__", "__rmul__"), function=("mul", "multiply"),
@@ -288,12 +311,21 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
         tensor([3., 4.])
     """
     if type(other) is float and _out_dtype is None:
-        ad = input._data  # fast path: float tensor * Python float keeps the tensor's dtype
+        # fast path, as add's
+        out = MUL.record_scalar(input, other, 1, other)
+        if out is not None:
+            return out
+        ad = input._data
         if ad.dtype.kind == "f":
             return MUL.record(ad * other, (input, None), other)
         if is_bf16(ad.dtype):
             return MUL.record(with_float_scalar(_operator.mul, ad, other), (input, None), other)
     if isinstance(other, Tensor):
+        saved = (other if input.requires_grad else None, input if other.requires_grad else None)
+        if _out_dtype is None:
+            out = MUL.record_binary(input, other, 2, None, saved)  # add's fast path
+            if out is not None:
+                return out
         ad, bd = promote(input, other)
         try:
             out = ad * bd
@@ -301,8 +333,7 @@ def mul(input: Tensor, other: Any, *, _out_dtype: Any = None) -> Tensor:
             raise broadcast_error(e, ad.shape, bd.shape) from None
         if _out_dtype is not None:
             out = out.astype(_out_dtype, copy=False)
-        return MUL.record(out, (input, other), self=input if other.requires_grad else None,
-                          other=other if input.requires_grad else None)
+        return MUL.record(out, (input, other), other=saved[0], self=saved[1])
     s = as_scalar(other)
     if s is None:
         if type(other) is complex:
@@ -325,7 +356,7 @@ def _div_bw(g: Tensor, saved: Any, scalar: Any) -> Any:
     return g / other, (None if self_ is None else -g * ((self_ / other) / other))
 
 
-DIV = node("DivBackward0", _div_bw, saved=("other", "self"), getters={"other": _wrapped_other})
+DIV = node("DivBackward0", _div_bw, saved=("other", "self"), getters={"other": _wrapped_other}, forward=ELEMENTWISE)
 
 
 @op(method=("div", "divide", "true_divide"), dunder="__truediv__",
@@ -354,6 +385,11 @@ def div(input: Tensor, other: Any, *, rounding_mode: Any = None, _out_dtype: Any
     if rounding_mode is not None:
         return _div_rounding(input, other, rounding_mode)
     if isinstance(other, Tensor):
+        if _out_dtype is None:
+            out = DIV.record_binary(input, other, 3, None,  # add's fast path
+                                    (other, input if other.requires_grad else None))
+            if out is not None:
+                return out
         ad, bd = promote(input, other)
         ft = _float_dtype_for_div(ad, bd)
         if ft is not None:
@@ -435,7 +471,7 @@ def _div_rounding_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(None if c is None else _creation.zeros(c[0], dtype=c[1], device=g.device) for c in ctx)
 
 
-DIV_ROUNDING = node("DivBackward2", _div_rounding_bw)
+DIV_ROUNDING = node("DivBackward2", _div_rounding_bw, forward=ELEMENTWISE)
 
 
 @op(dunder="__rtruediv__")
@@ -543,7 +579,7 @@ def _remainder_scalar_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g, None
 
 
-REMAINDER_SCALAR = node("RemainderBackward0", _remainder_scalar_bw)
+REMAINDER_SCALAR = node("RemainderBackward0", _remainder_scalar_bw, forward=ELEMENTWISE)
 
 
 def _remainder_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -551,7 +587,7 @@ def _remainder_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g, (-g * a.div(b, rounding_mode="floor") if b.requires_grad else None)
 
 
-REMAINDER_TENSOR = node("RemainderBackward1", _remainder_tensor_bw, saved=("self", "other"))
+REMAINDER_TENSOR = node("RemainderBackward1", _remainder_tensor_bw, saved=("self", "other"), forward=ELEMENTWISE)
 
 
 @op(method="remainder", dunder="__mod__", function="remainder",
@@ -596,17 +632,23 @@ def remainder(input: Tensor, other: Any) -> Tensor:
 
 # ---- pow -------------------------------------------------------------------------------
 def _power(ad: Any, s: Any, xp: Any) -> Any:
-    """ad ** s for a Python scalar s. Exponents 3 and -2 on float32/float64 are products, as
-    torch's pow kernel computes them (bit for bit; NumPy's power fast-paths only 2, 0.5 and -1
-    and takes ~40x longer on the others)."""
-    if ad.dtype.kind == "f" and ad.dtype.itemsize >= 4 and type(s) in (int, float) \
-            and s in (3, -2):
-        kernel = xp.kernels.powi
-        out = None if kernel is None else kernel(ad, int(s))
-        if out is not None:
-            return out
-        return ad * ad * ad if s == 3 else 1 / (ad * ad)
-    return ad**s
+    """ad ** s for a Python scalar s, NaN and inf computed silently as torch's. Exponents 2, 3,
+    -1 and -2 on float32/float64 are products, as torch's pow kernel computes them, and 0.5 is
+    sqrt (bit for bit; NumPy's power takes ~40x longer on 3 and -2)."""
+    if ad.dtype.kind == "f" and ad.dtype.itemsize >= 4 and type(s) in (int, float):
+        if s in (2, 3, -1, -2):
+            kernel = xp.kernels.powi
+            out = None if kernel is None else kernel(ad, int(s))
+            if out is not None:
+                return out
+        elif s == 0.5 and xp.kernels.unary is not None:
+            out = xp.kernels.unary(ad, "sqrt")
+            if out is not None:
+                return out
+    with quiet_fp(xp):
+        if ad.dtype.kind == "f" and type(s) in (int, float) and s in (3, -2):
+            return ad * ad * ad if s == 3 else 1 / (ad * ad)
+        return ad**s
 
 
 def _pow_scalar_bw(g: Tensor, saved: Any, e: Any) -> Any:
@@ -616,7 +658,7 @@ def _pow_scalar_bw(g: Tensor, saved: Any, e: Any) -> Any:
 
 
 POW_SCALAR = node("PowBackward0", _pow_scalar_bw, saved=("self",),
-                  getters={"exponent": lambda s, c: c})
+                  getters={"exponent": lambda s, c: c}, forward=ELEMENTWISE)
 
 
 def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
@@ -631,7 +673,7 @@ def _pow_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
-POW_TENSOR = node("PowBackward1", _pow_tensor_bw, saved=("self", "exponent"), result=True)
+POW_TENSOR = node("PowBackward1", _pow_tensor_bw, saved=("self", "exponent"), result=True, forward=ELEMENTWISE)
 
 
 def _rpow_bw(g: Tensor, saved: Any, base: Any) -> Any:
@@ -641,7 +683,7 @@ def _rpow_bw(g: Tensor, saved: Any, base: Any) -> Any:
 
 
 RPOW = node("PowBackward2", _rpow_bw, saved=("exponent",), result=True,
-            getters={"self": lambda s, c: c})
+            getters={"self": lambda s, c: c}, forward=ELEMENTWISE)
 
 
 @op(method="pow", dunder="__pow__", function="pow",
@@ -899,8 +941,8 @@ def _addcdiv_bw(g: Tensor, saved: Any, value: Any) -> Any:
 
 
 _VALUE = {"value": lambda s, c: c}
-ADDCMUL = node("AddcmulBackward0", _addcmul_bw, saved=("tensor1", "tensor2"), getters=_VALUE)
-ADDCDIV = node("AddcdivBackward0", _addcdiv_bw, saved=("tensor1", "tensor2"), getters=_VALUE)
+ADDCMUL = node("AddcmulBackward0", _addcmul_bw, saved=("tensor1", "tensor2"), getters=_VALUE, forward=ELEMENTWISE)
+ADDCDIV = node("AddcdivBackward0", _addcdiv_bw, saved=("tensor1", "tensor2"), getters=_VALUE, forward=ELEMENTWISE)
 
 
 def _addc(kind: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:

@@ -9,7 +9,7 @@ from typing import Any
 from .. import _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._util import (
     _type_name,
     as_scalar,
@@ -43,7 +43,7 @@ def _where_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (where(c, g, 0.0) if a_tensor else None), (where(c, 0.0, g) if b_tensor else None)
 
 
-WHERE = node("WhereBackward0", _where_bw)
+WHERE = node("WhereBackward0", _where_bw, forward=ELEMENTWISE)
 
 
 @op(function="where", grad_fn="WhereBackward0")
@@ -114,20 +114,36 @@ def _maxmin_bw(g: Tensor, saved: Any, is_max: bool) -> Any:
     return half.masked_fill(a_lost, 0.0), half.masked_fill(b_lost, 0.0)
 
 
-MAXIMUM = node("MaximumBackward0", _maxmin_bw, saved=("self", "other"))
-MINIMUM = node("MinimumBackward0", _maxmin_bw, saved=("self", "other"))
+def _maxmin_fw(tangents: Any, saved: Any, is_max: bool) -> Any:
+    # torch's: the winner's tangent, the mean of both at a tie, and other's where a nan leaves
+    # no order (the backward gives a nan's gradient to both, so it is not its own transpose)
+    a, b = saved.self, saved.other
+    ta, tb = (t if t is not None else _creation.zeros_like(x) for t, x in zip(tangents, (a, b)))
+    wins = a > b if is_max else a < b
+    return where(a == b, (ta + tb) * 0.5, where(wins, ta, tb))
+
+
+MAXIMUM = node("MaximumBackward0", _maxmin_bw, saved=("self", "other"), forward=_maxmin_fw)
+MINIMUM = node("MinimumBackward0", _maxmin_bw, saved=("self", "other"), forward=_maxmin_fw)
 
 
 def _binary_max(a: Tensor, b: Any, is_max: bool) -> Tensor:
     if not isinstance(b, Tensor):
         b = _creation.full_like_scalar(a, b)
-    ad, bd = promote(a, b)
     xp = a._backend
+    return _pick(a, b, xp.maximum if is_max else xp.minimum, MAXIMUM if is_max else MINIMUM,
+                 is_max)
+
+
+def _pick(a: Tensor, b: Tensor, ufunc: Any, spec: Any, is_max: bool) -> Tensor:
+    """ufunc (maximum, minimum, fmax, fmin) of a and b, promoted and broadcast, recorded through
+    spec (ctx: is_max; both operands saved)."""
+    ad, bd = promote(a, b)
     try:
-        out = xp.maximum(ad, bd) if is_max else xp.minimum(ad, bd)
+        out = ufunc(ad, bd)
     except ValueError as e:
         raise broadcast_error(e, ad.shape, bd.shape) from None
-    return (MAXIMUM if is_max else MINIMUM).record(out, (a, b), is_max, self=a, other=b)
+    return spec.record(out, (a, b), is_max, self=a, other=b)
 
 
 @op(method="maximum", function="maximum", grad_fn="MaximumBackward0")
@@ -182,8 +198,8 @@ def _fmaxmin_bw(g: Tensor, saved: Any, is_max: bool) -> Any:
     return ga, gb
 
 
-FMAX = node("FmaxBackward0", _fmaxmin_bw, saved=("self", "other"))
-FMIN = node("FminBackward0", _fmaxmin_bw, saved=("self", "other"))
+FMAX = node("FmaxBackward0", _fmaxmin_bw, saved=("self", "other"), forward=ELEMENTWISE)
+FMIN = node("FminBackward0", _fmaxmin_bw, saved=("self", "other"), forward=ELEMENTWISE)
 
 
 def _fmaxmin(name: str, a: Any, b: Any, is_max: bool) -> Tensor:
@@ -191,13 +207,8 @@ def _fmaxmin(name: str, a: Any, b: Any, is_max: bool) -> Tensor:
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
                             f"{type(x).__name__}")
-    ad, bd = promote(a, b)
     xp = a._backend
-    try:
-        out = xp.fmax(ad, bd) if is_max else xp.fmin(ad, bd)
-    except ValueError as e:
-        raise broadcast_error(e, ad.shape, bd.shape) from None
-    return (FMAX if is_max else FMIN).record(out, (a, b), is_max, self=a, other=b)
+    return _pick(a, b, xp.fmax if is_max else xp.fmin, FMAX if is_max else FMIN, is_max)
 
 
 @op(method="fmax", function="fmax", grad_fn="FmaxBackward0")

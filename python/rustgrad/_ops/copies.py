@@ -18,7 +18,7 @@ from .._backends import namespace, resolve
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._util import (
     check_inplace,
     check_internal_overlap,
@@ -38,7 +38,7 @@ def _clone_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g
 
 
-CLONE = node("CloneBackward0", _clone_bw)
+CLONE = node("CloneBackward0", _clone_bw, forward=ELEMENTWISE)
 
 
 @op(method="clone", function="clone", grad_fn="CloneBackward0")
@@ -61,7 +61,8 @@ def _to_copy_bw(g: Tensor, saved: Any, device: Any) -> Any:
     return g if device is None else to_device(g, device)
 
 
-TO_COPY = node("ToCopyBackward0", _to_copy_bw)
+# the tangent as it is: forward AD casts and moves it as the output
+TO_COPY = node("ToCopyBackward0", _to_copy_bw, forward=lambda tangents, saved, device: tangents[0])
 
 
 def to_dtype(a: Tensor, dtype: _dtype.dtype, copy: bool = False) -> Tensor:

@@ -34,7 +34,26 @@ def _cat_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(out)
 
 
-CAT = node("CatBackward0", _cat_bw)
+def _cat_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    # an input without a tangent contributes zeros of its size
+    dim, sizes = ctx
+    # a skipped legacy empty 1-D input's tangent says nothing of the others' shape
+    ref = next((t for t, n in zip(tangents, sizes) if t is not None and n is not None), None)
+    if ref is None:
+        return None
+    pieces = []
+    for t, n in zip(tangents, sizes):
+        if n is None:
+            continue
+        if t is None:
+            shape = list(ref.shape)
+            shape[dim] = n
+            t = _creation.zeros(shape, dtype=ref.dtype, device=ref.device)
+        pieces.append(t)
+    return cat(pieces, dim)
+
+
+CAT = node("CatBackward0", _cat_bw, forward=_cat_fw)
 
 
 @op(function=("cat", "concat", "concatenate"), grad_fn="CatBackward0", autocast=dict(cpu="promote"))
@@ -60,22 +79,26 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for t in tensors:
+    datas = []
+    for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(
-                f"expected Tensor as element {tensors.index(t)} in argument 0, but got "
-                f"{type(t).__name__}"
-            )
+                f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+        datas.append(t._data)
     # torch skips legacy empty 1-D tensors of shape (0,)
-    used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
-    ref = used[0] if used else tensors[0]
-    if ref._data.ndim == 0:
+    used = [d for d in datas if not (d.ndim == 1 and d.shape[0] == 0)]
+    ref = used[0] if used else datas[0]
+    if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    dim = _wrap_dim(dim, ref._data.ndim)
-    rt = _dtype.result_type(*[t for t in tensors]) if len({t._data.dtype for t in tensors}) > 1\
-        else _dtype.from_np(ref._data.dtype)
-    for i, t in enumerate(used):
-        s, r = t._data.shape, ref._data.shape
+    dim = _wrap_dim(dim, ref.ndim)
+    dt = ref.dtype
+    same = all(d.dtype == dt for d in datas)
+    rt = dt if same else _dtype.result_type(*tensors).np
+    r = ref.shape
+    for i, d in enumerate(used):
+        s = d.shape
+        if s == r:
+            continue
         if len(s) != len(r):
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {len(r)} and {len(s)}"
@@ -86,14 +109,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"Sizes of tensors must match except in dimension {dim}. Expected size "
                     f"{r[k]} but got size {s[k]} for tensor number {i} in the list."
                 )
-    xp = ref._backend
-    arrays = [t._data.astype(rt.np, copy=False) for t in used] or [ref._data]
+    xp = tensors[0]._backend
+    arrays = (used if same else [d.astype(rt, copy=False) for d in used]) or [ref]
     same_devices(arrays)
     out = xp.concatenate(arrays, axis=dim)
-    sizes = tuple(
-        None if (t._data.ndim == 1 and t._data.shape[0] == 0 and used) else t._data.shape[dim]
-        for t in tensors
-    )
+    sizes = tuple(None if (d.ndim == 1 and d.shape[0] == 0 and used) else d.shape[dim]
+                  for d in datas)
     return CAT.record(out, tuple(tensors), (dim, sizes))
 
 
@@ -106,7 +127,12 @@ def _stack_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return tuple(g[lead + (i,)] for i in range(n))
 
 
-STACK = node("StackBackward0", _stack_bw)
+def _stack_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    ref = next(t for t in tangents if t is not None)
+    return stack([_creation.zeros_like(ref) if t is None else t for t in tangents], ctx[0])
+
+
+STACK = node("StackBackward0", _stack_bw, forward=_stack_fw)
 
 
 @op(function="stack", grad_fn="StackBackward0", autocast=dict(cpu="promote"))

@@ -11,7 +11,7 @@ from .. import _dtype
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import add_terms, node
 from ._util import (
     check_broadcastable,
     is_bf16,
@@ -62,7 +62,12 @@ def _dot_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return (None if b is None else g * b), (None if a is None else g * a)
 
 
-DOT = node("DotBackward0", _dot_bw, saved=("self", "tensor"))
+def _dot_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ta, tb), (a, b) = tangents, saved
+    return add_terms(None if ta is None else dot(ta, b), None if tb is None else dot(a, tb))
+
+
+DOT = node("DotBackward0", _dot_bw, saved=("self", "tensor"), forward=_dot_fw)
 
 
 def _no_bool(kernel: str, *arrays: Any) -> None:
@@ -140,7 +145,12 @@ def _mv_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gv
 
 
-MV = node("MvBackward0", _mv_bw, saved=("self", "vec"))
+def _mv_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ta, tv), (a, v) = tangents, saved
+    return add_terms(None if ta is None else mv(ta, v), None if tv is None else mv(a, tv))
+
+
+MV = node("MvBackward0", _mv_bw, saved=("self", "vec"), forward=_mv_fw)
 
 
 @op(method="mv", function="mv", grad_fn="MvBackward0", autocast=dict(cuda="lower"))
@@ -196,7 +206,13 @@ def _mm_bw(g: Tensor, saved: Any, column_major: Any) -> Any:
     return ga, gb
 
 
-MM = node("MmBackward0", _mm_bw, saved=("self", "mat2"))
+# a product's tangent: ta @ b + a @ tb (a factor is saved where the other's tangent needs it)
+def _mm_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ta, tb), (a, b) = tangents, saved
+    return add_terms(None if ta is None else mm(ta, b), None if tb is None else mm(a, tb))
+
+
+MM = node("MmBackward0", _mm_bw, saved=("self", "mat2"), forward=_mm_fw)
 
 
 def _mm_record(out: Any, a: Tensor, b: Tensor) -> Tensor:
@@ -263,7 +279,12 @@ def _bmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, gb
 
 
-BMM = node("BmmBackward0", _bmm_bw, saved=("self", "mat2"))
+def _bmm_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ta, tb), (a, b) = tangents, saved
+    return add_terms(None if ta is None else bmm(ta, b), None if tb is None else bmm(a, tb))
+
+
+BMM = node("BmmBackward0", _bmm_bw, saved=("self", "mat2"), forward=_bmm_fw)
 
 
 @op(method="bmm", function="bmm", grad_fn="BmmBackward0", autocast=dict(cuda="lower", cpu="lower"))
@@ -332,8 +353,18 @@ def _addmm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
 
 
 # saved: mat1 where mat2 needs a gradient, mat2 where mat1 does (as torch's)
-ADDMM = node("AddmmBackward0", _addmm_bw, saved=("mat1", "mat2"))
-BADDBMM = node("BaddbmmBackward0", _addmm_bw, saved=("batch1", "batch2"))
+def _addmm_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ti, t1, t2), (m1, m2) = tangents, saved
+    beta, alpha, batched = ctx[:3]
+    prod = bmm if batched else mm
+    p = add_terms(None if t1 is None else prod(t1, m2), None if t2 is None else prod(m1, t2))
+    # a zero beta or alpha still multiplies (torch's tangent keeps the graph of that term)
+    return add_terms(None if ti is None else (ti if beta == 1 else ti * beta),
+                     None if p is None else (p if alpha == 1 else p * alpha))
+
+
+ADDMM = node("AddmmBackward0", _addmm_bw, saved=("mat1", "mat2"), forward=_addmm_fw)
+BADDBMM = node("BaddbmmBackward0", _addmm_bw, saved=("batch1", "batch2"), forward=_addmm_fw)
 
 
 def _addmm_checks(input: Tensor, m1: Tensor, m2: Tensor, batched: bool) -> Tuple[int, ...]:
@@ -930,9 +961,10 @@ def matmul(input: Tensor, other: Any) -> Any:
         )
     if ad.dtype != bd.dtype:
         raise _matmul_dtype_error(input, other)
-    if na <= 2 and nb <= 2:
-        _no_bool("dot" if na == nb == 1 else "addmv_impl_cpu" if nb == 1 else "addmm_impl_cpu_", ad)
-    else:
+    if ad.dtype.kind == "b":
+        if na <= 2 and nb <= 2:
+            _no_bool("dot" if na == nb == 1 else "addmv_impl_cpu" if nb == 1 else "addmm_impl_cpu_",
+                     ad)
         _no_bool("bmm", ad)
     out = _rounded(input._backend.matmul(ad, bd), ad)
     if na == 2 and nb == 2:

@@ -142,8 +142,20 @@ def _nll_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return gx.reshape(moved).permute(inv)
 
 
-NLL_LOSS = node("NllLossBackward0", _nll_bw)
-NLL_LOSS_2D = node("NllLoss2DBackward0", _nll_bw)
+def _nll_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    # the loss is linear in its input: the tangent is the loss of the input's tangent
+    shape2, (rows, cols), coef, reduction, perm, shape_nd = ctx
+    t = tangents[0]
+    if perm is not None:
+        t = t.permute(perm)
+    picked = t.reshape(shape2)[rows, cols] * const(coef)
+    if reduction != "none":
+        return picked.sum()
+    return picked.reshape(shape_nd[:1] + shape_nd[2:] if len(shape_nd) > 1 else ())
+
+
+NLL_LOSS = node("NllLossBackward0", _nll_bw, forward=_nll_fw)
+NLL_LOSS_2D = node("NllLoss2DBackward0", _nll_bw, forward=_nll_fw)
 
 
 @op(functional="nll_loss", grad_fn=("NllLossBackward0", "NllLoss2DBackward0"), autocast=dict(cuda="fp32", cpu="fp32"))
@@ -246,7 +258,14 @@ def _mse_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _pair_grads(_reduce_grad(g, local, reduction), saved, reduction, needs)
 
 
-MSE_LOSS = node("MseLossBackward0", _mse_bw, saved=("self", "target"))
+def _mse_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    (ts, tt), reduction = tangents, ctx[0]
+    dx = ts if tt is None else (-tt if ts is None else ts - tt)
+    local = (saved.self - saved.target) * 2 * dx
+    return local.mean() if reduction == "mean" else local.sum() if reduction == "sum" else local
+
+
+MSE_LOSS = node("MseLossBackward0", _mse_bw, saved=("self", "target"), forward=_mse_fw)
 
 
 @op(functional="mse_loss", grad_fn="MseLossBackward0", autocast=dict(cuda="fp32", cpu="fp32"))

@@ -16,7 +16,7 @@ from typing import Any
 from .. import _core, _creation, _dtype
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._unary import COMPLEX, Unary, declare, inplace_form
 from ._util import (
     _type_name,
@@ -61,7 +61,7 @@ def _exp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * saved.result
 
 
-EXP = node("ExpBackward0", _exp_bw, result=True)
+EXP = node("ExpBackward0", _exp_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="exp", function="exp", grad_fn="ExpBackward0", autocast=dict(cuda="fp32"))
@@ -82,7 +82,7 @@ def _log_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / saved.self
 
 
-LOG = node("LogBackward0", _log_bw, saved=("self",))
+LOG = node("LogBackward0", _log_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(method="log", function="log", grad_fn="LogBackward0", autocast=dict(cuda="fp32"))
@@ -96,14 +96,25 @@ def log(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([1., 0.5]).log()
         tensor([ 0.0000, -0.6931])
     """
-    return LOG.record(input._backend.log(floating(input)), (input,), self=input)
+    return LOG.record(_quiet_unary(input._backend, floating(input), "log"), (input,), self=input)
+
+
+def _quiet_unary(xp: Any, d: Any, name: str) -> Any:
+    """sqrt, reciprocal or log of the array d, NaN and inf computed silently as torch's: the
+    backend's one-pass kernel, else the array library's ufunc with its warnings off."""
+    kernel = xp.kernels.unary
+    out = None if kernel is None else kernel(d, name)
+    if out is None:
+        with quiet_fp(xp):
+            out = 1 / d if name == "reciprocal" else getattr(xp, name)(d)
+    return out
 
 
 def _sqrt_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g / (2 * saved.result)
 
 
-SQRT = node("SqrtBackward0", _sqrt_bw, result=True)
+SQRT = node("SqrtBackward0", _sqrt_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="sqrt", function="sqrt", grad_fn="SqrtBackward0")
@@ -121,14 +132,14 @@ def sqrt(input: Tensor) -> Tensor:
         >>> x.grad
         tensor([   inf, 0.2500])
     """
-    return SQRT.record(input._backend.sqrt(floating(input)), (input,))
+    return SQRT.record(_quiet_unary(input._backend, floating(input), "sqrt"), (input,))
 
 
 def _abs_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * saved.self.sign()
 
 
-ABS = node("AbsBackward0", _abs_bw, saved=("self",))
+ABS = node("AbsBackward0", _abs_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(method=("abs", "absolute"), dunder="__abs__", function=("abs", "absolute"),
@@ -158,7 +169,7 @@ def _sign_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _const(g._backend.zeros_like(g._data))
 
 
-SIGN = node("SignBackward0", _sign_bw)
+SIGN = node("SignBackward0", _sign_bw, forward=ELEMENTWISE)
 
 
 @op(method="sign", function="sign", grad_fn="SignBackward0")
@@ -187,7 +198,7 @@ def _tanh_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (1 - out * out)
 
 
-TANH = node("TanhBackward0", _tanh_bw, result=True)
+TANH = node("TanhBackward0", _tanh_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="tanh", function="tanh", functional="tanh", grad_fn="TanhBackward0")
@@ -209,7 +220,7 @@ def _reciprocal_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return -g * out * out
 
 
-RECIPROCAL = node("ReciprocalBackward0", _reciprocal_bw, result=True)
+RECIPROCAL = node("ReciprocalBackward0", _reciprocal_bw, result=True, forward=ELEMENTWISE)
 
 
 @op(method="reciprocal", function="reciprocal", grad_fn="ReciprocalBackward0", autocast=dict(cuda="fp32"))
@@ -223,8 +234,8 @@ def reciprocal(input: Tensor) -> Tensor:
         >>> rustgrad.tensor([2., 4.]).reciprocal()
         tensor([0.5000, 0.2500])
     """
-    d = floating(input)
-    return RECIPROCAL.record(1 / d, (input,))
+    return RECIPROCAL.record(_quiet_unary(input._backend, floating(input), "reciprocal"),
+                             (input,))
 
 
 # ---- clamp -----------------------------------------------------------------------------
@@ -242,7 +253,7 @@ def _clamp_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return where(mask, g, 0.0)
 
 
-CLAMP = node("ClampBackward1", _clamp_bw, saved=("self",))
+CLAMP = node("ClampBackward1", _clamp_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 def _int_bounds(np_dt: Any, lo: Any, hi: Any) -> Any:
@@ -343,7 +354,7 @@ def _clamp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return ga, glo, ghi
 
 
-CLAMP_TENSOR = node("ClampBackward0", _clamp_tensor_bw, saved=("self", "min", "max"))
+CLAMP_TENSOR = node("ClampBackward0", _clamp_tensor_bw, saved=("self", "min", "max"), forward=ELEMENTWISE)
 
 
 def _clamp_tensor(a: Tensor, lo: Any, hi: Any) -> Tensor:
@@ -690,7 +701,7 @@ def _atan2_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * b * recip, g * -a * recip
 
 
-ATAN2 = node("Atan2Backward0", _atan2_bw, saved=("self", "other"))
+ATAN2 = node("Atan2Backward0", _atan2_bw, saved=("self", "other"), forward=ELEMENTWISE)
 
 
 @op(method=("arctan2", "atan2"), function=("arctan2", "atan2"), grad_fn="Atan2Backward0", autocast=dict(cuda="promote"))
@@ -773,11 +784,11 @@ def _zeros_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _creation.zeros_like(g)
 
 
-FLOOR = node("FloorBackward0", _zeros_bw)
-CEIL = node("CeilBackward0", _zeros_bw)
-TRUNC = node("TruncBackward0", _zeros_bw)
-ROUND = node("RoundBackward0", _zeros_bw)
-ROUND_DECIMALS = node("RoundBackward1", _zeros_bw)
+FLOOR = node("FloorBackward0", _zeros_bw, forward=ELEMENTWISE)
+CEIL = node("CeilBackward0", _zeros_bw, forward=ELEMENTWISE)
+TRUNC = node("TruncBackward0", _zeros_bw, forward=ELEMENTWISE)
+ROUND = node("RoundBackward0", _zeros_bw, forward=ELEMENTWISE)
+ROUND_DECIMALS = node("RoundBackward1", _zeros_bw, forward=ELEMENTWISE)
 
 
 def _rounding(a: Tensor, fn: Any, spec: Any, kernel: str) -> Tensor:
@@ -903,7 +914,7 @@ def _erf_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (_TWO_OVER_SQRT_PI * (-(a * a)).exp())
 
 
-ERF = node("ErfBackward0", _erf_bw, saved=("self",))
+ERF = node("ErfBackward0", _erf_bw, saved=("self",), forward=ELEMENTWISE)
 
 
 @op(method="erf", function="erf", grad_fn="ErfBackward0")
@@ -950,8 +961,8 @@ def _lerp_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * (1 - weight), g * weight, g * (end - start)
 
 
-LERP_SCALAR = node("LerpBackward0", _lerp_scalar_bw)
-LERP_TENSOR = node("LerpBackward1", _lerp_tensor_bw, saved=("self", "end", "weight"))
+LERP_SCALAR = node("LerpBackward0", _lerp_scalar_bw, forward=ELEMENTWISE)
+LERP_TENSOR = node("LerpBackward1", _lerp_tensor_bw, saved=("self", "end", "weight"), forward=ELEMENTWISE)
 
 
 @op(method="lerp", function="lerp", grad_fn=("LerpBackward0", "LerpBackward1"))
@@ -998,8 +1009,8 @@ def _fmod_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g, gb
 
 
-FMOD_SCALAR = node("FmodBackward0", _fmod_scalar_bw)
-FMOD_TENSOR = node("FmodBackward1", _fmod_tensor_bw, saved=("self", "other"))
+FMOD_SCALAR = node("FmodBackward0", _fmod_scalar_bw, forward=ELEMENTWISE)
+FMOD_TENSOR = node("FmodBackward1", _fmod_tensor_bw, saved=("self", "other"), forward=ELEMENTWISE)
 
 
 @op(method="fmod", function="fmod", grad_fn=("FmodBackward0", "FmodBackward1"))
@@ -1297,7 +1308,7 @@ def _nan_to_num_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g * _const(ctx.astype(g._data.dtype))
 
 
-NAN_TO_NUM = node("NanToNumBackward0", _nan_to_num_bw)
+NAN_TO_NUM = node("NanToNumBackward0", _nan_to_num_bw, forward=ELEMENTWISE)
 
 
 @op(method="nan_to_num", function="nan_to_num", grad_fn="NanToNumBackward0")
@@ -1330,7 +1341,7 @@ def _frac_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g
 
 
-FRAC = node("FracBackward0", _frac_bw)
+FRAC = node("FracBackward0", _frac_bw, forward=ELEMENTWISE)
 
 
 @op(method="frac", function="frac", grad_fn="FracBackward0")
@@ -1403,10 +1414,10 @@ def _clamp_max_tensor_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _clamp_tensor_bw(g, (saved.self, None, saved.max), None)
 
 
-CLAMP_MIN = node("ClampMinBackward0", _clamp_side_bw, saved=("self",))
-CLAMP_MAX = node("ClampMaxBackward0", _clamp_side_bw, saved=("self",))
-CLAMP_MIN_TENSOR = node("ClampMinBackward1", _clamp_min_tensor_bw, saved=("self", "min"))
-CLAMP_MAX_TENSOR = node("ClampMaxBackward1", _clamp_max_tensor_bw, saved=("self", "max"))
+CLAMP_MIN = node("ClampMinBackward0", _clamp_side_bw, saved=("self",), forward=ELEMENTWISE)
+CLAMP_MAX = node("ClampMaxBackward0", _clamp_side_bw, saved=("self",), forward=ELEMENTWISE)
+CLAMP_MIN_TENSOR = node("ClampMinBackward1", _clamp_min_tensor_bw, saved=("self", "min"), forward=ELEMENTWISE)
+CLAMP_MAX_TENSOR = node("ClampMaxBackward1", _clamp_max_tensor_bw, saved=("self", "max"), forward=ELEMENTWISE)
 
 
 def _clamp_side(a: Tensor, bound: Any, is_min: bool) -> Tensor:

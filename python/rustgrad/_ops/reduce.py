@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _creation, _dtype, return_types
+from .._backends import _NDARRAY
 from .._size import _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
@@ -73,8 +74,17 @@ _SAVED_DIMS = {
     "keepdim": lambda s, c: c[2],
     "self_sym_sizes": lambda s, c: tuple(c[0]),
 }
-SUM = node("SumBackward0", _sum_bw, getters={"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]})
-SUM_DIM = node("SumBackward1", _sum_bw, getters=_SAVED_DIMS)
+def _sum_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    shape, dims, keepdim = ctx[:3]
+    t = tangents[0]
+    if not shape:
+        return t.sum()
+    return t.sum(tuple(range(len(shape))) if dims is None else dims, keepdim)
+
+
+SUM = node("SumBackward0", _sum_bw, getters={"self_sym_sizes": _SAVED_DIMS["self_sym_sizes"]},
+           forward=_sum_fw)
+SUM_DIM = node("SumBackward1", _sum_bw, getters=_SAVED_DIMS, forward=_sum_fw)
 
 
 @op(method="sum", function="sum", grad_fn=("SumBackward0", "SumBackward1"), autocast=dict(cuda="fp32_set_opt_dtype"))
@@ -108,6 +118,8 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
         # torch accumulates (b)float16 in float32 and rounds once; NumPy would round every step
         out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=_F32)
         out = out.astype(np_dtype if np_dtype is not None else d.dtype)
+    elif type(d) is _NDARRAY:  # ndarray.sum without NumPy's Python layer: the same reduction
+        out = input._backend.add.reduce(d, dims if d.ndim else None, np_dtype, None, keepdim)
     else:
         out = d.sum(axis=dims if d.ndim else None, keepdims=keepdim, dtype=np_dtype)
     if (dims is None or not d.ndim) and not keepdim:
@@ -120,8 +132,12 @@ def _mean_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _expand_back(g, shape, dims, keepdim) / n
 
 
-MEAN = node("MeanBackward0", _mean_bw)
-MEAN_DIM = node("MeanBackward1", _mean_bw, getters=_SAVED_DIMS)
+def _mean_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    return _sum_fw(tangents, saved, ctx) / ctx[3]
+
+
+MEAN = node("MeanBackward0", _mean_bw, forward=_mean_fw)
+MEAN_DIM = node("MeanBackward1", _mean_bw, getters=_SAVED_DIMS, forward=_mean_fw)
 
 
 @op(method="mean", function="mean", grad_fn=("MeanBackward0", "MeanBackward1"))
@@ -156,19 +172,22 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
         d = d.astype(_dtype.to_np(dtype))
     axis = dims if d.ndim else None
     acc = _F32 if _low_precision(d.dtype) else None
+    n = d.size if dims is None or not d.ndim else 1
+    if dims is not None and d.ndim:
+        for i in dims:
+            n *= d.shape[i]
     if d.size == 0:  # torch gives nan silently; NumPy warns "Mean of empty slice"
 
         with warnings.catch_warnings(), input._backend.errstate(invalid="ignore", divide="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
+    elif acc is None and type(d) is _NDARRAY and d.dtype.kind == "f":
+        # NumPy's mean without its Python layer: the same sum, divided by the count
+        out = input._backend.add.reduce(d, axis, None, None, keepdim) / n
     else:
         out = d.mean(axis=axis, keepdims=keepdim, dtype=acc)
     if (dims is None or not d.ndim) and not keepdim:
         out = input._backend.asarray(out, dtype=d.dtype)
-    n = d.size if dims is None or not d.ndim else 1
-    if dims is not None and d.ndim:
-        for i in dims:
-            n *= d.shape[i]
     return (MEAN if dim is None else MEAN_DIM).record(out.astype(d.dtype, copy=False), (input,),
                                                       (d.shape, dims, keepdim, n))
 

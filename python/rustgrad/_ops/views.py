@@ -17,7 +17,7 @@ from .. import _core, _dtype
 from .._size import Size, _wrap_dim
 from .._tensor import Tensor
 from ._declare import op
-from ._node import node
+from ._node import ELEMENTWISE, node
 from ._util import check_broadcastable, check_inplace, is_grad_enabled, sum_to
 from .copyslices import AS_STRIDED, _as_strided_bw
 
@@ -44,8 +44,12 @@ def _slice_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _embed(g, shape, idx)
 
 
-SLICE = node("SliceBackward0", _slice_bw)
-SELECT = node("SelectBackward0", _slice_bw)
+def _slice_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    return tangents[0][ctx[1]]
+
+
+SLICE = node("SliceBackward0", _slice_bw, forward=_slice_fw)
+SELECT = node("SelectBackward0", _slice_bw, forward=_slice_fw)
 
 
 # ---- split and unbind: one node for all the views returned together, as torch's ---------------
@@ -750,7 +754,7 @@ def _transpose_bw(g: Tensor, saved: Any, dims: Any) -> Any:
     return g.transpose(*dims)
 
 
-TRANSPOSE = node("TransposeBackward0", _transpose_bw)
+TRANSPOSE = node("TransposeBackward0", _transpose_bw, forward=ELEMENTWISE)  # its own inverse
 
 
 @op(method="transpose", function="transpose", grad_fn="TransposeBackward0")
@@ -778,7 +782,7 @@ def _t_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return g.t()
 
 
-T_NODE = node("TBackward0", _t_bw)
+T_NODE = node("TBackward0", _t_bw, forward=ELEMENTWISE)  # its own inverse
 
 
 @op(method="t", function="t", grad_fn="TBackward0")
@@ -801,7 +805,11 @@ def _permute_bw(g: Tensor, saved: Any, inverse: Any) -> Any:
     return g.permute(inverse)
 
 
-PERMUTE = node("PermuteBackward0", _permute_bw)
+def _permute_fw(tangents: Any, saved: Any, inverse: Any) -> Any:
+    return tangents[0].permute([inverse.index(i) for i in range(len(inverse))])
+
+
+PERMUTE = node("PermuteBackward0", _permute_bw, forward=_permute_fw)
 
 
 @op(method="permute", function="permute", grad_fn="PermuteBackward0")
@@ -841,7 +849,12 @@ def _unsqueeze_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     return _slice_bw(g, saved, ctx)
 
 
-UNSQUEEZE = node("UnsqueezeBackward0", _unsqueeze_bw)
+def _unsqueeze_fw(tangents: Any, saved: Any, ctx: Any) -> Any:
+    t = tangents[0]
+    return t.unsqueeze(ctx) if type(ctx) is int else t[ctx[1]]
+
+
+UNSQUEEZE = node("UnsqueezeBackward0", _unsqueeze_bw, forward=_unsqueeze_fw)
 
 
 @op(method="unsqueeze", function="unsqueeze", grad_fn="UnsqueezeBackward0")

@@ -19,6 +19,7 @@ use std::any::Any;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -160,24 +161,45 @@ impl Drop for GradModeGuard {
     }
 }
 
+/// A hasher for keys that are addresses (node ids, code objects): a multiplicative hash spreads
+/// them well enough, at a fraction of SipHash's cost (a backward hashes every node a few times).
+#[derive(Default)]
+pub struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type ById<T> = HashMap<usize, T, BuildHasherDefault<AddressHasher>>;
+
 struct GraphTask<V: GradValue> {
-    nodes: HashMap<usize, NodeTask<V>>,
+    nodes: ById<NodeTask<V>>,
     n_captures: usize,
 }
 
 impl<V: GradValue> GraphTask<V> {
     /// Step 2: dependencies, needed nodes and captures, by one iterative depth-first walk.
     fn discover(root: &NodeRef<V>, options: &ExecuteOptions<V>) -> Self {
-        let mut nodes: HashMap<usize, NodeTask<V>> = HashMap::new();
+        let mut nodes: ById<NodeTask<V>> = ById::default();
         let filtered = !options.inputs.is_empty();
-        let mut targets: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+        let mut targets: ById<Vec<(usize, usize)>> = ById::default();
         for (i, edge) in options.inputs.iter().enumerate() {
             targets
                 .entry(node_id(&edge.node))
                 .or_default()
                 .push((edge.input_nr, i));
         }
-        let new_task = |node: &NodeRef<V>, targets: &HashMap<usize, Vec<(usize, usize)>>| {
+        let new_task = |node: &NodeRef<V>, targets: &ById<Vec<(usize, usize)>>| {
             let id = node_id(node);
             let (needed, captures) = match targets.get(&id) {
                 Some(_) if options.accumulate_grad => (true, Vec::new()),

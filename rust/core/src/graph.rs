@@ -49,6 +49,12 @@ pub fn next_sequence_nr() -> u64 {
     SEQUENCE_NR.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The sequence number the next node will get: every node recorded from now on has one at
+/// least as large (forward AD tells an op's own nodes from older history by it).
+pub fn peek_sequence_nr() -> u64 {
+    SEQUENCE_NR.load(Ordering::Relaxed)
+}
+
 /// The data every node carries, whatever its kind.
 pub struct NodeBase<V: GradValue> {
     sequence_nr: u64,

@@ -36,9 +36,11 @@ pub mod value;
 pub mod version;
 
 pub use accumulate::{AccumulateGrad, Accumulation, GradSink, LeafGrad, LeafGuard, LeafLock};
-pub use engine::{Engine, ExecuteOptions};
+pub use engine::{AddressHasher, Engine, ExecuteOptions};
 pub use error::{Error, Result};
-pub use graph::{drop_deferred, next_sequence_nr, node_id, Edge, Node, NodeBase, NodeRef};
+pub use graph::{
+    drop_deferred, next_sequence_nr, node_id, peek_sequence_nr, Edge, Node, NodeBase, NodeRef,
+};
 pub use hooks::{
     HookId, HookList, NodeHooks, NodePostHook, NodePostHooks, NodePreHook, NodePreHooks,
     PostAccumulateHook, TensorHook,

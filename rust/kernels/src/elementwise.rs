@@ -15,6 +15,19 @@ use crate::{Isa, Real};
 /// x <= 0).
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
+    let (p, k) = exp_parts(x.clamp(-87.0, 88.0));
+    let y = p * f32::from_bits(((k + 127) << 23) as u32);
+    if x < -87.0 {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// exp(xc) as p * 2^k: xc = n ln2 + r with |r| <= ln2/2, p = exp(r) by its Taylor polynomial to
+/// r^7, k = n.
+#[inline(always)]
+fn exp_parts(xc: f32) -> (f32, i32) {
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
     const C: [f32; 8] = [
         1.0 / 5040.0,
@@ -26,14 +39,21 @@ pub fn exp_f32(x: f32) -> f32 {
         1.0,
         1.0,
     ];
-    let xc = x.clamp(-87.0, 88.0);
     let m = xc * std::f32::consts::LOG2_E + MAGIC;
     let n = m - MAGIC;
     let k = (m.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     let r = xc - n * 0.693_145_75 - n * 1.428_606_8e-6; // ln 2 split: exact products
-    let p = C.iter().fold(0.0f32, |acc, &c| acc.mul_add(r, c));
-    let y = p * f32::from_bits(((k + 127) << 23) as u32);
-    if x < -87.0 {
+    (C.iter().fold(0.0f32, |acc, &c| acc.mul_add(r, c)), k)
+}
+
+/// exp(x) for x <= 0 (or NaN) as [`exp_f32`], down into float32's subnormals: 2^k is applied
+/// as 2^(k+64) then 2^-64, so the exponent bits stay normal and the one rounding into a
+/// subnormal is the last multiply. Below -104 it is 0 (the true value rounds to 0 there).
+#[inline(always)]
+fn exp_nonpositive_f32(x: f32) -> f32 {
+    let (p, k) = exp_parts(x.clamp(-104.0, 0.0));
+    let y = p * f32::from_bits(((k + 64 + 127) << 23) as u32) * f32::from_bits(63 << 23);
+    if x < -104.0 {
         0.0
     } else {
         y
@@ -104,6 +124,33 @@ pub fn gelu_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32
     map_f32(xs, out, gelu)
 }
 
+/// The logistic sigmoid 1 / (1 + exp(-x)) as rustgrad's formulation computes it: exp of
+/// -|x| only (no overflow, no lost precision for large |x|), then 1 / (1 + e) for x >= 0 and
+/// e / (1 + e) below; float32 through [`exp_f32`], vectorized. NaN stays NaN.
+pub fn sigmoid_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
+    map_f32(xs, out, |x| {
+        let e = exp_nonpositive_f32(-x.abs());
+        let d = 1.0 + e;
+        if x >= 0.0 {
+            1.0 / d
+        } else {
+            e / d
+        }
+    })
+}
+
+/// [`sigmoid_f32`]'s formulation in float64, through the platform's exp.
+pub fn sigmoid_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
+    map_plain(xs, out, |x| {
+        let e = (-x.abs()).exp();
+        if x >= 0.0 {
+            1.0 / (1.0 + e)
+        } else {
+            e / (1.0 + e)
+        }
+    })
+}
+
 /// Exact GELU in float64, through libm's erf.
 pub fn gelu_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
     map_plain(xs, out, |x| x * 0.5 * (1.0 + libm::erf(x * FRAC_1_SQRT_2)))
@@ -143,8 +190,12 @@ pub fn gelu_backward_f64<'o>(
 /// which NumPy's `power` does not round alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SmallPow {
+    /// `x ** 2` as `x x`.
+    Square,
     /// `x ** 3` as `(x x) x`.
     Cube,
+    /// `x ** -1` as `1 / x`.
+    Reciprocal,
     /// `x ** -2` as `1 / (x x)`.
     InvSquare,
 }
@@ -153,25 +204,31 @@ impl SmallPow {
     /// The kernel for `x ** exponent`, if there is one.
     pub fn of(exponent: i64) -> Option<SmallPow> {
         match exponent {
+            2 => Some(SmallPow::Square),
             3 => Some(SmallPow::Cube),
+            -1 => Some(SmallPow::Reciprocal),
             -2 => Some(SmallPow::InvSquare),
             _ => None,
         }
     }
 }
 
-/// `x ** 3` or `x ** -2` of each element, torch's products bit for bit, vectorized.
+/// `x ** p` of each element for a [`SmallPow`], torch's products bit for bit, vectorized.
 pub fn powi_f32<'o>(xs: &[f32], p: SmallPow, out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
     match p {
+        SmallPow::Square => map_f32(xs, out, |x| x * x),
         SmallPow::Cube => map_f32(xs, out, |x| x * x * x),
+        SmallPow::Reciprocal => map_f32(xs, out, |x| 1.0 / x),
         SmallPow::InvSquare => map_f32(xs, out, |x| 1.0 / (x * x)),
     }
 }
 
-/// `x ** 3` or `x ** -2` of each float64 element, torch's products bit for bit.
+/// [`powi_f32`] for float64 elements.
 pub fn powi_f64<'o>(xs: &[f64], p: SmallPow, out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
     match p {
+        SmallPow::Square => map_plain(xs, out, |x| x * x),
         SmallPow::Cube => map_plain(xs, out, |x| x * x * x),
+        SmallPow::Reciprocal => map_plain(xs, out, |x| 1.0 / x),
         SmallPow::InvSquare => map_plain(xs, out, |x| 1.0 / (x * x)),
     }
 }

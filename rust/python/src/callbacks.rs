@@ -49,6 +49,19 @@ pub fn _register(
     as_array: Py<PyAny>,
     conform: Py<PyAny>,
 ) -> PyResult<()> {
+    // the tensors ops make are allocated as this class without a check each (tensor.rs)
+    let is_tensor_class = tensor_cls
+        .bind(py)
+        .downcast::<pyo3::types::PyType>()
+        .is_ok_and(|t| {
+            t.is_subclass_of::<crate::tensor::PyTensor>()
+                .unwrap_or(false)
+        });
+    if !is_tensor_class {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "_register: the tensor class must be a subclass of rustgrad._core.TensorBase",
+        ));
+    }
     let _ = CALLBACKS.set(
         py,
         Callbacks {

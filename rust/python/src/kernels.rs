@@ -5,7 +5,10 @@
 
 use std::mem::MaybeUninit;
 
-use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{
+    Element, IntoPyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use rustgrad_kernels::{self as rk, Real};
@@ -76,25 +79,46 @@ fn shaped<'py, T: numpy::Element>(
 /// over Rayon's threads from `PAR_MIN_ELEMS` elements on; None for other arrays.
 #[pyfunction]
 pub fn _gelu<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
+    Ok(map_floats(py, x, rk::gelu_f32, rk::gelu_f64))
+}
+
+/// The logistic sigmoid of a C-contiguous float32/float64 array in one pass
+/// (`sigmoid_f32`/`sigmoid_f64`, the formulation of `_ops/activation.py`'s sigmoid; GIL and
+/// threads as `_gelu`); None for other arrays.
+#[pyfunction]
+pub fn _sigmoid<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(map_floats(py, x, rk::sigmoid_f32, rk::sigmoid_f64))
+}
+
+/// An elementwise kernel's new array for a C-contiguous float32 (`f32k`) or float64 (`f64k`)
+/// array, split over threads as `fresh_split`; None for other arrays.
+fn map_floats<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    f32k: for<'o> fn(&[f32], &'o mut [MaybeUninit<f32>]) -> &'o mut [f32],
+    f64k: for<'o> fn(&[f64], &'o mut [MaybeUninit<f64>]) -> &'o mut [f64],
+) -> Option<Bound<'py, PyAny>> {
+    fn run<'py, T: numpy::Element + Send + Sync>(
+        py: Python<'py>,
+        a: &Bound<'py, PyArrayDyn<T>>,
+        k: for<'o> fn(&[T], &'o mut [MaybeUninit<T>]) -> &'o mut [T],
+    ) -> Option<Bound<'py, PyAny>> {
         let a = a.readonly();
-        let Some(xs) = c_slice(&a) else {
-            return Ok(None);
-        };
-        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
-            rk::gelu_f32(&xs[first..][..o.len()], o)
-        })));
+        let xs = c_slice(&a)?;
+        Some(fresh_split(py, a.shape(), 16, |first, o| {
+            k(&xs[first..][..o.len()], o)
+        }))
+    }
+    if let Ok(a) = x.downcast::<PyArrayDyn<f32>>() {
+        return run(py, a, f32k);
     }
     if let Ok(a) = x.downcast::<PyArrayDyn<f64>>() {
-        let a = a.readonly();
-        let Some(xs) = c_slice(&a) else {
-            return Ok(None);
-        };
-        return Ok(Some(fresh_split(py, a.shape(), 16, |first, o| {
-            rk::gelu_f64(&xs[first..][..o.len()], o)
-        })));
+        return run(py, a, f64k);
     }
-    Ok(None)
+    None
 }
 
 /// The gradient of exact GELU: grad (Phi(x) + x phi(x)), phi the standard normal density, of
@@ -693,6 +717,9 @@ pub fn _powi<'py>(
 /// A new C-contiguous array of `shape` whose every element `fill` (a kernel) writes with the
 /// GIL released (the kernels may split the work over Rayon's threads meanwhile): NumPy's
 /// uninitialized allocation, as in `fresh_f32`.
+/// Below this many elements a kernel runs with the GIL held.
+const RELEASE_MIN_ELEMS: usize = 4096;
+
 fn fresh_released<'py, T: numpy::Element + Send>(
     py: Python<'py>,
     shape: &[usize],
@@ -705,7 +732,12 @@ fn fresh_released<'py, T: numpy::Element + Send>(
     let slots =
         unsafe { std::slice::from_raw_parts_mut(arr.data() as *mut MaybeUninit<T>, arr.len()) };
     let n = slots.len();
-    let written = py.allow_threads(move || fill(slots).len());
+    // releasing the GIL costs about what a pass over a few thousand elements does
+    let written = if n < RELEASE_MIN_ELEMS {
+        fill(slots).len()
+    } else {
+        py.allow_threads(move || fill(slots).len())
+    };
     assert_eq!(written, n, "fresh_released: a kernel left slots unwritten");
     arr.into_any()
 }
@@ -1027,4 +1059,187 @@ fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
     });
     assert_eq!(written.0, n, "layer_norm backward: slots left unwritten");
     Some((dx.into_any(), xhat.map(|h| h.into_any())))
+}
+
+/// What `scalar_arith` computes of an array x and a scalar s.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ScalarOp {
+    /// x + s
+    Add,
+    /// x * s
+    Mul,
+    /// s - x
+    Rsub,
+}
+
+/// `op` of a C-contiguous float32/float64 NumPy array and a Python number, as a new array: `s`
+/// is cast to the array's dtype first, as NumPy's (and torch's) weak scalars are, so each
+/// element is NumPy's result bit for bit. None for any other array (the op's NumPy formulation
+/// runs). This is the per-op chain's hot path, without a ufunc dispatch.
+pub fn scalar_arith<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    s: f64,
+    op: ScalarOp,
+) -> Option<Bound<'py, PyAny>> {
+    let a = x.downcast::<PyUntypedArray>().ok()?;
+    if float_kind(py, a)? {
+        map_untyped(py, a, move |x: f64| scalar_apply(op, x, s))
+    } else {
+        let s = s as f32;
+        map_untyped(py, a, move |x: f32| scalar_apply(op, x, s))
+    }
+}
+
+#[inline(always)]
+fn scalar_apply<T: Real>(op: ScalarOp, x: T, s: T) -> T {
+    match op {
+        ScalarOp::Add => x + s,
+        ScalarOp::Mul => x * s,
+        ScalarOp::Rsub => s - x,
+    }
+}
+
+/// Whether a C-contiguous, native-order NumPy array is float64 (true) or float32 (false), read
+/// from its dtype's number (a typed downcast compares descriptors); None for any other array.
+fn float_kind(py: Python<'_>, a: &Bound<'_, PyUntypedArray>) -> Option<bool> {
+    if !a.is_c_contiguous() {
+        return None;
+    }
+    let d = a.dtype();
+    if d.is_native_byteorder() == Some(false) {
+        return None;
+    }
+    let num = d.num();
+    if num == f64::get_dtype(py).num() {
+        Some(true)
+    } else if num == f32::get_dtype(py).num() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `f` of each element of a C-contiguous array of T (see `float_kind`), as a new array; None
+/// when its data is not aligned for T.
+fn map_untyped<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    a: &Bound<'py, PyUntypedArray>,
+    f: impl Fn(T) -> T,
+) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: PyUntypedArray is a PyArrayObject; its data pointer is read, not written.
+    let data = unsafe { (*a.as_array_ptr()).data } as *const T;
+    if !aligned(data) {
+        return None;
+    }
+    // SAFETY: a C-contiguous, aligned array of T (the caller checked its dtype and order) read
+    // under the GIL, with no Rust borrow of it alive; the output is a new array nothing else
+    // references, each of its `len` slots written before Python sees it.
+    unsafe {
+        let xs = std::slice::from_raw_parts(data, a.len());
+        let out = PyArrayDyn::<T>::new(py, a.shape(), false);
+        let slots = std::slice::from_raw_parts_mut(out.data() as *mut MaybeUninit<T>, out.len());
+        for (o, &x) in slots.iter_mut().zip(xs) {
+            o.write(f(x));
+        }
+        Some(out.into_any())
+    }
+}
+
+/// `a + b`, `a - b`, `a * b` or `a / b` (`op` 0 to 3) of two C-contiguous NumPy arrays of one
+/// shape and one float dtype (float32 or float64), as a new array: NumPy's result bit for bit
+/// (IEEE arithmetic, no broadcasting, no promotion). None for any other pair.
+pub fn binary_arith<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    op: u8,
+) -> Option<Bound<'py, PyAny>> {
+    let a = a.downcast::<PyUntypedArray>().ok()?;
+    let b = b.downcast::<PyUntypedArray>().ok()?;
+    if op > 3 || a.shape() != b.shape() {
+        return None;
+    }
+    let kind = float_kind(py, a)?;
+    if float_kind(py, b)? != kind {
+        return None;
+    }
+    if kind {
+        pair_with::<f64>(py, a, b, op)
+    } else {
+        pair_with::<f32>(py, a, b, op)
+    }
+}
+
+fn pair_with<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    a: &Bound<'py, PyUntypedArray>,
+    b: &Bound<'py, PyUntypedArray>,
+    op: u8,
+) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: PyUntypedArray is a PyArrayObject; the data pointers are read, not written.
+    let (pa, pb) = unsafe {
+        (
+            (*a.as_array_ptr()).data as *const T,
+            (*b.as_array_ptr()).data as *const T,
+        )
+    };
+    if !aligned(pa) || !aligned(pb) {
+        return None;
+    }
+    // SAFETY: two C-contiguous, aligned arrays of T and of one length (checked by the caller),
+    // read under the GIL with no Rust borrow of them alive; the output is a new array nothing
+    // else references, each of its slots written before Python sees it.
+    unsafe {
+        let n = a.len();
+        let (xs, ys) = (
+            std::slice::from_raw_parts(pa, n),
+            std::slice::from_raw_parts(pb, n),
+        );
+        let out = PyArrayDyn::<T>::new(py, a.shape(), false);
+        let slots = std::slice::from_raw_parts_mut(out.data() as *mut MaybeUninit<T>, n);
+        let pairs = slots.iter_mut().zip(xs.iter().zip(ys));
+        match op {
+            0 => pairs.for_each(|(o, (&x, &y))| {
+                o.write(x + y);
+            }),
+            1 => pairs.for_each(|(o, (&x, &y))| {
+                o.write(x - y);
+            }),
+            2 => pairs.for_each(|(o, (&x, &y))| {
+                o.write(x * y);
+            }),
+            _ => pairs.for_each(|(o, (&x, &y))| {
+                o.write(x / y);
+            }),
+        }
+        Some(out.into_any())
+    }
+}
+
+/// `sqrt`, `reciprocal` (1 / x) or `log` (`op` 0 to 2) of a C-contiguous float32/float64 NumPy
+/// array, as a new array, without NumPy's floating-point warnings (torch computes NaN and inf
+/// silently): sqrt and 1 / x are IEEE's (NumPy's bit for bit), log the platform's (within an
+/// ulp of NumPy's). None for any other array.
+#[pyfunction]
+pub fn _unary<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    op: u8,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Ok(a) = x.downcast::<PyUntypedArray>() else {
+        return Ok(None);
+    };
+    let Some(kind) = float_kind(py, a) else {
+        return Ok(None);
+    };
+    Ok(match (kind, op) {
+        (true, 0) => map_untyped(py, a, f64::sqrt),
+        (true, 1) => map_untyped(py, a, |v: f64| 1.0 / v),
+        (true, 2) => map_untyped(py, a, f64::ln),
+        (false, 0) => map_untyped(py, a, f32::sqrt),
+        (false, 1) => map_untyped(py, a, |v: f32| 1.0 / v),
+        (false, 2) => map_untyped(py, a, f32::ln),
+        _ => None,
+    })
 }

@@ -68,6 +68,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backward::run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(backward::_gradient_edge, m)?)?;
     m.add_function(wrap_pyfunction!(modes::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(modes::_peek_sequence_nr, m)?)?;
     m.add_function(wrap_pyfunction!(modes::set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(modes::set_inference_mode, m)?)?;
@@ -77,6 +78,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(modes::live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_erf, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_sigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_unary, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_where, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_threshold_backward, m)?)?;

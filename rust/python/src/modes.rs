@@ -4,6 +4,12 @@
 use pyo3::prelude::*;
 use rustgrad_core::{grad_mode, storage};
 
+/// The sequence number the next recorded node will get (see `grad_fn._sequence_nr`).
+#[pyfunction]
+pub fn _peek_sequence_nr() -> u64 {
+    rustgrad_core::peek_sequence_nr()
+}
+
 #[pyfunction]
 pub fn is_grad_enabled() -> bool {
     grad_mode::is_grad_enabled()

@@ -12,6 +12,7 @@ use rustgrad_core::{node_id, AccumulateGrad, NodeRef};
 use crate::backward::TensorSink;
 use crate::gc::{traverse_below, traverse_exclusive_node};
 use crate::handle::{new_handle, HandleList};
+use crate::node_spec::NodeSpec;
 use crate::py_value::{PyGrad, PyNode, PyNodePostHook, PyNodePreHook};
 
 #[pyclass(name = "Node", module = "rustgrad._core", frozen, weakref, subclass)]
@@ -215,6 +216,28 @@ impl PyNodeHandle {
             Some(n) => n.unpack(py).map_err(crate::errors::to_py),
             None => Ok(PyTuple::empty(py)),
         }
+    }
+
+    /// `(forward formula, saved values as the formulas read them, ctx)` of a node recorded
+    /// through a spec that states a forward formula (forward AD's fast path); None otherwise.
+    fn _forward_args<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let Some(n) = self.node.as_any().downcast_ref::<PyNode>() else {
+            return Ok(None);
+        };
+        let backward = n.backward.bind(py);
+        let Ok(spec) = backward.downcast::<NodeSpec>() else {
+            return Ok(None);
+        };
+        let spec = spec.get();
+        let Some(forward) = spec.forward_formula(py) else {
+            return Ok(None);
+        };
+        let saved = n.unpack(py).map_err(crate::errors::to_py)?;
+        let (_, saved) = spec.formula_and_saved(py, saved)?;
+        Ok(Some(PyTuple::new(
+            py,
+            [forward.clone(), saved, n.ctx.bind(py).clone()],
+        )?))
     }
 
     /// The saved values without the version check (for the memory report and pictures).

@@ -18,14 +18,14 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple, PyWeakrefReference};
-use rustgrad_core::Node;
+use rustgrad_core::{AddressHasher, Node};
 
 use crate::py_value::PyGrad;
 use crate::tensor::PyTensor;
@@ -42,25 +42,7 @@ static STRICT_DATA: AtomicBool = AtomicBool::new(false);
 static TRACING: AtomicBool = AtomicBool::new(false);
 static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 
-/// Code objects are keyed by address: a multiplicative hash is enough and far cheaper than
-/// SipHash on the per-op path.
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
+// code objects are keyed by address (rustgrad_core's AddressHasher: far cheaper than SipHash)
 type CodeCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
 
 thread_local! {

@@ -935,9 +935,19 @@ impl Node<PyGrad> for PyNode {
             let backward = self.backward.bind(py);
             let out = match backward.downcast::<crate::node_spec::NodeSpec>() {
                 Ok(spec) => {
-                    let (formula, saved) =
-                        spec.get().formula_and_saved(py, saved).map_err(from_py)?;
-                    formula.call1((grad, saved, self.ctx.bind(py)))
+                    spec.get().refuse_complex(&grad).map_err(from_py)?;
+                    let ctx = self.ctx.bind(py);
+                    let n = self.base.next_edges().len();
+                    match crate::node_spec::NodeSpec::native_grads(spec, &grad, ctx, n)
+                        .map_err(from_py)?
+                    {
+                        Some(out) => Ok(out),
+                        None => {
+                            let (formula, saved) =
+                                spec.get().formula_and_saved(py, saved).map_err(from_py)?;
+                            formula.call1((grad, saved, ctx))
+                        }
+                    }
                 }
                 Err(_) => {
                     let saved = crate::node_spec::named(py, self.name, saved).map_err(from_py)?;

@@ -24,6 +24,7 @@ use crate::tensor::{
     gradient_edge, leaf_accumulator, new_tensor, new_tensor_of, refresh_view, set_history,
     try_gradient_edge, PyTensor, TensorMeta,
 };
+use numpy::{PyArrayDescrMethods, PyUntypedArrayMethods};
 
 /// The version counter of saved `None` slots (never bumped): shared, so saving a Python scalar
 /// (as `x * 2` does, like torch) allocates nothing.
@@ -45,6 +46,10 @@ fn device_of(inputs: &Bound<'_, PyTuple>) -> usize {
 }
 
 fn nbytes(data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    // a NumPy array's from its header (no attribute call: every recorded op asks)
+    if let Ok(a) = data.downcast::<numpy::PyUntypedArray>() {
+        return Ok(a.len() * a.dtype().itemsize());
+    }
     data.getattr(pyo3::intern!(data.py(), "nbytes"))?.extract()
 }
 

@@ -165,7 +165,10 @@ pub fn new_tensor<'py>(
     output_nr: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let cls = crate::callbacks::callbacks(py).tensor_cls.bind(py);
-    new_tensor_of(cls, data, meta, grad_fn, output_nr)
+    // rustgrad.Tensor, checked a subclass of PyTensor when it was registered
+    // SAFETY: `cls` is that class (see `_register`).
+    let ty = unsafe { cls.downcast_unchecked::<PyType>() };
+    alloc_tensor(ty, data, meta, grad_fn, output_nr)
 }
 
 pub fn new_tensor_of<'py>(
@@ -175,7 +178,6 @@ pub fn new_tensor_of<'py>(
     grad_fn: Option<NodeRef<PyGrad>>,
     output_nr: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let py = cls.py();
     let ty = cls.downcast::<PyType>()?;
     if !ty.is_subclass_of::<PyTensor>()? {
         return Err(PyTypeError::new_err(format!(
@@ -183,6 +185,18 @@ pub fn new_tensor_of<'py>(
             ty.name()?
         )));
     }
+    alloc_tensor(ty, data, meta, grad_fn, output_nr)
+}
+
+/// The instance of `ty` (PyTensor's type or a subclass of it) holding these fields.
+fn alloc_tensor<'py>(
+    ty: &Bound<'py, PyType>,
+    data: Py<PyAny>,
+    meta: TensorMeta,
+    grad_fn: Option<NodeRef<PyGrad>>,
+    output_nr: usize,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let py = ty.py();
     let tensor = PyTensor::with(
         data,
         meta.requires_grad,
