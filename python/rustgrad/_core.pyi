@@ -24,7 +24,7 @@ __all__ = [
     "is_provenance_enabled", "_set_cheap_anomaly", "_is_cheap_anomaly_enabled",
     "set_strict_data", "is_strict_data", "_push_scope", "_pop_scope", "_set_hook_tracer", "_erf",
     "_gelu", "_sigmoid", "_unary", "_gelu_backward", "_softmax", "_softmax_backward", "_where", "_threshold_backward",
-    "_powi", "_sgd_step",
+    "_powi", "_sgd_step", "_index_add_rows",
     "_adam_step", "_max_pool2d", "_max_pool2d_backward", "_im2col", "_col2im", "_layer_norm",
     "_layer_norm_backward",
 ]
@@ -245,6 +245,7 @@ def _powi(x: Any, exponent: int) -> Optional[Any]: ...
 def _where(mask: Any, a: Any, other: Any) -> Optional[Any]: ...
 def _threshold_backward(grad: Any, result: Any) -> Optional[Any]: ...
 def _sgd_step(param: Any, grad: Any, buf: Optional[Any], args: Any) -> bool: ...
+def _index_add_rows(target: Any, index: Any, values: Any) -> bool: ...
 def _max_pool2d(
     x: Any, kernel: Tuple[int, int], stride: Tuple[int, int], padding: Tuple[int, int],
     dilation: Tuple[int, int], out: Tuple[int, int],

@@ -10,9 +10,10 @@ pub enum Isa {
     /// FMA hardware each `mul_add` of erf and exp is a call to libm's `fmaf`, so those kernels
     /// run ~100x slower here than on AVX2: the path of CPUs older than AVX2 only.
     Scalar,
-    /// AVX2 with FMA: 8 float32 lanes (the elementwise float32 kernels only).
+    /// AVX2 with FMA: 8 float32 lanes (elementwise float32, softmax and layer_norm rows, the
+    /// plain Adam step). Most x86 CPUs stop here (AMD before Zen 4, Intel's client cores).
     Avx2Fma,
-    /// AVX-512F: 16 float32 lanes (elementwise float32, softmax rows, the plain Adam step).
+    /// AVX-512F: 16 float32 lanes (the same kernels, and max_pool2d's branch-free select).
     Avx512,
 }
 

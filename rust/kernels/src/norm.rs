@@ -215,6 +215,33 @@ unsafe fn backward_rows_avx512<T: Real>(
     backward_rows(gs, xs, w, eps, d, dx, xhat)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn forward_rows_avx2<T: Real>(
+    xs: &[T],
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+    eps: f64,
+    d: usize,
+    out: &mut [MaybeUninit<T>],
+) {
+    forward_rows(xs, w, b, eps, d, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn backward_rows_avx2<T: Real>(
+    gs: &[T],
+    xs: &[T],
+    w: Option<&[T]>,
+    eps: f64,
+    d: usize,
+    dx: &mut [MaybeUninit<T>],
+    xhat: Option<&mut [MaybeUninit<T>]>,
+) {
+    backward_rows(gs, xs, w, eps, d, dx, xhat)
+}
+
 /// How many runs of whole rows `total` elements split into at `threads` threads: one below
 /// [`PAR_MIN_ELEMS`], else at most one per thread and per row, each at least about
 /// `PAR_MIN_ELEMS / 2` elements.
@@ -293,14 +320,15 @@ pub fn layer_norm_rows<'o, T: Real>(
     let isa = Isa::current();
     let work = |first: usize, o: &mut [MaybeUninit<T>]| {
         let x = &xs[first * d..][..o.len()];
-        #[cfg(target_arch = "x86_64")]
-        if isa >= Isa::Avx512 {
-            // SAFETY: `isa` came from `Isa::current`, which never exceeds what the CPU has.
-            unsafe { forward_rows_avx512(x, weight, bias, eps, d, o) };
-            return;
+        match isa {
+            // SAFETY (both): `isa` came from `Isa::current`, which never exceeds what the CPU
+            // has.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe { forward_rows_avx512(x, weight, bias, eps, d, o) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { forward_rows_avx2(x, weight, bias, eps, d, o) },
+            _ => forward_rows(x, weight, bias, eps, d, o),
         }
-        let _ = isa;
-        forward_rows(x, weight, bias, eps, d, o);
     };
     let rows = xs.len() / d;
     let p = parts(xs.len(), rows, threads);
@@ -348,14 +376,15 @@ pub fn layer_norm_backward_rows<'o, T: Real>(
     let work = |first: usize, o: &mut [MaybeUninit<T>], h: Option<&mut [MaybeUninit<T>]>| {
         let span = first * d..first * d + o.len();
         let (g, x) = (&gs[span.clone()], &xs[span]);
-        #[cfg(target_arch = "x86_64")]
-        if isa >= Isa::Avx512 {
-            // SAFETY: `isa` came from `Isa::current`, which never exceeds what the CPU has.
-            unsafe { backward_rows_avx512(g, x, weight, eps, d, o, h) };
-            return;
+        match isa {
+            // SAFETY (both): `isa` came from `Isa::current`, which never exceeds what the CPU
+            // has.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe { backward_rows_avx512(g, x, weight, eps, d, o, h) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { backward_rows_avx2(g, x, weight, eps, d, o, h) },
+            _ => backward_rows(g, x, weight, eps, d, o, h),
         }
-        let _ = isa;
-        backward_rows(g, x, weight, eps, d, o, h);
     };
     let rows = xs.len() / d;
     let p = parts(xs.len(), rows, threads);

@@ -205,18 +205,31 @@ fn adam_plain_dispatch<T: Real>(
     vs: &mut [T],
     c: &AdamConsts<T>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if Isa::current() >= Isa::Avx512 {
-        // SAFETY: `Isa::current` never exceeds what the CPU has.
-        unsafe { adam_plain_avx512(ps, gs, ms, vs, c) };
-        return;
+    match Isa::current() {
+        // SAFETY (both): `Isa::current` never exceeds what the CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { adam_plain_avx512(ps, gs, ms, vs, c) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { adam_plain_avx2(ps, gs, ms, vs, c) },
+        _ => adam_plain(ps, gs, ms, vs, c),
     }
-    adam_plain(ps, gs, ms, vs, c);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn adam_plain_avx512<T: Real>(
+    ps: &mut [T],
+    gs: &[T],
+    ms: &mut [T],
+    vs: &mut [T],
+    c: &AdamConsts<T>,
+) {
+    adam_plain(ps, gs, ms, vs, c)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn adam_plain_avx2<T: Real>(
     ps: &mut [T],
     gs: &[T],
     ms: &mut [T],

@@ -27,19 +27,25 @@ fn lane_fold<T: Real>(xs: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
 
 /// softmax (`log`: log_softmax) of each row of `n` elements of `xs` into `out`, in torch's
 /// CPU order: the row's max m (NaN never wins it), e = exp(x - m), then e / sum(e) computed as
-/// e * (1 / sum), or (x - m) - ln sum. float32 runs 16 lanes wide where the CPU has AVX-512.
+/// e * (1 / sum), or (x - m) - ln sum. float32 runs 16 lanes wide where the CPU has AVX-512,
+/// 8 with AVX2 and FMA (the same bits: the lanes are the same 16 running sums either way).
 ///
 /// # Panics
 /// If `n` is 0, the lengths differ, or the length is not a multiple of `n`.
 pub fn softmax_rows<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
     check_rows(&[xs.len(), out.len()], n);
-    #[cfg(target_arch = "x86_64")]
-    if T::INLINE_EXP && Isa::current() >= Isa::Avx512 {
-        // SAFETY: `Isa::current` never exceeds what the CPU has.
-        unsafe { softmax_rows_avx512(xs, out, n, log) };
-        return;
+    match if T::INLINE_EXP {
+        Isa::current()
+    } else {
+        Isa::Scalar
+    } {
+        // SAFETY (both): `Isa::current` never exceeds what the CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { softmax_rows_avx512(xs, out, n, log) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { softmax_rows_avx2(xs, out, n, log) },
+        _ => softmax_rows_loop(xs, out, n, log),
     }
-    softmax_rows_loop(xs, out, n, log);
 }
 
 /// The gradient of [`softmax_rows`] (`log`: of log_softmax) over rows of `n`, from the
@@ -49,13 +55,18 @@ pub fn softmax_rows<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
 /// As [`softmax_rows`].
 pub fn softmax_backward_rows<T: Real>(gs: &[T], ys: &[T], out: &mut [T], n: usize, log: bool) {
     check_rows(&[gs.len(), ys.len(), out.len()], n);
-    #[cfg(target_arch = "x86_64")]
-    if T::INLINE_EXP && Isa::current() >= Isa::Avx512 {
-        // SAFETY: `Isa::current` never exceeds what the CPU has.
-        unsafe { softmax_backward_rows_avx512(gs, ys, out, n, log) };
-        return;
+    match if T::INLINE_EXP {
+        Isa::current()
+    } else {
+        Isa::Scalar
+    } {
+        // SAFETY (both): `Isa::current` never exceeds what the CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { softmax_backward_rows_avx512(gs, ys, out, n, log) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { softmax_backward_rows_avx2(gs, ys, out, n, log) },
+        _ => softmax_backward_rows_loop(gs, ys, out, n, log),
     }
-    softmax_backward_rows_loop(gs, ys, out, n, log);
 }
 
 fn check_rows(lens: &[usize], n: usize) {
@@ -124,6 +135,24 @@ unsafe fn softmax_rows_avx512<T: Real>(xs: &[T], out: &mut [T], n: usize, log: b
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn softmax_backward_rows_avx512<T: Real>(
+    gs: &[T],
+    ys: &[T],
+    out: &mut [T],
+    n: usize,
+    log: bool,
+) {
+    softmax_backward_rows_loop(gs, ys, out, n, log)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_rows_avx2<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
+    softmax_rows_loop(xs, out, n, log)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_backward_rows_avx2<T: Real>(
     gs: &[T],
     ys: &[T],
     out: &mut [T],

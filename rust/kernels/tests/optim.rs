@@ -2,8 +2,8 @@
 //! `optim/adam.py`'s `_array_step`) transcribed here as whole-array operations, each rounded to
 //! the parameter's dtype, a Python float converted to it first (NumPy 2's rule): bit for bit
 //! (any NaN matching any NaN), for every combination of options, float32 and float64, at every
-//! length class, on every instruction set the CPU has (the plain Adam step is the one with an
-//! AVX-512 copy), over several steps, with NaN and infinities among the gradients.
+//! length class, on every instruction set the CPU has (the plain Adam step is the one with AVX-512
+//! and AVX2 copies), over several steps, with NaN and infinities among the gradients.
 
 mod common;
 

@@ -376,6 +376,59 @@ fn sgd<T: Real + numpy::Element>(
     Ok(true)
 }
 
+/// `target[index[i]] += values[i]` over the first axis of a C-contiguous float32/float64
+/// `target`, for a 1-D int64 `index` and `values` of shape `index.shape + target.shape[1:]`:
+/// NumPy's `add.at` in its order (the same bits), one pass. False (nothing written) when the
+/// arrays do not qualify, overlap, or an index is out of range (NumPy's `add.at` then runs and
+/// raises).
+#[pyfunction]
+pub fn _index_add_rows(
+    target: &Bound<'_, PyAny>,
+    index: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let Ok(index) = index.downcast::<PyArrayDyn<i64>>() else {
+        return Ok(false);
+    };
+    if target.downcast::<PyArrayDyn<f32>>().is_ok() {
+        return Ok(index_add_rows::<f32>(target, index, values));
+    }
+    if target.downcast::<PyArrayDyn<f64>>().is_ok() {
+        return Ok(index_add_rows::<f64>(target, index, values));
+    }
+    Ok(false)
+}
+
+fn index_add_rows<T: numpy::Element + Copy + std::ops::AddAssign>(
+    target: &Bound<'_, PyAny>,
+    index: &Bound<'_, PyArrayDyn<i64>>,
+    values: &Bound<'_, PyAny>,
+) -> bool {
+    let (Ok(t), Ok(v)) = (
+        target.downcast::<PyArrayDyn<T>>(),
+        values.downcast::<PyArrayDyn<T>>(),
+    ) else {
+        return false;
+    };
+    // a failed borrow: the arrays share memory
+    let (Ok(mut t), Ok(i), Ok(v)) = (t.try_readwrite(), index.try_readonly(), v.try_readonly())
+    else {
+        return false;
+    };
+    let Some((_, inner)) = t.shape().split_first() else {
+        return false;
+    };
+    let row: usize = inner.iter().product();
+    let want: Vec<usize> = i.shape().iter().chain(inner).copied().collect();
+    if row == 0 || i.ndim() != 1 || v.shape() != want.as_slice() {
+        return false;
+    }
+    let (Some(ts), Some(is), Some(vs)) = (c_slice_mut(&mut t), c_slice(&i), c_slice(&v)) else {
+        return false;
+    };
+    rk::index_add_rows(ts, is, vs, row)
+}
+
 /// The hyper-parameters of one Adam/AdamW step over one parameter (`optim/adam.py`).
 #[derive(FromPyObject)]
 pub struct AdamArgs {

@@ -89,6 +89,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_layer_norm_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_sgd_step, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_index_add_rows, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d_backward, m)?)?;
