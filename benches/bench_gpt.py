@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from typing import Any, Callable
 
+from children import child_env
 from libraries import libraries  # benches/ is on sys.path when a bench runs
 
 VOCAB, BLOCK, N_EMBD, N_HEAD, N_LAYER, BATCH = 256, 64, 128, 4, 2, 16
@@ -102,6 +104,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
+    # NumPy's BLAS and Rayon read their thread counts when NumPy and rustgrad load (below)
+    os.environ.update(child_env(args.threads))
     libs = libraries(args.threads)
     times = {name: step_ms(lib, args.steps, args.rounds) for name, lib in libs.items()}
     line = f"GPT step (2 blocks, n_embd 128, batch 16x64, AdamW): rustgrad {times['rustgrad']:.1f} ms"

@@ -7,13 +7,14 @@ from typing_extensions import disjoint_base
 from ._backends._array import Array
 
 SECOND_BACKWARD: str
+MALLOC_TUNED: bool  # glibc's trim/mmap thresholds set at import (malloc.rs)
 CREATION_DEFAULT: int
 CREATION_MULTI_OUTPUT_NODE: int
 CREATION_NO_GRAD_MODE: int
 CREATION_INFERENCE_MODE: int
 
 __all__ = [
-    "SECOND_BACKWARD", "CREATION_DEFAULT", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE",
+    "SECOND_BACKWARD", "MALLOC_TUNED", "CREATION_DEFAULT", "CREATION_MULTI_OUTPUT_NODE", "CREATION_NO_GRAD_MODE",
     "CREATION_INFERENCE_MODE", "Node", "HookHandleBase",
     "TensorBase", "NodeSpec", "_register", "record",
     "record_multi", "make_leaf", "detach", "detach_", "rebase_history", "adopt_saved_output", "shallow_copy",

@@ -15,6 +15,8 @@
 //! - `kernels.rs`: the NumPy glue of rustgrad-kernels (rust/kernels: CPU kernels NumPy lacks
 //!   or runs slowly: erf, GELU, softmax, where, the SGD and Adam steps, max-pooling), called
 //!   by the CPU backend;
+//! - `malloc.rs`: glibc's trim and mmap thresholds, set at import so a training step reuses
+//!   the pages its previous step freed;
 //! - `callbacks.rs`: the Python functions the binding calls back; `errors.rs`: core errors as
 //!   Python exceptions.
 
@@ -24,6 +26,7 @@ mod errors;
 mod gc;
 mod handle;
 mod kernels;
+mod malloc;
 mod modes;
 mod node;
 mod node_spec;
@@ -41,6 +44,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::PyHookHandle>()?;
     m.add_class::<node_spec::NodeSpec>()?;
     m.add("SECOND_BACKWARD", rustgrad_core::error::SECOND_BACKWARD)?;
+    m.add("MALLOC_TUNED", malloc::tune())?;
     // torch's CreationMeta integers, as `TensorBase._creation_meta` gives them (the enum is
     // rustgrad_core::CreationMeta)
     use rustgrad_core::CreationMeta;
