@@ -32,7 +32,7 @@
 //!   threads (Rayon) above a size threshold; NumPy's formulation is a padded copy and one
 //!   strided copy (or add) per kernel offset, on one thread.
 //! - [`index_add_rows`]: embedding's gradient, rows added at indices in order; NumPy's
-//!   `add.at` dispatches per element (~6 ns each), 50x slower on (1024, 128) rows.
+//!   `add.at` dispatches per element, ~90x slower on 1,024 rows of 128.
 //!
 //! SIMD: the hot float32 loops are compiled again with `#[target_feature]` for AVX-512F and for
 //! AVX2+FMA and picked at run time ([`Isa`]); every path computes the same roundings (Rust never
