@@ -67,6 +67,15 @@ fn exp_nonpositive_f32(x: f32) -> f32 {
 /// are least-squares fits (degrees 7 and 10) to erf(x)/x and erfc(x) exp(x^2).
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
+    erf_exp_f32(x).0
+}
+
+/// ([`erf_f32`] of x, [`exp_f32`] of -x^2): the exp erf's large branch computes, which GELU's
+/// gradient reuses for its density term (exp(-x^2/2) at x sqrt 2) instead of a second exp.
+/// From |x| = 4 on, t stays at 1/3 (Q's fit ends there) and Q(1/3) exp(-x^2) < 2e-8 leaves
+/// 1 - it at 1 in float32.
+#[inline(always)]
+fn erf_exp_f32(x: f32) -> (f32, f32) {
     const P: [f32; 8] = [
         std::f32::consts::FRAC_2_SQRT_PI,
         -0.376_126_4,
@@ -94,13 +103,10 @@ pub fn erf_f32(x: f32) -> f32 {
     let ax = x.abs();
     let small = ax * horner(&P, ax * ax);
     let al = ax.min(4.0);
-    let large = 1.0 - horner(&Q, 1.0 / (0.5 * al + 1.0)) * exp_f32(-(al * al));
+    let e = exp_f32(-(ax * ax));
+    let large = 1.0 - horner(&Q, 1.0 / (0.5 * al + 1.0)) * e;
     let y = if ax < 1.0 { small } else { large };
-    if x.is_nan() {
-        x
-    } else {
-        y.copysign(x)
-    }
+    (if x.is_nan() { x } else { y.copysign(x) }, e)
 }
 
 /// erf for float64: libm's (correctly rounded in practice), as torch's `std::erf`.
@@ -157,7 +163,8 @@ pub fn gelu_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64
 }
 
 /// The gradient of exact GELU, g (Phi(x) + x phi(x)) with phi the standard normal density,
-/// through [`erf_f32`] and [`exp_f32`], vectorized.
+/// vectorized: Phi through [`erf_f32`] of u = x/sqrt 2, and phi(x) = exp(-u^2) / sqrt(2 pi) from
+/// the exp that erf computes.
 pub fn gelu_backward_f32<'o>(
     gs: &[f32],
     xs: &[f32],
@@ -166,9 +173,9 @@ pub fn gelu_backward_f32<'o>(
     let beta = 1.0 / (2.0 * PI).sqrt();
     let (alpha, beta) = (FRAC_1_SQRT_2 as f32, beta as f32);
     let grad = |g: f32, x: f32| {
-        let cdf = 0.5 * (1.0 + erf_f32(x * alpha));
-        let pdf = beta * exp_f32(-0.5 * x * x);
-        g * (cdf + x * pdf)
+        let (erf, e) = erf_exp_f32(x * alpha);
+        let cdf = 0.5 * (1.0 + erf);
+        g * (cdf + x * (beta * e))
     };
     map2_f32(gs, xs, out, grad)
 }

@@ -30,8 +30,10 @@ fn gelu_ref_f64(x: f64) -> f64 {
 
 fn gelu_backward_ref_f32(g: f32, x: f32) -> f32 {
     let beta = (1.0 / (2.0 * PI).sqrt()) as f32;
-    let cdf = 0.5 * (1.0 + erf_f32(x * (FRAC_1_SQRT_2 as f32)));
-    let pdf = beta * exp_f32(-0.5 * x * x);
+    let u = x * (FRAC_1_SQRT_2 as f32);
+    let cdf = 0.5 * (1.0 + erf_f32(u));
+    // the density from erf's own exp, exp(-u^2)
+    let pdf = beta * exp_f32(-(u * u));
     g * (cdf + x * pdf)
 }
 
