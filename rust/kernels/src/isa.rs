@@ -52,6 +52,26 @@ impl Isa {
     }
 }
 
+/// `$avx512` and `$avx2`: the row loop `$body` (generic over `T: Real`, returning nothing)
+/// compiled again for AVX-512F and for AVX2+FMA. Unsafe to call: only where [`Isa::current`]
+/// says the CPU has that set.
+macro_rules! isa_copies {
+    ($body:ident => $avx512:ident, $avx2:ident; ($($arg:ident: $ty:ty),* $(,)?)) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn $avx512<T: Real>($($arg: $ty),*) {
+            $body($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $avx2<T: Real>($($arg: $ty),*) {
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use isa_copies;
+
 /// Runs `f` with the kernels called on this thread using at most `cap` (restored afterwards,
 /// also on a panic). Only narrows: a cap above the CPU's widest changes nothing.
 pub fn with_isa_cap<R>(cap: Isa, f: impl FnOnce() -> R) -> R {

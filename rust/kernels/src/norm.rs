@@ -15,6 +15,7 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use crate::isa::isa_copies;
 use crate::{Isa, Real, PAR_MIN_ELEMS};
 
 /// Lanes of the row sums: one AVX-512 register of float64.
@@ -188,22 +189,16 @@ fn backward_rows<T: Real>(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn forward_rows_avx512<T: Real>(
+isa_copies!(forward_rows => forward_rows_avx512, forward_rows_avx2; (
     xs: &[T],
     w: Option<&[T]>,
     b: Option<&[T]>,
     eps: f64,
     d: usize,
     out: &mut [MaybeUninit<T>],
-) {
-    forward_rows(xs, w, b, eps, d, out)
-}
+));
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn backward_rows_avx512<T: Real>(
+isa_copies!(backward_rows => backward_rows_avx512, backward_rows_avx2; (
     gs: &[T],
     xs: &[T],
     w: Option<&[T]>,
@@ -211,36 +206,7 @@ unsafe fn backward_rows_avx512<T: Real>(
     d: usize,
     dx: &mut [MaybeUninit<T>],
     xhat: Option<&mut [MaybeUninit<T>]>,
-) {
-    backward_rows(gs, xs, w, eps, d, dx, xhat)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn forward_rows_avx2<T: Real>(
-    xs: &[T],
-    w: Option<&[T]>,
-    b: Option<&[T]>,
-    eps: f64,
-    d: usize,
-    out: &mut [MaybeUninit<T>],
-) {
-    forward_rows(xs, w, b, eps, d, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn backward_rows_avx2<T: Real>(
-    gs: &[T],
-    xs: &[T],
-    w: Option<&[T]>,
-    eps: f64,
-    d: usize,
-    dx: &mut [MaybeUninit<T>],
-    xhat: Option<&mut [MaybeUninit<T>]>,
-) {
-    backward_rows(gs, xs, w, eps, d, dx, xhat)
-}
+));
 
 /// How many runs of whole rows `total` elements split into at `threads` threads: one below
 /// [`PAR_MIN_ELEMS`], else at most one per thread and per row, each at least about

@@ -2,6 +2,7 @@
 //! roundings of the NumPy formulations in `optim/sgd.py` and `optim/adam.py`: each product and
 //! sum rounded to the parameter's dtype, the hyper-parameters converted to it once.
 
+use crate::isa::isa_copies;
 use crate::{Isa, Real};
 
 /// The hyper-parameters of one SGD step (`optim/sgd.py` passes them).
@@ -198,6 +199,9 @@ fn adam_plain<T: Real>(ps: &mut [T], gs: &[T], ms: &mut [T], vs: &mut [T], c: &A
     }
 }
 
+isa_copies!(adam_plain => adam_plain_avx512, adam_plain_avx2;
+    (ps: &mut [T], gs: &[T], ms: &mut [T], vs: &mut [T], c: &AdamConsts<T>));
+
 fn adam_plain_dispatch<T: Real>(
     ps: &mut [T],
     gs: &[T],
@@ -213,28 +217,4 @@ fn adam_plain_dispatch<T: Real>(
         Isa::Avx2Fma => unsafe { adam_plain_avx2(ps, gs, ms, vs, c) },
         _ => adam_plain(ps, gs, ms, vs, c),
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn adam_plain_avx512<T: Real>(
-    ps: &mut [T],
-    gs: &[T],
-    ms: &mut [T],
-    vs: &mut [T],
-    c: &AdamConsts<T>,
-) {
-    adam_plain(ps, gs, ms, vs, c)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn adam_plain_avx2<T: Real>(
-    ps: &mut [T],
-    gs: &[T],
-    ms: &mut [T],
-    vs: &mut [T],
-    c: &AdamConsts<T>,
-) {
-    adam_plain(ps, gs, ms, vs, c)
 }

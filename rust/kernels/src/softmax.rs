@@ -1,5 +1,6 @@
 //! softmax and log_softmax over rows, forward and backward, in torch's CPU order.
 
+use crate::isa::isa_copies;
 use crate::{Isa, Real};
 
 /// Lanes of the partial sums and maxima below: wide enough for AVX-512, so the reductions
@@ -126,38 +127,8 @@ fn softmax_backward_rows_loop<T: Real>(gs: &[T], ys: &[T], out: &mut [T], n: usi
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_rows_avx512<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
-    softmax_rows_loop(xs, out, n, log)
-}
+isa_copies!(softmax_rows_loop => softmax_rows_avx512, softmax_rows_avx2;
+    (xs: &[T], out: &mut [T], n: usize, log: bool));
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_backward_rows_avx512<T: Real>(
-    gs: &[T],
-    ys: &[T],
-    out: &mut [T],
-    n: usize,
-    log: bool,
-) {
-    softmax_backward_rows_loop(gs, ys, out, n, log)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_rows_avx2<T: Real>(xs: &[T], out: &mut [T], n: usize, log: bool) {
-    softmax_rows_loop(xs, out, n, log)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_backward_rows_avx2<T: Real>(
-    gs: &[T],
-    ys: &[T],
-    out: &mut [T],
-    n: usize,
-    log: bool,
-) {
-    softmax_backward_rows_loop(gs, ys, out, n, log)
-}
+isa_copies!(softmax_backward_rows_loop => softmax_backward_rows_avx512, softmax_backward_rows_avx2;
+    (gs: &[T], ys: &[T], out: &mut [T], n: usize, log: bool));
