@@ -60,7 +60,8 @@ def add_at(target: Any, index: Any, values: Any) -> None:
     """np.add.at; rows at a 1-D int64 index of the first axis (embedding's gradient) through
     a Rust loop with add.at's order and bits (~90x faster than its per-element dispatch)."""
     first = index[0] if isinstance(index, tuple) and len(index) == 1 else index
-    if (isinstance(first, np.ndarray) and first.ndim == 1 and isinstance(values, np.ndarray)
+    if (isinstance(first, np.ndarray) and first.ndim == 1 and first.dtype == np.int64
+            and isinstance(values, np.ndarray)
             and _core._index_add_rows(target, first, np.ascontiguousarray(values))):
         return
     np.add.at(target, index, values)
