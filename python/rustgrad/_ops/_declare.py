@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _memory_format
 from ._docs import with_common_args
+from ._params import parameters
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -212,12 +213,12 @@ def with_numpy_aliases(fn: F) -> F:
     """fn, or fn behind a normaliser of `axis=`/`keepdims=` (and a `memory_format=` check)."""
     of = getattr(fn, "autocast_of", fn)  # an autocast entry point takes its op's signature
     try:
-        params = inspect.signature(of).parameters
+        params = dict(parameters(of))
     except (TypeError, ValueError):
         return fn
-    if any(p.kind is _P.VAR_POSITIONAL for p in params.values()):
+    if _P.VAR_POSITIONAL in params.values():
         return fn
-    order = [n for n, p in params.items() if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)]
+    order = [n for n, kind in params.items() if kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)]
     # (alias, parameter, how many positional arguments give the parameter too)
     aliases = tuple((a, n, order.index(n) + 1 if n in order else len(order) + 1)
                     for a, n in NUMPY_ALIASES.items() if n in params and a not in params)

@@ -9,6 +9,8 @@ import inspect
 import re
 from typing import Any, Callable, Dict, List, Optional
 
+from ._params import parameters
+
 COMMON_ARGS: Dict[str, str] = {
     "input": "input (Tensor): the input tensor.",
     "keepdim": "keepdim (bool, optional): keep the reduced dims as size 1. Default: False.",
@@ -54,9 +56,11 @@ def with_common_args(fn: Callable[..., Any], like: Optional[Callable[..., Any]] 
     if not doc:
         return
     try:
-        params = list(inspect.signature(fn).parameters)
+        params = [name for name, _ in parameters(fn)]
     except (TypeError, ValueError):
         return
+    if like is None and not COMMON_ARGS.keys() & params:
+        return  # no shared argument to document: the docstring stays as written
     text = inspect.cleandoc(doc) + "\n"
     m = _ARGS.search(text)
     own = _entries(m.group(1)) if m else {}
