@@ -363,6 +363,34 @@ def test_node_sites() -> None:
     assert (x * 3).grad_fn._site is None
 
 
+class _Square(rustgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def test_node_sites_past_package_frames() -> None:
+    """The walk starts one frame out when the innermost frame is the package's (an op wrapper,
+    never made into a frame object): a custom Function's apply, a graph recorded by backward
+    formulas (create_graph) name the user's line."""
+    f = "test_node_sites_past_package_frames"
+    x = rustgrad.ones(3, requires_grad=True)
+    with rustgrad.autograd.set_provenance(True):
+        sq = _Square.apply(x)
+        sq_line = next_line() - 2
+        y = (x * x).sum()
+        (g,) = rustgrad.autograd.grad(y, x, create_graph=True)
+        grad_line = next_line() - 2
+    assert sq.grad_fn._site == (FILE, sq_line, f)
+    assert g.grad_fn._site == (FILE, grad_line, f)
+
+
 def test_set_provenance_returns_previous() -> None:
     assert bool(rustgrad.autograd.set_provenance(True)) is False
     assert bool(rustgrad.autograd.set_provenance(False)) is True

@@ -255,7 +255,7 @@ impl PyNodeHandle {
             .node
             .as_any()
             .downcast_ref::<PyNode>()
-            .and_then(|n| n.site.as_deref());
+            .and_then(|n| n.site.as_ref());
         crate::provenance::site_object(py, site)
     }
 

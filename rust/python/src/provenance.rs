@@ -6,8 +6,10 @@
 //! ran. Capturing one walks frames through the C API and keeps only the code object and the
 //! frame's instruction offset (`f_lasti`); the line number, names and file are worked out from
 //! the code object when a report asks (the line table is scanned then, not at every op), so a
-//! site costs two references, one attribute read and no string work. Whether a code object belongs to the package is
-//! decided once per code object (a per-thread cache holding it, so its address is not reused).
+//! site costs two references, one call and no string work. The op wrapper a node is recorded
+//! from is skipped without making its frame object (`start_frame`). Whether a code object
+//! belongs to the package is decided once per code object (a per-thread cache holding it, so
+//! its address is not reused).
 //! The outermost package frame passed on the way is kept too: it is the entry point the user
 //! called (`add_`, `SGD.step`), which names the op of a version bump.
 //!
@@ -24,7 +26,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple, PyWeakrefReference};
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyString, PyTuple, PyWeakrefReference};
 use rustgrad_core::{AddressHasher, Node};
 
 use crate::py_value::PyGrad;
@@ -57,15 +60,16 @@ const DISPATCHERS: [&str; 3] = [
     "Module._wrapped_call_impl",
 ];
 
-/// A user's line (Note [Sites]).
+/// A user's line (Note [Sites]). Three words, held inline by every node when provenance is on
+/// (a box of its own was a malloc and a free per node).
 pub struct Site {
     code: Py<PyAny>,
     /// `f_lasti`: the byte offset of the instruction running in the user's frame.
     lasti: i64,
-    /// The rustgrad frames on the way out, innermost first: the outermost one with a plain
-    /// name (not a closure's `f.<locals>.g`, not a module's call machinery) is what the user
-    /// called.
-    entries: Vec<Py<PyAny>>,
+    /// The rustgrad frames on the way out, innermost first, when kept (a version bump's): the
+    /// outermost one with a plain name (not a closure's `f.<locals>.g`, not a module's call
+    /// machinery) is what the user called.
+    entries: Option<Box<Vec<Py<PyAny>>>>,
 }
 
 /// How a tensor was cut from a graph: by `detach()`, `.data`, or an op under no_grad or
@@ -112,27 +116,20 @@ fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
 /// The user's line now, or None when no user frame is on the stack; `keep_entries`: keep the
 /// package frames passed on the way (only a version bump needs them, to name its op).
 pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
-    // SAFETY: the GIL is held; PyEval_GetFrame returns a borrowed frame, PyFrame_GetBack and
+    // SAFETY: the GIL is held. `start_frame` returns a new reference; PyFrame_GetBack and
     // PyFrame_GetCode new references, each released (or owned by a Bound) below.
     unsafe {
-        let mut frame = ffi::PyEval_GetFrame();
-        if frame.is_null() {
-            return None;
-        }
-        ffi::Py_INCREF(frame.cast());
+        let mut frame = start_frame(py, keep_entries)?;
         let mut entries = Vec::new();
         loop {
             let code = Bound::from_owned_ptr(py, PyFrame_GetCode(frame));
             if !is_internal(py, &code) {
-                let lasti = Bound::from_borrowed_ptr(py, frame.cast())
-                    .getattr(pyo3::intern!(py, "f_lasti"))
-                    .and_then(|l| l.extract::<i64>())
-                    .unwrap_or(-1);
+                let lasti = frame_lasti(py, frame);
                 ffi::Py_DECREF(frame.cast());
                 return Some(Site {
                     code: code.unbind(),
                     lasti,
-                    entries,
+                    entries: (!entries.is_empty()).then(|| Box::new(entries)),
                 });
             }
             if keep_entries {
@@ -145,6 +142,109 @@ pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
             }
             frame = back;
         }
+    }
+}
+
+/// The frame the walk starts from, as a new reference. The innermost frame's object is made on
+/// demand by CPython 3.11+ (an allocation, and a copy when its call returns), and it is an op
+/// wrapper of the package's on nearly every node: when its globals (read without making the
+/// object) are a package module's and no entries are kept, the walk starts one frame out,
+/// through `sys._getframe(1)`, which makes only the frame it returns.
+///
+/// # Safety
+/// The GIL must be held.
+unsafe fn start_frame(py: Python<'_>, keep_entries: bool) -> Option<*mut ffi::PyFrameObject> {
+    // `sys._getframe` and its argument tuple `(1,)`, made once
+    static GETFRAME: GILOnceCell<(Py<PyAny>, Py<PyTuple>)> = GILOnceCell::new();
+    if !keep_entries && innermost_is_internal(py) {
+        let (getframe, one) = GETFRAME
+            .get_or_try_init(py, || -> PyResult<_> {
+                let f = py.import("sys")?.getattr("_getframe")?;
+                Ok((f.unbind(), PyTuple::new(py, [1])?.unbind()))
+            })
+            .ok()?;
+        // SAFETY: the GIL is held; a new reference or NULL with an exception set, which a
+        // depth past the outermost Python frame raises (ValueError: no user frame).
+        let frame =
+            unsafe { ffi::PyObject_Call(getframe.as_ptr(), one.as_ptr(), std::ptr::null_mut()) };
+        if frame.is_null() {
+            drop(PyErr::take(py));
+            return None;
+        }
+        return Some(frame.cast());
+    }
+    // SAFETY: the GIL is held; a borrowed frame, made a new reference here.
+    unsafe {
+        let frame = ffi::PyEval_GetFrame();
+        if frame.is_null() {
+            return None;
+        }
+        ffi::Py_INCREF(frame.cast());
+        Some(frame)
+    }
+}
+
+// module globals dicts by address, each held so its address is not reused
+type GlobalsCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
+
+thread_local! {
+    static INTERNAL_GLOBALS: RefCell<GlobalsCache> = RefCell::new(GlobalsCache::default());
+}
+
+/// Whether the innermost Python frame runs with a package module's globals (its `__file__`
+/// under the package directory), found without making the frame's object.
+fn innermost_is_internal(py: Python<'_>) -> bool {
+    // SAFETY: the GIL is held; PyEval_GetGlobals returns a borrowed dict or NULL.
+    let globals = unsafe { ffi::PyEval_GetGlobals() };
+    if globals.is_null() {
+        return false;
+    }
+    let key = globals as usize;
+    if let Some(known) = INTERNAL_GLOBALS.with(|c| c.borrow().get(&key).map(|(_, k)| *k)) {
+        return known;
+    }
+    // SAFETY: a borrowed reference the frame keeps alive for this call.
+    let globals = unsafe { Bound::from_borrowed_ptr(py, globals) };
+    let internal = match (PACKAGE_DIR.get(), globals.downcast::<PyDict>()) {
+        (Some(dir), Ok(d)) => d
+            .get_item("__file__")
+            .ok()
+            .flatten()
+            .and_then(|f| f.extract::<String>().ok())
+            .is_some_and(|f| f.starts_with(dir.as_str())),
+        _ => false,
+    };
+    INTERNAL_GLOBALS.with(|c| c.borrow_mut().insert(key, (globals.unbind(), internal)));
+    internal
+}
+
+/// `f_lasti` of a frame: `PyFrame_GetLasti` where the interpreter has it (3.11+, looked up
+/// once, as the extension is built for 3.9's stable ABI), else the attribute.
+///
+/// # Safety
+/// The GIL must be held and `frame` a live frame.
+unsafe fn frame_lasti(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> i64 {
+    type GetLasti = unsafe extern "C" fn(*mut ffi::PyFrameObject) -> std::os::raw::c_int;
+    static GET_LASTI: OnceLock<Option<GetLasti>> = OnceLock::new();
+    let direct = GET_LASTI.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: dlsym on the process's own symbols; a non-null answer is CPython's
+            // `int PyFrame_GetLasti(PyFrameObject *)`.
+            let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PyFrame_GetLasti".as_ptr()) };
+            (!sym.is_null())
+                .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, GetLasti>(sym) })
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    });
+    // SAFETY: the caller's live frame, the GIL held.
+    match direct {
+        Some(get) => i64::from(unsafe { get(frame) }),
+        None => unsafe { Bound::from_borrowed_ptr(py, frame.cast()) }
+            .getattr(pyo3::intern!(py, "f_lasti"))
+            .and_then(|l| l.extract::<i64>())
+            .unwrap_or(-1),
     }
 }
 
@@ -196,7 +296,12 @@ impl Site {
 
     /// The entry point the user called (`add_`, `SGD.step`), or `fallback`.
     pub fn op(&self, py: Python<'_>, fallback: &str) -> String {
-        let names: Vec<String> = self.entries.iter().map(|c| code_name(c.bind(py))).collect();
+        let names: Vec<String> = self
+            .entries
+            .iter()
+            .flat_map(|e| e.iter())
+            .map(|c| code_name(c.bind(py)))
+            .collect();
         names
             .iter()
             .rev()

@@ -520,7 +520,7 @@ pub struct PyNode {
     /// The forward traceback, kept only when anomaly mode was on at record time.
     pub stack: Option<Py<PyAny>>,
     /// The user's line of the forward op, when node provenance was on (Note [Sites]).
-    pub site: Option<Box<Site>>,
+    pub site: Option<Site>,
     /// The innermost module (scope) whose forward recorded this node.
     pub scope: Option<Py<PyAny>>,
     /// Inputs without an edge that were cut from a graph: (input slot, cut).

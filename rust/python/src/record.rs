@@ -469,9 +469,9 @@ fn note_cut(cuts: &mut NodeCuts, i: usize, t: &Bound<'_, PyTensor>) -> PyResult<
 }
 
 /// The forward site of the node being recorded, when node provenance is on.
-fn node_site(py: Python<'_>) -> Option<Box<Site>> {
+fn node_site(py: Python<'_>) -> Option<Site> {
     if node_sites_enabled() {
-        provenance::capture(py, false).map(Box::new)
+        provenance::capture(py, false)
     } else {
         None
     }
