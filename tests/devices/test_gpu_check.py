@@ -88,6 +88,7 @@ def test_launch_counts_per_step_are_printed_beside_torchs():
     assert set(rows) == {"MLP", "GPT"}, proc.stdout
     ours, theirs = map(int, re.search(r"\s(\d+)\s+(\d+)\s+[\d.]+x", rows["MLP"]).groups())
     # the fused Adam is one launch for all 6 parameters, where the array formulation took 16
-    # per parameter
+    # per parameter; nll_loss's fast path (every target in range) is 8 launches, where its
+    # masks took about 25
     assert "adam_step" not in rows["MLP"].replace("adam_step_multi", "")
-    assert theirs == 40 and 40 <= ours < 96, rows["MLP"]
+    assert theirs == 40 and 20 <= ours < 40, rows["MLP"]

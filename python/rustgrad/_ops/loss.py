@@ -158,6 +158,33 @@ NLL_LOSS = node("NllLossBackward0", _nll_bw, forward=_nll_fw)
 NLL_LOSS_2D = node("NllLoss2DBackward0", _nll_bw, forward=_nll_fw)
 
 
+_INT64 = _dtype.int64.np
+
+
+def _nll_every_target(xp: Any, x2: Any, t1: Any, c: int, ignore_index: int, reduction: str
+                      ) -> Optional[Tuple[Any, Any, Any]]:
+    """(loss, rows, coef) of an unweighted mean or sum whose targets are all in range and none
+    ignored (a training step's loss), in a few array ops instead of the masks the general
+    formulation builds; the same values (the weights are all 1, so the divisor is n), or None
+    when some target is out of range or ignored (the general formulation reports or masks
+    it). Host reads of the targets: not under CUDA graph capture."""
+    if capturing(xp) or not t1.size:
+        return None
+    lo, hi = t1.min(), t1.max()
+    if lo < 0 or hi >= c or (lo <= ignore_index <= hi and bool((t1 == ignore_index).any())):
+        return None
+    n = t1.shape[0]
+    rows = xp.arange(n)
+    dtype = x2.dtype
+    total = -x2[rows, t1].sum()  # -sum(x) is sum(-x): the general formulation's bits
+    if reduction == "sum":
+        return xp.asarray(total, dtype=dtype), rows, xp.full(n, -1, dtype=dtype)
+    n_ = dtype.type(n)
+    with quiet_fp(xp):
+        return (xp.asarray(total / n_, dtype=dtype), rows,
+                xp.full(n, dtype.type(-1) / n_, dtype=dtype))
+
+
 @op(functional="nll_loss", grad_fn=("NllLossBackward0", "NllLoss2DBackward0"), autocast=dict(cuda="fp32", cpu="fp32"))
 def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
              size_average: Optional[bool] = None, ignore_index: int = -100,
@@ -220,6 +247,13 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
             x2 = xd.transpose(perm).reshape(-1, c)
             t1 = td.reshape(-1)
         out_shape = td.shape
+    if (weight is None and perm is None and reduction != "none" and t1.dtype == _INT64
+            and x2.dtype.kind == "f" and x2.dtype.itemsize >= 4):
+        fast = _nll_every_target(xp, x2, t1, c, ignore_index, reduction)
+        if fast is not None:
+            out, rows, coef = fast
+            ctx = (x2.shape, (rows, t1), coef, reduction, perm, xd.shape)
+            return NLL_LOSS.record(out, (input,), ctx)
     valid = t1 != ignore_index
     # the bounds check reads the targets on the host: not inside a CUDA graph capture, where
     # an out-of-range target wraps around instead (torch's kernel asserts on the device)
