@@ -28,6 +28,7 @@ class Kernels:
     erf: Kernel = None  # (x) -> erf(x)
     gelu: Kernel = None  # (x) -> exact GELU of x
     sigmoid: Kernel = None  # (x) -> 1 / (1 + exp(-x)), as _ops/activation.py's formulation
+    relu: Kernel = None  # (x) -> where(x < 0, 0, x): torch's signed zero
     unary: Kernel = None  # (x, name) -> sqrt / reciprocal / log of x, without warnings
     gelu_backward: Kernel = None  # (grad, x) -> grad * GELU'(x)
     softmax: Kernel = None  # (x, log) -> (log_)softmax over the last dim

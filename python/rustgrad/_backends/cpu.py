@@ -161,6 +161,12 @@ def _sigmoid(x: Any) -> Any:
     return _core._sigmoid(x)
 
 
+def _relu(x: Any) -> Any:
+    """ReLU with torch's signed zero of a contiguous float32/float64 array in one Rust pass;
+    None otherwise."""
+    return _core._relu(x)
+
+
 _UNARY = {"sqrt": 0, "reciprocal": 1, "log": 2}
 
 
@@ -260,7 +266,7 @@ def writable_view(view: Any) -> Any:
 
 
 kernels = Kernels(
-    erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, sigmoid=_sigmoid, unary=_unary, softmax=_softmax,
+    erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, sigmoid=_sigmoid, relu=_relu, unary=_unary, softmax=_softmax,
     softmax_backward=_softmax_backward, layer_norm=_layer_norm,
     layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select,
     threshold_backward=_threshold_backward, max_pool2d=_max_pool2d,

@@ -125,7 +125,13 @@ def relu(input: Tensor) -> Tensor:
     d = input._data
     if d.dtype.kind == "b":
         raise NotImplementedError("Boolean inputs not supported for relu")
-    return RELU.record(xp.maximum(d, d.dtype.type(0)), (input,))
+    if d.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+    kernel = xp.kernels.relu
+    out = None if kernel is None else kernel(d)
+    if out is None:  # torch's clamp at 0: -0 stays -0 (NumPy's maximum gives +0), NaN passes
+        out = xp.where(d < 0, d.dtype.type(0), d)
+    return RELU.record(out, (input,))
 
 
 def _sigmoid_bw(g: Tensor, saved: Any, ctx: Any) -> Any:

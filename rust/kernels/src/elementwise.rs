@@ -147,6 +147,17 @@ pub fn sigmoid_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [
     })
 }
 
+/// ReLU as torch's: 0 where x < 0, else x itself (so -0 stays -0 and NaN stays NaN, where
+/// NumPy's `maximum(x, 0)` gives +0 for -0), as a blend that vectorizes.
+pub fn relu_f32<'o>(xs: &[f32], out: &'o mut [MaybeUninit<f32>]) -> &'o mut [f32] {
+    map_f32(xs, out, |x| f32::pick(x < 0.0, 0.0, x))
+}
+
+/// [`relu_f32`] in float64.
+pub fn relu_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
+    map_plain(xs, out, |x| f64::pick(x < 0.0, 0.0, x))
+}
+
 /// [`sigmoid_f32`]'s formulation in float64, through the platform's exp.
 pub fn sigmoid_f64<'o>(xs: &[f64], out: &'o mut [MaybeUninit<f64>]) -> &'o mut [f64] {
     map_plain(xs, out, |x| {

@@ -14,6 +14,8 @@
 //!   (`(x x) x`, `1 / (x x)`), bit for bit; NumPy's `power` rounds differently.
 //! - [`select`], [`select_scalar`]: `where(mask, a, b)` as a branch-free blend; NumPy's `where`
 //!   branches per element, ~5 ns on a random mask (a relu's).
+//! - [`relu_f32`], [`relu_f64`]: ReLU with torch's signed zero (`x < 0 ? 0 : x`), one pass;
+//!   NumPy's `maximum(x, 0)` turns -0 into +0 and dispatches its NaN checks per element.
 //! - [`threshold_backward`]: ReLU's gradient from its output in one branch-free pass; NumPy's
 //!   formulation makes two masks (`result <= 0`, its negation) and a `where`.
 //! - [`softmax_rows`], [`softmax_backward_rows`]: softmax and log_softmax over the last dim and
@@ -66,8 +68,8 @@ mod softmax;
 
 pub use elementwise::{
     erf_f32, erf_f64, erf_slice_f32, exp_f32, filled_vec, gelu_backward_f32, gelu_backward_f64,
-    gelu_f32, gelu_f64, powi_f32, powi_f64, select, select_scalar, sigmoid_f32, sigmoid_f64,
-    threshold_backward, SmallPow,
+    gelu_f32, gelu_f64, powi_f32, powi_f64, relu_f32, relu_f64, select, select_scalar, sigmoid_f32,
+    sigmoid_f64, threshold_backward, SmallPow,
 };
 pub use im2col::{col2im, default_threads, im2col, Unfold, PAR_MIN_ELEMS};
 pub use index::index_add_rows;

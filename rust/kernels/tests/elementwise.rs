@@ -106,9 +106,14 @@ macro_rules! kernels {
 }
 
 kernels!(f32, gelu: gelu_f32, gelu_ref_f32, backward: gelu_backward_f32, gelu_backward_ref_f32,
-    powi: powi_f32, extra: [Unary { name: "erf", kernel: erf_slice_f32, reference: erf_f32 }]);
+powi: powi_f32, extra: [
+    Unary { name: "erf", kernel: erf_slice_f32, reference: erf_f32 },
+    Unary { name: "relu", kernel: relu_f32, reference: |x| if x < 0.0 { 0.0 } else { x } }
+]);
 kernels!(f64, gelu: gelu_f64, gelu_ref_f64, backward: gelu_backward_f64, gelu_backward_ref_f64,
-    powi: powi_f64, extra: []);
+powi: powi_f64, extra: [
+    Unary { name: "relu", kernel: relu_f64, reference: |x| if x < 0.0 { 0.0 } else { x } }
+]);
 
 /// Every kernel of `T` against its reference on `xs` (and `gs` as the gradient, then the
 /// other way round), on every instruction set: the first difference, if any.

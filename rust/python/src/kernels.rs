@@ -93,6 +93,13 @@ pub fn _sigmoid<'py>(
     Ok(map_floats(py, x, rk::sigmoid_f32, rk::sigmoid_f64))
 }
 
+/// ReLU (`x < 0 ? 0 : x`, torch's signed zero) of a C-contiguous float32/float64 array in one
+/// pass (GIL and threads as `_gelu`); None for other arrays.
+#[pyfunction]
+pub fn _relu<'py>(py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(map_floats(py, x, rk::relu_f32, rk::relu_f64))
+}
+
 /// An elementwise kernel's new array for a C-contiguous float32 (`f32k`) or float64 (`f64k`)
 /// array, split over threads as `fresh_split`; None for other arrays.
 fn map_floats<'py>(

@@ -83,6 +83,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_erf, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_sigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_relu, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_unary, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_gelu_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_where, m)?)?;
