@@ -10,6 +10,7 @@ Joins are in `joins`, rearranging copies (flip, roll, tril, repeat, ...) in `cop
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from typing import Any, Optional, Sequence, Tuple
 
@@ -603,10 +604,12 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 def _shape_arg(shape: Any) -> tuple:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    return tuple(map(int, shape))
 
 
 def _infer(shape: tuple, numel: int) -> tuple:
+    if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
+        return shape  # nothing to infer, nothing wrong (the common case, checked in one go)
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
@@ -773,8 +776,10 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
                 [3, 6]])
     """
     d = input._data
-    d0, d1 = _wrap_dim(dim0, d.ndim), _wrap_dim(dim1, d.ndim)
-    out = input._backend.swapaxes(d, d0, d1) if d.ndim else d.view()
+    n = d.ndim
+    d0 = dim0 if type(dim0) is int and 0 <= dim0 < n else _wrap_dim(dim0, n)
+    d1 = dim1 if type(dim1) is int and 0 <= dim1 < n else _wrap_dim(dim1, n)
+    out = d.swapaxes(d0, d1) if n else d.view()
     return TRANSPOSE.record(out, (input,), (d0, d1), input)
 
 
