@@ -154,19 +154,38 @@ pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
 /// # Safety
 /// The GIL must be held.
 unsafe fn start_frame(py: Python<'_>, keep_entries: bool) -> Option<*mut ffi::PyFrameObject> {
-    // `sys._getframe` and its argument tuple `(1,)`, made once
-    static GETFRAME: GILOnceCell<(Py<PyAny>, Py<PyTuple>)> = GILOnceCell::new();
+    // `sys._getframe`, the int 1 and the argument tuple `(1,)`, made once
+    static GETFRAME: GILOnceCell<(Py<PyAny>, Py<PyAny>, Py<PyTuple>)> = GILOnceCell::new();
+    type CallOneArg =
+        unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject;
+    static CALL_ONE_ARG: OnceLock<Option<CallOneArg>> = OnceLock::new();
     if !keep_entries && innermost_is_internal(py) {
-        let (getframe, one) = GETFRAME
+        let (getframe, one, args) = GETFRAME
             .get_or_try_init(py, || -> PyResult<_> {
                 let f = py.import("sys")?.getattr("_getframe")?;
-                Ok((f.unbind(), PyTuple::new(py, [1])?.unbind()))
+                let one = 1i32.into_pyobject(py)?.into_any();
+                Ok((
+                    f.unbind(),
+                    one.clone().unbind(),
+                    PyTuple::new(py, [one])?.unbind(),
+                ))
             })
             .ok()?;
+        // SAFETY: a non-null answer is CPython's `PyObject *PyObject_CallOneArg(PyObject *,
+        // PyObject *)` (3.9+, outside the stable ABI the extension is built for).
+        let call_one = *CALL_ONE_ARG.get_or_init(|| {
+            cpython_symbol(c"PyObject_CallOneArg")
+                .map(|sym| unsafe { std::mem::transmute::<*mut std::ffi::c_void, CallOneArg>(sym) })
+        });
         // SAFETY: the GIL is held; a new reference or NULL with an exception set, which a
-        // depth past the outermost Python frame raises (ValueError: no user frame).
-        let frame =
-            unsafe { ffi::PyObject_Call(getframe.as_ptr(), one.as_ptr(), std::ptr::null_mut()) };
+        // depth past the outermost Python frame raises (ValueError: no user frame). The direct
+        // call skips the argument tuple's unpacking.
+        let frame = unsafe {
+            match call_one {
+                Some(call) => call(getframe.as_ptr(), one.as_ptr()),
+                None => ffi::PyObject_Call(getframe.as_ptr(), args.as_ptr(), std::ptr::null_mut()),
+            }
+        };
         if frame.is_null() {
             drop(PyErr::take(py));
             return None;
@@ -226,17 +245,10 @@ fn innermost_is_internal(py: Python<'_>) -> bool {
 unsafe fn frame_lasti(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> i64 {
     type GetLasti = unsafe extern "C" fn(*mut ffi::PyFrameObject) -> std::os::raw::c_int;
     static GET_LASTI: OnceLock<Option<GetLasti>> = OnceLock::new();
+    // SAFETY: a non-null answer is CPython's `int PyFrame_GetLasti(PyFrameObject *)`.
     let direct = GET_LASTI.get_or_init(|| {
-        #[cfg(target_os = "linux")]
-        {
-            // SAFETY: dlsym on the process's own symbols; a non-null answer is CPython's
-            // `int PyFrame_GetLasti(PyFrameObject *)`.
-            let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PyFrame_GetLasti".as_ptr()) };
-            (!sym.is_null())
-                .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, GetLasti>(sym) })
-        }
-        #[cfg(not(target_os = "linux"))]
-        None
+        cpython_symbol(c"PyFrame_GetLasti")
+            .map(|sym| unsafe { std::mem::transmute::<*mut std::ffi::c_void, GetLasti>(sym) })
     });
     // SAFETY: the caller's live frame, the GIL held.
     match direct {
@@ -245,6 +257,23 @@ unsafe fn frame_lasti(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> i64 {
             .getattr(pyo3::intern!(py, "f_lasti"))
             .and_then(|l| l.extract::<i64>())
             .unwrap_or(-1),
+    }
+}
+
+/// A function of the running interpreter's C API by name, where the platform can look one up
+/// (Linux's dlsym) and this interpreter has it: the extension is built for 3.9's stable ABI,
+/// so functions outside it, or newer than 3.9, are found at run time instead of linked.
+fn cpython_symbol(name: &std::ffi::CStr) -> Option<*mut std::ffi::c_void> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: dlsym on the process's own symbols, with a NUL-terminated name.
+        let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+        (!sym.is_null()).then_some(sym.cast())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = name;
+        None
     }
 }
 
