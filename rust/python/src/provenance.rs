@@ -46,10 +46,11 @@ static TRACING: AtomicBool = AtomicBool::new(false);
 static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 
 // code objects are keyed by address (rustgrad_core's AddressHasher: far cheaper than SipHash)
-type CodeCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
+type InternalCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
 
 thread_local! {
-    static INTERNAL: RefCell<CodeCache> = RefCell::new(CodeCache::default());
+    // code objects and module globals dicts by address, each held so its address is not reused
+    static INTERNAL: RefCell<InternalCache> = RefCell::new(InternalCache::default());
     static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -93,24 +94,29 @@ pub enum Source {
 
 const MAX_SOURCES: usize = 256;
 
-fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
-    let key = code.as_ptr() as usize;
+/// Whether `obj` (a code object, or a module's globals) belongs to the package: the file
+/// `file_of` reads from it is under the package directory. Decided once per object.
+fn in_package(
+    obj: &Bound<'_, PyAny>,
+    file_of: impl FnOnce(&Bound<'_, PyAny>) -> Option<String>,
+) -> bool {
+    let key = obj.as_ptr() as usize;
     if let Some(known) = INTERNAL.with(|c| c.borrow().get(&key).map(|(_, k)| *k)) {
         return known;
     }
-    let internal = match PACKAGE_DIR.get() {
-        Some(dir) => code
-            .getattr(pyo3::intern!(py, "co_filename"))
-            .and_then(|f| f.extract::<String>())
-            .map(|f| f.starts_with(dir.as_str()))
-            .unwrap_or(false),
-        None => false,
-    };
-    INTERNAL.with(|c| {
-        c.borrow_mut()
-            .insert(key, (code.clone().unbind(), internal))
-    });
+    let internal = PACKAGE_DIR
+        .get()
+        .is_some_and(|dir| file_of(obj).is_some_and(|f| f.starts_with(dir.as_str())));
+    INTERNAL.with(|c| c.borrow_mut().insert(key, (obj.clone().unbind(), internal)));
     internal
+}
+
+fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
+    in_package(code, |c| {
+        c.getattr(pyo3::intern!(py, "co_filename"))
+            .and_then(|f| f.extract::<String>())
+            .ok()
+    })
 }
 
 /// The user's line now, or None when no user frame is on the stack; `keep_entries`: keep the
@@ -203,13 +209,6 @@ unsafe fn start_frame(py: Python<'_>, keep_entries: bool) -> Option<*mut ffi::Py
     }
 }
 
-// module globals dicts by address, each held so its address is not reused
-type GlobalsCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
-
-thread_local! {
-    static INTERNAL_GLOBALS: RefCell<GlobalsCache> = RefCell::new(GlobalsCache::default());
-}
-
 /// Whether the innermost Python frame runs with a package module's globals (its `__file__`
 /// under the package directory), found without making the frame's object.
 fn innermost_is_internal(py: Python<'_>) -> bool {
@@ -218,23 +217,17 @@ fn innermost_is_internal(py: Python<'_>) -> bool {
     if globals.is_null() {
         return false;
     }
-    let key = globals as usize;
-    if let Some(known) = INTERNAL_GLOBALS.with(|c| c.borrow().get(&key).map(|(_, k)| *k)) {
-        return known;
-    }
-    // SAFETY: a borrowed reference the frame keeps alive for this call.
-    let globals = unsafe { Bound::from_borrowed_ptr(py, globals) };
-    let internal = match (PACKAGE_DIR.get(), globals.downcast::<PyDict>()) {
-        (Some(dir), Ok(d)) => d
+    // SAFETY: a borrowed reference the frame keeps alive for this call (no count taken on the
+    // hot path; the cache takes one on a miss).
+    let globals = unsafe { pyo3::Borrowed::from_ptr(py, globals) };
+    in_package(&globals, |g| {
+        g.downcast::<PyDict>()
+            .ok()?
             .get_item("__file__")
+            .ok()??
+            .extract::<String>()
             .ok()
-            .flatten()
-            .and_then(|f| f.extract::<String>().ok())
-            .is_some_and(|f| f.starts_with(dir.as_str())),
-        _ => false,
-    };
-    INTERNAL_GLOBALS.with(|c| c.borrow_mut().insert(key, (globals.unbind(), internal)));
-    internal
+    })
 }
 
 /// `f_lasti` of a frame: `PyFrame_GetLasti` where the interpreter has it (3.11+, looked up
