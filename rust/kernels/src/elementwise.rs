@@ -43,7 +43,7 @@ fn exp_parts(xc: f32) -> (f32, i32) {
     let n = m - MAGIC;
     let k = (m.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     let r = xc - n * 0.693_145_75 - n * 1.428_606_8e-6; // ln 2 split: exact products
-    (C.iter().fold(0.0f32, |acc, &c| acc.mul_add(r, c)), k)
+    (horner_desc(&C, r), k)
 }
 
 /// exp(x) for x <= 0 (or NaN) as [`exp_f32`], down into float32's subnormals: 2^k is applied
@@ -101,7 +101,6 @@ fn erf_exp_f32(x: f32) -> (f32, f32) {
         0.003_840_615_3,
         0.002_736_903,
     ];
-    let horner = |c: &[f32], v: f32| c.iter().rev().fold(0.0f32, |acc, &k| acc.mul_add(v, k));
     let ax = x.abs();
     let small = ax * horner(&P, ax * ax);
     let al = ax.min(4.0);
@@ -109,6 +108,22 @@ fn erf_exp_f32(x: f32) -> (f32, f32) {
     let large = 1.0 - horner(&Q, al.mul_add(2.0 / 3.0, -5.0 / 3.0)) * e;
     let y = if ax < 1.0 { small } else { large };
     (if x.is_nan() { x } else { y.copysign(x) }, e)
+}
+
+/// The polynomial with coefficients `c` (highest degree first) at v, by Horner's rule from the
+/// leading coefficient: the roundings of a start from 0 (whose first FMA gives that
+/// coefficient exactly at any finite v), one FMA fewer per element.
+#[inline(always)]
+fn horner_desc(c: &[f32], v: f32) -> f32 {
+    let (&lead, rest) = c.split_first().expect("a polynomial has a coefficient");
+    rest.iter().fold(lead, |acc, &k| acc.mul_add(v, k))
+}
+
+/// [`horner_desc`] with the coefficients lowest degree first.
+#[inline(always)]
+fn horner(c: &[f32], v: f32) -> f32 {
+    let (&lead, rest) = c.split_last().expect("a polynomial has a coefficient");
+    rest.iter().rev().fold(lead, |acc, &k| acc.mul_add(v, k))
 }
 
 /// erf for float64: libm's (correctly rounded in practice), as torch's `std::erf`.

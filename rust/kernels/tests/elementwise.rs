@@ -195,6 +195,27 @@ fn specials_in_every_lane_match_the_scalar_reference() {
 }
 
 #[test]
+fn small_values_match_the_scalar_reference() {
+    // |x| < 1 in (nearly) every lane of a register, so erf's small branch is the one kept
+    // throughout, with one special (NaN, inf, a value past 1, a subnormal) in each lane in turn
+    for &s in &SPECIALS {
+        for at in 0..33 {
+            let mut xs = ordinary::<f32>(33, at as u64, 0.2);
+            let gs = ordinary::<f32>(33, 7 + at as u64, 0.2);
+            xs[at] = s as f32;
+            check_all(&xs, &gs, &format!("special {s} at {at} among small values"));
+        }
+    }
+    for (k, &n) in LENS.iter().enumerate() {
+        let (xs, gs) = (
+            ordinary::<f32>(n, k as u64, 0.3),
+            ordinary::<f32>(n, 50 + k as u64, 0.3),
+        );
+        check_all(&xs, &gs, "small values");
+    }
+}
+
+#[test]
 fn erf_f32_special_values() {
     let nan = f32::from_bits(0x7fc0_1234);
     assert_eq!(
