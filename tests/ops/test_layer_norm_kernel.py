@@ -70,11 +70,58 @@ def test_fused_layer_norm_is_the_numpy_formulation_within_its_rounding(
         return [t.detach().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
 
     fused = run()
-    monkeypatch.setattr(cpu.kernels, "layer_norm", None)
-    monkeypatch.setattr(cpu.kernels, "layer_norm_backward", None)
+    for name in ("layer_norm", "layer_norm_backward", "layer_norm_stats",
+                 "layer_norm_backward_stats"):
+        monkeypatch.setattr(cpu.kernels, name, None)
     plain = run()
     for a, p in zip(fused, plain):
         np.testing.assert_allclose(a, p, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_statistics_kept_by_the_forward_give_the_recomputed_bits(
+        dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w, b, g = _data(dtype, n=700)  # 89,600 elements: split over threads where there are 2+
+    kept = []
+    stats_kernel = cpu.kernels.layer_norm_stats
+
+    def spy(*args):
+        out = stats_kernel(*args)
+        kept.append(out[1])
+        return out
+
+    def run():
+        xt = rustgrad.tensor(x, requires_grad=True)
+        wt, bt = rustgrad.tensor(w, requires_grad=True), rustgrad.tensor(b, requires_grad=True)
+        y = rustgrad.nn.functional.layer_norm(xt, (128,), wt, bt)
+        y.backward(rustgrad.tensor(g))
+        return [t.detach().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
+
+    backward_stats = cpu.kernels.layer_norm_backward_stats
+    read = []
+
+    def backward_spy(*args):
+        read.append(args[-1])
+        return backward_stats(*args)
+
+    monkeypatch.setattr(cpu.kernels, "layer_norm_stats", spy)
+    monkeypatch.setattr(cpu.kernels, "layer_norm_backward_stats", backward_spy)
+    kept_run = run()
+    (stats,) = kept
+    assert len(read) == 1 and read[0] is stats  # the backward read what the forward kept
+    assert stats.shape == (700, 2) and stats.dtype == np.float64
+    a = x.astype(np.float64)
+    np.testing.assert_allclose(stats[:, 0], a.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(stats[:, 1], 1 / np.sqrt(a.var(axis=1) + 1e-5), rtol=1e-12)
+    monkeypatch.setattr(cpu.kernels, "layer_norm_stats", None)  # the backward recomputes them
+    recomputed = run()
+    for k, r in zip(kept_run, recomputed):
+        np.testing.assert_array_equal(k, r)
+    # without a graph to record, nothing is kept
+    monkeypatch.setattr(cpu.kernels, "layer_norm_stats", spy)
+    with rustgrad.no_grad():
+        rustgrad.nn.functional.layer_norm(rustgrad.tensor(x), (128,), rustgrad.tensor(w))
+    assert len(kept) == 1
 
 
 def test_layer_norm_kernels_decline_other_arrays() -> None:
@@ -86,6 +133,10 @@ def test_layer_norm_kernels_decline_other_arrays() -> None:
     assert cpu.kernels.layer_norm_backward(g[:4], x, w, 1e-5, False) is None  # shapes differ
     dx, xhat = cpu.kernels.layer_norm_backward(g, x, None, 1e-5, False)
     assert xhat is None and dx.shape == x.shape
+    _, stats = cpu.kernels.layer_norm_stats(x, None, None, 1e-5)
+    assert cpu.kernels.layer_norm_backward_stats(g, x, None, 1e-5, False, stats[:4]) is None
+    assert cpu.kernels.layer_norm_backward_stats(g, x, None, 1e-5, False,
+                                                 stats.astype(np.float32)) is None
 
 
 def test_split_kernels_give_the_unsplit_bits() -> None:

@@ -42,6 +42,10 @@ class Kernels:
     col2im: Kernel = None  # (cols, size, d, pads, s, channels_first) -> _ops/conv.py's col2im
     layer_norm: Kernel = None  # (x (N, D), weight, bias, eps) -> y; weight/bias (D,) or None
     layer_norm_backward: Kernel = None  # (g, x, weight, eps, want_xhat) -> (dx, xhat or None)
+    # layer_norm that also answers each row's float64 (mean, rstd), and the backward reading
+    # them instead of computing them again (the same bits as the two above):
+    layer_norm_stats: Kernel = None  # (x, weight, bias, eps) -> (y, stats (N, 2))
+    layer_norm_backward_stats: Kernel = None  # (g, x, weight, eps, want_xhat, stats) -> as above
     sgd_step: Kernel = None  # (param, grad, buf, args) -> bool: stepped in place
     adam_step: Kernel = None  # (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args) -> bool
     adam_step_multi: Kernel = None  # the same over lists of arrays (one step count), one launch

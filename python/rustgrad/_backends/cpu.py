@@ -207,6 +207,20 @@ def _layer_norm_backward(g: Any, x: Any, weight: Any, eps: float, want_xhat: boo
     return _core._layer_norm_backward(g, x, weight, eps, want_xhat)
 
 
+def _layer_norm_stats(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    """`_layer_norm`'s y and each row's float64 (mean, rstd) as an (N, 2) array, for
+    `_layer_norm_backward_stats`; None for arrays it does not take."""
+    return _core._layer_norm(x, weight, bias, eps, True)
+
+
+def _layer_norm_backward_stats(g: Any, x: Any, weight: Any, eps: float, want_xhat: bool,
+                               stats: Any) -> Any:
+    """`_layer_norm_backward` with the rows' statistics read from `stats` (what
+    `_layer_norm_stats` gave for this x and eps): two passes over each row fewer, the same
+    bits."""
+    return _core._layer_norm_backward(g, x, weight, eps, want_xhat, stats)
+
+
 def _powi(x: Any, exponent: int) -> Any:
     """x ** 3 or x ** -2 of a contiguous float32/float64 array as torch's products, in one Rust
     pass; None for other arrays or exponents."""
@@ -268,7 +282,8 @@ def writable_view(view: Any) -> Any:
 kernels = Kernels(
     erf=_erf, gelu=_gelu, gelu_backward=_gelu_backward, sigmoid=_sigmoid, relu=_relu, unary=_unary, softmax=_softmax,
     softmax_backward=_softmax_backward, layer_norm=_layer_norm,
-    layer_norm_backward=_layer_norm_backward, powi=_powi, where=_select,
+    layer_norm_backward=_layer_norm_backward, layer_norm_stats=_layer_norm_stats,
+    layer_norm_backward_stats=_layer_norm_backward_stats, powi=_powi, where=_select,
     threshold_backward=_threshold_backward, max_pool2d=_max_pool2d,
     max_pool2d_backward=_max_pool2d_backward, im2col=_im2col, col2im=_col2im,
     sgd_step=_sgd_step, adam_step=_adam_step,

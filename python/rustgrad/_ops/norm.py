@@ -52,9 +52,9 @@ def _stats(x: Tensor, dims: Tuple[int, ...], eps: float) -> Tuple[Tensor, Tensor
 # ---- layer_norm ---------------------------------------------------------------------------
 def _layer_norm_bw(g: Tensor, saved: Any, ctx: Any) -> Any:
     x, w = saved.input, saved.weight
-    dims, eps, needs, has_w, has_b = ctx
+    dims, eps, needs, has_w, has_b, stats = ctx
     lead = tuple(range(x._data.ndim - len(dims)))
-    fused = _fused_layer_norm_bw(g, x, w, dims, eps, needs, has_w, has_b, lead)
+    fused = _fused_layer_norm_bw(g, x, w, dims, eps, needs, has_w, has_b, lead, stats)
     if fused is not None:
         return fused
     xhat, rstd, mean = _stats(x, dims, eps)
@@ -79,17 +79,25 @@ def _rows(a: Any, dims: Tuple[int, ...]) -> Any:
 
 def _fused_layer_norm_bw(g: Tensor, x: Tensor, w: Optional[Tensor], dims: Tuple[int, ...],
                          eps: float, needs: Any, has_w: bool, has_b: bool,
-                         lead: Tuple[int, ...]) -> Any:
+                         lead: Tuple[int, ...], stats: Any = None) -> Any:
     """The gradients in one pass of the backend's kernel where no graph of them is recorded,
-    else None (the formulas in rustgrad ops run)."""
-    kernel = g._backend.kernels.layer_norm_backward
-    if kernel is None or is_grad_enabled():
+    else None (the formulas in rustgrad ops run); `stats`, the rows' (mean, rstd) the forward
+    kernel kept, if it kept them."""
+    kernels = g._backend.kernels
+    if (kernels.layer_norm_backward is None and stats is None) or is_grad_enabled():
         return None
     xd, gd = x._data, g._data
     x2, g2 = _rows(xd, dims), _rows(gd, dims)
     if x2 is None or g2 is None:
         return None
-    res = kernel(g2, x2, w._data.reshape(-1) if has_w else None, eps, has_w and needs[1])
+    wd = w._data.reshape(-1) if has_w else None
+    want_xhat = has_w and needs[1]
+    if stats is not None and kernels.layer_norm_backward_stats is not None:
+        res = kernels.layer_norm_backward_stats(g2, x2, wd, eps, want_xhat, stats)
+    elif kernels.layer_norm_backward is not None:
+        res = kernels.layer_norm_backward(g2, x2, wd, eps, want_xhat)
+    else:
+        return None
     if res is None:
         return None
     dx, xhat = res
@@ -136,11 +144,17 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     _same_devices(x, w, b)
     xp = x._backend
     dims = tuple(range(xd.ndim - len(shape), xd.ndim))
-    kernel = xp.kernels.layer_norm
+    needs = needs_grad(x, w, b)
+    # the rows' statistics are kept for a backward when the backend's kernel gives them
+    kernel = xp.kernels.layer_norm_stats if any(needs) and is_grad_enabled() else None
+    kernel = kernel or xp.kernels.layer_norm
     x2 = None if kernel is None else _rows(xd, dims)
     out = None if x2 is None else kernel(
         x2, None if w is None else w._data.reshape(-1), None if b is None else b._data.reshape(-1),
         eps)
+    stats = None
+    if isinstance(out, tuple):
+        out, stats = out
     if out is not None:
         out = out.reshape(xd.shape)
     else:
@@ -153,7 +167,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
         if b is not None:
             out = out + b._data
     inputs = tuple(t for t in (x, w, b) if t is not None)
-    ctx = (dims, eps, needs_grad(x, w, b), w is not None, b is not None)
+    ctx = (dims, eps, needs, w is not None, b is not None, stats)
     return LAYER_NORM.record(out.astype(xd.dtype, copy=False), inputs, ctx, input=x, weight=w)
 
 

@@ -59,12 +59,14 @@ macro_rules! isa_copies {
     ($body:ident => $avx512:ident, $avx2:ident; ($($arg:ident: $ty:ty),* $(,)?)) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f")]
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $avx512<T: Real>($($arg: $ty),*) {
             $body($($arg),*)
         }
 
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $avx2<T: Real>($($arg: $ty),*) {
             $body($($arg),*)
         }

@@ -122,9 +122,14 @@ fn forward_rows<T: Real>(
     eps: f64,
     d: usize,
     out: &mut [MaybeUninit<T>],
+    mut stats: Option<&mut [MaybeUninit<f64>]>,
 ) {
-    for (x, o) in xs.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
+    for (r, (x, o)) in xs.chunks_exact(d).zip(out.chunks_exact_mut(d)).enumerate() {
         let (mean, rstd) = row_stats(x, eps);
+        if let Some(st) = stats.as_deref_mut() {
+            st[2 * r].write(mean);
+            st[2 * r + 1].write(rstd);
+        }
         let xhat = |v: T| (v.widen() - mean) * rstd;
         match (w, b) {
             (Some(w), Some(b)) => {
@@ -152,6 +157,7 @@ fn forward_rows<T: Real>(
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn backward_rows<T: Real>(
     gs: &[T],
     xs: &[T],
@@ -160,11 +166,15 @@ fn backward_rows<T: Real>(
     d: usize,
     dx: &mut [MaybeUninit<T>],
     mut xhat: Option<&mut [MaybeUninit<T>]>,
+    stats: Option<&[f64]>,
 ) {
     let n = d as f64;
     for (r, (x, o)) in xs.chunks_exact(d).zip(dx.chunks_exact_mut(d)).enumerate() {
         let g = &gs[r * d..][..d];
-        let (mean, rstd) = row_stats(x, eps);
+        let (mean, rstd) = match stats {
+            Some(st) => (st[2 * r], st[2 * r + 1]),
+            None => row_stats(x, eps),
+        };
         let (ds, db) = grad_sums(g, w, x);
         let bb = (db * mean - ds) * (rstd * rstd * rstd) / n;
         let cc = -bb * mean - db * rstd / n;
@@ -196,6 +206,7 @@ isa_copies!(forward_rows => forward_rows_avx512, forward_rows_avx2; (
     eps: f64,
     d: usize,
     out: &mut [MaybeUninit<T>],
+    stats: Option<&mut [MaybeUninit<f64>]>,
 ));
 
 isa_copies!(backward_rows => backward_rows_avx512, backward_rows_avx2; (
@@ -206,6 +217,7 @@ isa_copies!(backward_rows => backward_rows_avx512, backward_rows_avx2; (
     d: usize,
     dx: &mut [MaybeUninit<T>],
     xhat: Option<&mut [MaybeUninit<T>]>,
+    stats: Option<&[f64]>,
 ));
 
 /// How many runs of whole rows `total` elements split into at `threads` threads: one below
@@ -277,38 +289,80 @@ pub fn layer_norm_rows<'o, T: Real>(
     out: &'o mut [MaybeUninit<T>],
     threads: usize,
 ) -> &'o mut [T] {
+    layer_norm_rows_with_stats(xs, weight, bias, eps, d, out, None, threads).0
+}
+
+/// [`layer_norm_rows`], and when `stats` is given (two slots per row) each row's float64
+/// (mean, rstd) into it, for [`layer_norm_backward_rows_with_stats`]: the backward then reads
+/// the statistics instead of computing them again (two passes over the row fewer, the same
+/// bits).
+///
+/// # Panics
+/// As [`layer_norm_rows`], and if `stats` is not two slots per row.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn layer_norm_rows_with_stats<'o, T: Real>(
+    xs: &[T],
+    weight: Option<&[T]>,
+    bias: Option<&[T]>,
+    eps: f64,
+    d: usize,
+    out: &'o mut [MaybeUninit<T>],
+    stats: Option<&'o mut [MaybeUninit<f64>]>,
+    threads: usize,
+) -> (&'o mut [T], Option<&'o mut [f64]>) {
     check(
         "layer_norm rows",
         d,
         &[xs.len(), out.len()],
         &[weight.map(<[T]>::len), bias.map(<[T]>::len)],
     );
+    let rows = xs.len() / d;
+    check_stats(stats.as_ref().map(|s| s.len()), rows);
     let isa = Isa::current();
-    let work = |first: usize, o: &mut [MaybeUninit<T>]| {
+    let work = |first: usize, o: &mut [MaybeUninit<T>], st: Option<&mut [MaybeUninit<f64>]>| {
         let x = &xs[first * d..][..o.len()];
         match isa {
             // SAFETY (both): `isa` came from `Isa::current`, which never exceeds what the CPU
             // has.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { forward_rows_avx512(x, weight, bias, eps, d, o) },
+            Isa::Avx512 => unsafe { forward_rows_avx512(x, weight, bias, eps, d, o, st) },
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => unsafe { forward_rows_avx2(x, weight, bias, eps, d, o) },
-            _ => forward_rows(x, weight, bias, eps, d, o),
+            Isa::Avx2Fma => unsafe { forward_rows_avx2(x, weight, bias, eps, d, o, st) },
+            _ => forward_rows(x, weight, bias, eps, d, o, st),
         }
     };
-    let rows = xs.len() / d;
     let p = parts(xs.len(), rows, threads);
+    let mut stats = stats;
     if p <= 1 {
-        work(0, out);
+        work(0, out, stats.as_deref_mut());
     } else {
         let per = rows.div_ceil(p);
-        out.par_chunks_mut(per * d)
-            .enumerate()
-            .for_each(|(k, o)| work(k * per, o));
+        match stats.as_deref_mut() {
+            Some(st) => out
+                .par_chunks_mut(per * d)
+                .zip(st.par_chunks_mut(per * 2))
+                .enumerate()
+                .for_each(|(k, (o, st))| work(k * per, o, Some(st))),
+            None => out
+                .par_chunks_mut(per * d)
+                .enumerate()
+                .for_each(|(k, o)| work(k * per, o, None)),
+        }
     }
-    // SAFETY: the row loop wrote every element of every row, and the rows tile `out` (its
-    // length is checked).
-    unsafe { assume_init(out) }
+    // SAFETY: the row loop wrote every element of every row and, when given, both statistics
+    // of every row; the rows tile `out` and `stats` (their lengths are checked).
+    unsafe { (assume_init(out), stats.map(|s| assume_init(s))) }
+}
+
+/// Two statistics per row, or none.
+fn check_stats(len: Option<usize>, rows: usize) {
+    if let Some(len) = len {
+        assert_eq!(
+            len,
+            2 * rows,
+            "layer_norm rows: {len} statistics for {rows} rows"
+        );
+    }
 }
 
 /// The input gradient of [`layer_norm_rows`] for the incoming gradient `gs`, into `dx`, and
@@ -330,6 +384,26 @@ pub fn layer_norm_backward_rows<'o, T: Real>(
     xhat: Option<&'o mut [MaybeUninit<T>]>,
     threads: usize,
 ) -> (&'o mut [T], Option<&'o mut [T]>) {
+    layer_norm_backward_rows_with_stats(gs, xs, weight, eps, d, dx, xhat, None, threads)
+}
+
+/// [`layer_norm_backward_rows`] with each row's (mean, rstd) read from `stats` (as
+/// [`layer_norm_rows_with_stats`] wrote them for these `xs` and `eps`) instead of computed again.
+///
+/// # Panics
+/// As [`layer_norm_backward_rows`], and if `stats` is not two per row.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn layer_norm_backward_rows_with_stats<'o, T: Real>(
+    gs: &[T],
+    xs: &[T],
+    weight: Option<&[T]>,
+    eps: f64,
+    d: usize,
+    dx: &'o mut [MaybeUninit<T>],
+    xhat: Option<&'o mut [MaybeUninit<T>]>,
+    stats: Option<&[f64]>,
+    threads: usize,
+) -> (&'o mut [T], Option<&'o mut [T]>) {
     let mut lens = vec![gs.len(), xs.len(), dx.len()];
     lens.extend(xhat.as_ref().map(|h| h.len()));
     check(
@@ -338,18 +412,20 @@ pub fn layer_norm_backward_rows<'o, T: Real>(
         &lens,
         &[weight.map(<[T]>::len)],
     );
+    check_stats(stats.map(<[f64]>::len), xs.len() / d);
     let isa = Isa::current();
     let work = |first: usize, o: &mut [MaybeUninit<T>], h: Option<&mut [MaybeUninit<T>]>| {
         let span = first * d..first * d + o.len();
         let (g, x) = (&gs[span.clone()], &xs[span]);
+        let st = stats.map(|s| &s[first * 2..][..o.len() / d * 2]);
         match isa {
             // SAFETY (both): `isa` came from `Isa::current`, which never exceeds what the CPU
             // has.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { backward_rows_avx512(g, x, weight, eps, d, o, h) },
+            Isa::Avx512 => unsafe { backward_rows_avx512(g, x, weight, eps, d, o, h, st) },
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => unsafe { backward_rows_avx2(g, x, weight, eps, d, o, h) },
-            _ => backward_rows(g, x, weight, eps, d, o, h),
+            Isa::Avx2Fma => unsafe { backward_rows_avx2(g, x, weight, eps, d, o, h, st) },
+            _ => backward_rows(g, x, weight, eps, d, o, h, st),
         }
     };
     let rows = xs.len() / d;

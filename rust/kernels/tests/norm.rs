@@ -124,6 +124,37 @@ fn check<T: Float>(xs: &[T], gs: &[T], w: &[T], b: &[T], d: usize, what: &str) {
                     layer_norm_backward_rows(gs, xs, wo, eps, d, o, None, threads).0
                 });
                 assert_same(&dx2, &want_dx, &format!("backward dx without xhat {at}"));
+                // the forward's statistics handed to the backward: the same bits
+                let rows = xs.len() / d;
+                let mut y_slots = vec![std::mem::MaybeUninit::<T>::uninit(); xs.len()];
+                let mut st_slots = vec![std::mem::MaybeUninit::<f64>::uninit(); 2 * rows];
+                let (y, st) = layer_norm_rows_with_stats(
+                    xs,
+                    wo,
+                    bo,
+                    eps,
+                    d,
+                    &mut y_slots,
+                    Some(&mut st_slots),
+                    threads,
+                );
+                assert_same(y, &want, &format!("forward with statistics {at}"));
+                let st = st.expect("statistics asked for").to_vec();
+                let dx3 = run(xs.len(), |o| {
+                    layer_norm_backward_rows_with_stats(
+                        gs,
+                        xs,
+                        wo,
+                        eps,
+                        d,
+                        o,
+                        None,
+                        Some(&st),
+                        threads,
+                    )
+                    .0
+                });
+                assert_same(&dx3, &want_dx, &format!("backward dx from statistics {at}"));
             }
         });
     }

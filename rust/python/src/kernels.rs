@@ -998,21 +998,23 @@ fn param<'py, T: numpy::Element>(a: Option<&Bound<'py, PyAny>>) -> Param<'py, T>
 /// `bias` (each of the last dim's length, same dtype, or None), in one pass per row with the
 /// row's statistics in float64 (the CUDA kernel's formulas; `rustgrad-kernels`'
 /// `layer_norm_rows`), the GIL released and split over Rayon's threads above
-/// `PAR_MIN_ELEMS` elements. None for other arrays.
+/// `PAR_MIN_ELEMS` elements. With `stats`, the answer is (y, statistics): each row's float64
+/// (mean, rstd) as an (N, 2) array, for `_layer_norm_backward`. None for other arrays.
 #[pyfunction]
-#[pyo3(signature = (x, weight, bias, eps))]
+#[pyo3(signature = (x, weight, bias, eps, stats=false))]
 pub fn _layer_norm<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     weight: Option<&Bound<'py, PyAny>>,
     bias: Option<&Bound<'py, PyAny>>,
     eps: f64,
+    stats: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     if x.downcast::<PyArrayDyn<f32>>().is_ok() {
-        return Ok(layer_norm_of::<f32>(py, x, weight, bias, eps));
+        return layer_norm_of::<f32>(py, x, weight, bias, eps, stats);
     }
     if x.downcast::<PyArrayDyn<f64>>().is_ok() {
-        return Ok(layer_norm_of::<f64>(py, x, weight, bias, eps));
+        return layer_norm_of::<f64>(py, x, weight, bias, eps, stats);
     }
     Ok(None)
 }
@@ -1023,19 +1025,45 @@ fn layer_norm_of<'py, T: Real + numpy::Element>(
     weight: Option<&Bound<'py, PyAny>>,
     bias: Option<&Bound<'py, PyAny>>,
     eps: f64,
-) -> Option<Bound<'py, PyAny>> {
-    let a = x.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
-    let xs = c_slice(&a)?;
-    let d = *a.shape().last()?;
-    let (w, b) = (param::<T>(weight).ok()?, param::<T>(bias).ok()?);
+    want_stats: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(a) = x
+        .downcast::<PyArrayDyn<T>>()
+        .ok()
+        .and_then(|x| x.try_readonly().ok())
+    else {
+        return Ok(None);
+    };
+    let (Some(xs), Some(&d)) = (c_slice(&a), a.shape().last()) else {
+        return Ok(None);
+    };
+    let (Ok(w), Ok(b)) = (param::<T>(weight), param::<T>(bias)) else {
+        return Ok(None);
+    };
     let (ws, bs) = (w.as_ref().and_then(c_slice), b.as_ref().and_then(c_slice));
     if d == 0 || ws.is_some_and(|s| s.len() != d) || bs.is_some_and(|s| s.len() != d) {
-        return None;
+        return Ok(None);
     }
     let threads = rk::default_threads();
-    Some(fresh_released(py, a.shape(), |o| {
-        rk::layer_norm_rows(xs, ws, bs, eps, d, o, threads)
-    }))
+    if !want_stats {
+        let y = fresh_released(py, a.shape(), |o| {
+            rk::layer_norm_rows(xs, ws, bs, eps, d, o, threads)
+        });
+        return Ok(Some(y));
+    }
+    let rows = xs.len() / d;
+    // SAFETY: `layer_norm_rows_with_stats` writes every slot of both (checked below) before
+    // Python sees either array.
+    let (y, y_slots) = unsafe { uninit_array::<T>(py, a.shape()) };
+    let (st, st_slots) = unsafe { uninit_array::<f64>(py, &[rows, 2]) };
+    let n = xs.len();
+    let written = py.allow_threads(move || {
+        let (o, s) =
+            rk::layer_norm_rows_with_stats(xs, ws, bs, eps, d, y_slots, Some(st_slots), threads);
+        (o.len(), s.map_or(0, |s| s.len()))
+    });
+    assert_eq!(written, (n, 2 * rows), "layer_norm: slots left unwritten");
+    Ok(Some((y, st).into_pyobject(py)?.into_any()))
 }
 
 /// `_layer_norm_backward`'s answer: (dx, xhat or None).
@@ -1044,9 +1072,10 @@ type GradAndXhat<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
 /// The input gradient of `_layer_norm` (no bias needed) for the incoming gradient `grad`, and
 /// with `want_xhat` the normalized input (x - mean) * rstd for the weight's gradient, as
 /// (dx, xhat or None); float64 statistics, GIL released and threads as `_layer_norm`. None for
-/// arrays that do not qualify (dtypes or shapes that differ, strided).
+/// arrays that do not qualify (dtypes or shapes that differ, strided). `stats`, the statistics
+/// `_layer_norm(..., stats=True)` gave for this x and eps, saves computing them again.
 #[pyfunction]
-#[pyo3(signature = (grad, x, weight, eps, want_xhat))]
+#[pyo3(signature = (grad, x, weight, eps, want_xhat, stats=None))]
 pub fn _layer_norm_backward<'py>(
     py: Python<'py>,
     grad: &Bound<'py, PyAny>,
@@ -1054,15 +1083,16 @@ pub fn _layer_norm_backward<'py>(
     weight: Option<&Bound<'py, PyAny>>,
     eps: f64,
     want_xhat: bool,
+    stats: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Option<GradAndXhat<'py>>> {
     if x.downcast::<PyArrayDyn<f32>>().is_ok() {
         return Ok(layer_norm_backward_of::<f32>(
-            py, grad, x, weight, eps, want_xhat,
+            py, grad, x, weight, eps, want_xhat, stats,
         ));
     }
     if x.downcast::<PyArrayDyn<f64>>().is_ok() {
         return Ok(layer_norm_backward_of::<f64>(
-            py, grad, x, weight, eps, want_xhat,
+            py, grad, x, weight, eps, want_xhat, stats,
         ));
     }
     Ok(None)
@@ -1091,6 +1121,7 @@ fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
     weight: Option<&Bound<'py, PyAny>>,
     eps: f64,
     want_xhat: bool,
+    stats: Option<&Bound<'py, PyAny>>,
 ) -> Option<GradAndXhat<'py>> {
     let a = x.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
     let g = grad.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
@@ -1101,6 +1132,14 @@ fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
     if d == 0 || g.shape() != a.shape() || ws.is_some_and(|s| s.len() != d) {
         return None;
     }
+    let st = match stats {
+        Some(s) => Some(s.downcast::<PyArrayDyn<f64>>().ok()?.try_readonly().ok()?),
+        None => None,
+    };
+    let sts = match st.as_ref() {
+        Some(s) => Some(c_slice(s).filter(|v| v.len() == 2 * (xs.len() / d))?),
+        None => None,
+    };
     let threads = rk::default_threads();
     // SAFETY: `layer_norm_backward_rows` writes every slot of both (it returns them
     // initialized, checked below) before Python sees either array.
@@ -1113,8 +1152,9 @@ fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
     };
     let n = xs.len();
     let written = py.allow_threads(move || {
-        let (o, h) =
-            rk::layer_norm_backward_rows(gs, xs, ws, eps, d, dx_slots, xhat_slots, threads);
+        let (o, h) = rk::layer_norm_backward_rows_with_stats(
+            gs, xs, ws, eps, d, dx_slots, xhat_slots, sts, threads,
+        );
         (o.len(), h.map(|h| h.len()))
     });
     assert_eq!(written.0, n, "layer_norm backward: slots left unwritten");
