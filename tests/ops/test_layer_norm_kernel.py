@@ -24,6 +24,15 @@ def _data(dtype, n: int = 300, d: int = 128, seed: int = 0):
     return x, w, b, g
 
 
+def _forward_backward(x, w, b, g):
+    """layer_norm's output and the input, weight and bias gradients for upstream gradient g."""
+    xt = rustgrad.tensor(x, requires_grad=True)
+    wt, bt = rustgrad.tensor(w, requires_grad=True), rustgrad.tensor(b, requires_grad=True)
+    y = rustgrad.nn.functional.layer_norm(xt, (128,), wt, bt)
+    y.backward(rustgrad.tensor(g))
+    return [t.detach().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("affine", [False, True])
 def test_layer_norm_kernel_is_float64_math_rounded_once(dtype, affine: bool) -> None:
@@ -63,11 +72,7 @@ def test_fused_layer_norm_is_the_numpy_formulation_within_its_rounding(
     x, w, b, g = _data(np.float32, n=64)
 
     def run():
-        xt = rustgrad.tensor(x, requires_grad=True)
-        wt, bt = rustgrad.tensor(w, requires_grad=True), rustgrad.tensor(b, requires_grad=True)
-        y = rustgrad.nn.functional.layer_norm(xt, (128,), wt, bt)
-        y.backward(rustgrad.tensor(g))
-        return [t.detach().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
+        return _forward_backward(x, w, b, g)
 
     fused = run()
     for name in ("layer_norm", "layer_norm_backward", "layer_norm_stats",
@@ -91,11 +96,7 @@ def test_statistics_kept_by_the_forward_give_the_recomputed_bits(
         return out
 
     def run():
-        xt = rustgrad.tensor(x, requires_grad=True)
-        wt, bt = rustgrad.tensor(w, requires_grad=True), rustgrad.tensor(b, requires_grad=True)
-        y = rustgrad.nn.functional.layer_norm(xt, (128,), wt, bt)
-        y.backward(rustgrad.tensor(g))
-        return [t.detach().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
+        return _forward_backward(x, w, b, g)
 
     backward_stats = cpu.kernels.layer_norm_backward_stats
     read = []

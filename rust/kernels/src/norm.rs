@@ -331,27 +331,41 @@ pub fn layer_norm_rows_with_stats<'o, T: Real>(
             _ => forward_rows(x, weight, bias, eps, d, o, st),
         }
     };
-    let p = parts(xs.len(), rows, threads);
     let mut stats = stats;
-    if p <= 1 {
-        work(0, out, stats.as_deref_mut());
-    } else {
-        let per = rows.div_ceil(p);
-        match stats.as_deref_mut() {
-            Some(st) => out
-                .par_chunks_mut(per * d)
-                .zip(st.par_chunks_mut(per * 2))
-                .enumerate()
-                .for_each(|(k, (o, st))| work(k * per, o, Some(st))),
-            None => out
-                .par_chunks_mut(per * d)
-                .enumerate()
-                .for_each(|(k, o)| work(k * per, o, None)),
-        }
-    }
+    let p = parts(xs.len(), rows, threads);
+    split_rows(out, d, stats.as_deref_mut(), 2, p, work);
     // SAFETY: the row loop wrote every element of every row and, when given, both statistics
     // of every row; the rows tile `out` and `stats` (their lengths are checked).
     unsafe { (assume_init(out), stats.map(|s| assume_init(s))) }
+}
+
+/// `work(first_row, rows, extra_rows)` over `out` cut into `p` runs of whole rows (`d`
+/// elements a row) on Rayon's threads, with the same rows of `extra` (`e` elements a row) when
+/// it is given; on the calling thread when `p` is 1.
+fn split_rows<A: Send, B: Send>(
+    out: &mut [A],
+    d: usize,
+    extra: Option<&mut [B]>,
+    e: usize,
+    p: usize,
+    work: impl Fn(usize, &mut [A], Option<&mut [B]>) + Sync,
+) {
+    if p <= 1 {
+        work(0, out, extra);
+        return;
+    }
+    let per = (out.len() / d).div_ceil(p);
+    match extra {
+        Some(x) => out
+            .par_chunks_mut(per * d)
+            .zip(x.par_chunks_mut(per * e))
+            .enumerate()
+            .for_each(|(k, (o, x))| work(k * per, o, Some(x))),
+        None => out
+            .par_chunks_mut(per * d)
+            .enumerate()
+            .for_each(|(k, o)| work(k * per, o, None)),
+    }
 }
 
 /// Two statistics per row, or none.
@@ -428,25 +442,9 @@ pub fn layer_norm_backward_rows_with_stats<'o, T: Real>(
             _ => backward_rows(g, x, weight, eps, d, o, h, st),
         }
     };
-    let rows = xs.len() / d;
-    let p = parts(xs.len(), rows, threads);
     let mut xhat = xhat;
-    if p <= 1 {
-        work(0, dx, xhat.as_deref_mut());
-    } else {
-        let per = rows.div_ceil(p);
-        match xhat.as_deref_mut() {
-            Some(h) => dx
-                .par_chunks_mut(per * d)
-                .zip(h.par_chunks_mut(per * d))
-                .enumerate()
-                .for_each(|(k, (o, h))| work(k * per, o, Some(h))),
-            None => dx
-                .par_chunks_mut(per * d)
-                .enumerate()
-                .for_each(|(k, o)| work(k * per, o, None)),
-        }
-    }
+    let p = parts(xs.len(), xs.len() / d, threads);
+    split_rows(dx, d, xhat.as_deref_mut(), d, p, work);
     // SAFETY: the row loop wrote every element of `dx` and, when given, of `xhat`, and the rows
     // tile both (their lengths are checked).
     unsafe { (assume_init(dx), xhat.map(|h| assume_init(h))) }

@@ -1011,10 +1011,10 @@ pub fn _layer_norm<'py>(
     stats: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     if x.downcast::<PyArrayDyn<f32>>().is_ok() {
-        return layer_norm_of::<f32>(py, x, weight, bias, eps, stats);
+        return Ok(layer_norm_of::<f32>(py, x, weight, bias, eps, stats));
     }
     if x.downcast::<PyArrayDyn<f64>>().is_ok() {
-        return layer_norm_of::<f64>(py, x, weight, bias, eps, stats);
+        return Ok(layer_norm_of::<f64>(py, x, weight, bias, eps, stats));
     }
     Ok(None)
 }
@@ -1026,30 +1026,20 @@ fn layer_norm_of<'py, T: Real + numpy::Element>(
     bias: Option<&Bound<'py, PyAny>>,
     eps: f64,
     want_stats: bool,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let Some(a) = x
-        .downcast::<PyArrayDyn<T>>()
-        .ok()
-        .and_then(|x| x.try_readonly().ok())
-    else {
-        return Ok(None);
-    };
-    let (Some(xs), Some(&d)) = (c_slice(&a), a.shape().last()) else {
-        return Ok(None);
-    };
-    let (Ok(w), Ok(b)) = (param::<T>(weight), param::<T>(bias)) else {
-        return Ok(None);
-    };
+) -> Option<Bound<'py, PyAny>> {
+    let a = x.downcast::<PyArrayDyn<T>>().ok()?.try_readonly().ok()?;
+    let xs = c_slice(&a)?;
+    let d = *a.shape().last()?;
+    let (w, b) = (param::<T>(weight).ok()?, param::<T>(bias).ok()?);
     let (ws, bs) = (w.as_ref().and_then(c_slice), b.as_ref().and_then(c_slice));
     if d == 0 || ws.is_some_and(|s| s.len() != d) || bs.is_some_and(|s| s.len() != d) {
-        return Ok(None);
+        return None;
     }
     let threads = rk::default_threads();
     if !want_stats {
-        let y = fresh_released(py, a.shape(), |o| {
+        return Some(fresh_released(py, a.shape(), |o| {
             rk::layer_norm_rows(xs, ws, bs, eps, d, o, threads)
-        });
-        return Ok(Some(y));
+        }));
     }
     let rows = xs.len() / d;
     // SAFETY: `layer_norm_rows_with_stats` writes every slot of both (checked below) before
@@ -1063,7 +1053,8 @@ fn layer_norm_of<'py, T: Real + numpy::Element>(
         (o.len(), s.map_or(0, |s| s.len()))
     });
     assert_eq!(written, (n, 2 * rows), "layer_norm: slots left unwritten");
-    Ok(Some((y, st).into_pyobject(py)?.into_any()))
+    // a tuple of two arrays: converting it cannot fail
+    (y, st).into_pyobject(py).ok().map(|t| t.into_any())
 }
 
 /// `_layer_norm_backward`'s answer: (dx, xhat or None).
