@@ -84,20 +84,16 @@ def _fused_layer_norm_bw(g: Tensor, x: Tensor, w: Optional[Tensor], dims: Tuple[
     else None (the formulas in rustgrad ops run); `stats`, the rows' (mean, rstd) the forward
     kernel kept, if it kept them."""
     kernels = g._backend.kernels
-    if (kernels.layer_norm_backward is None and stats is None) or is_grad_enabled():
+    kernel = kernels.layer_norm_backward_stats if stats is not None else None
+    extra = (stats,) if kernel is not None else ()
+    kernel = kernel or kernels.layer_norm_backward
+    if kernel is None or is_grad_enabled():
         return None
     xd, gd = x._data, g._data
     x2, g2 = _rows(xd, dims), _rows(gd, dims)
     if x2 is None or g2 is None:
         return None
-    wd = w._data.reshape(-1) if has_w else None
-    want_xhat = has_w and needs[1]
-    if stats is not None and kernels.layer_norm_backward_stats is not None:
-        res = kernels.layer_norm_backward_stats(g2, x2, wd, eps, want_xhat, stats)
-    elif kernels.layer_norm_backward is not None:
-        res = kernels.layer_norm_backward(g2, x2, wd, eps, want_xhat)
-    else:
-        return None
+    res = kernel(g2, x2, w._data.reshape(-1) if has_w else None, eps, has_w and needs[1], *extra)
     if res is None:
         return None
     dx, xhat = res

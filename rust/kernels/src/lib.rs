@@ -74,10 +74,7 @@ pub use elementwise::{
 pub use im2col::{col2im, default_threads, im2col, Unfold, PAR_MIN_ELEMS};
 pub use index::index_add_rows;
 pub use isa::{with_isa_cap, Isa};
-pub use norm::{
-    layer_norm_backward_rows, layer_norm_backward_rows_with_stats, layer_norm_rows,
-    layer_norm_rows_with_stats, split_units,
-};
+pub use norm::{layer_norm_backward_rows, layer_norm_rows, split_units};
 pub use optim::{adam_step, sgd_step, Adam, Sgd};
 pub use pool::{max_pool2d, max_pool2d_backward, Pair, Window};
 pub use real::Real;

@@ -275,32 +275,17 @@ unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
 
 /// layer_norm of each row of `d` elements of `xs` into `out`: (x - mean) * rstd, times
 /// `weight` and plus `bias` (each `d` long, or absent), rstd = 1 / sqrt(var + eps) with the
-/// biased variance; in float64 as the module says. Split over up to `threads` threads (Rayon's
-/// pool) from [`PAR_MIN_ELEMS`] elements on; the result does not depend on the split.
+/// biased variance; in float64 as the module says. When `stats` is given (two slots per row),
+/// each row's float64 (mean, rstd) goes into it too, for [`layer_norm_backward_rows`] to read
+/// instead of computing them again (two passes over the row fewer, the same bits). Split over
+/// up to `threads` threads (Rayon's pool) from [`PAR_MIN_ELEMS`] elements on; the result does
+/// not depend on the split.
 ///
 /// # Panics
-/// If `d` is 0, the lengths differ or are not whole rows, or a weight or bias is not `d` long.
-pub fn layer_norm_rows<'o, T: Real>(
-    xs: &[T],
-    weight: Option<&[T]>,
-    bias: Option<&[T]>,
-    eps: f64,
-    d: usize,
-    out: &'o mut [MaybeUninit<T>],
-    threads: usize,
-) -> &'o mut [T] {
-    layer_norm_rows_with_stats(xs, weight, bias, eps, d, out, None, threads).0
-}
-
-/// [`layer_norm_rows`], and when `stats` is given (two slots per row) each row's float64
-/// (mean, rstd) into it, for [`layer_norm_backward_rows_with_stats`]: the backward then reads
-/// the statistics instead of computing them again (two passes over the row fewer, the same
-/// bits).
-///
-/// # Panics
-/// As [`layer_norm_rows`], and if `stats` is not two slots per row.
+/// If `d` is 0, the lengths differ or are not whole rows, a weight or bias is not `d` long, or
+/// `stats` is not two slots per row.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn layer_norm_rows_with_stats<'o, T: Real>(
+pub fn layer_norm_rows<'o, T: Real>(
     xs: &[T],
     weight: Option<&[T]>,
     bias: Option<&[T]>,
@@ -383,31 +368,14 @@ fn check_stats(len: Option<usize>, rows: usize) {
 /// when `xhat` is given the normalized input (x - mean) * rstd into it (for the weight's
 /// gradient): with gw = g * weight (g where there is none), ds = sum(gw x), db = sum(gw),
 /// b = (db mean - ds) rstd^3 / D and c = -b mean - db rstd / D, dx = rstd gw + b x + c; in
-/// float64 as the module says. Split over threads as [`layer_norm_rows`].
+/// float64 as the module says. Each row's (mean, rstd) is read from `stats` when given (as
+/// [`layer_norm_rows`] wrote them for these `xs` and `eps`), else computed. Split over threads
+/// as [`layer_norm_rows`].
 ///
 /// # Panics
 /// As [`layer_norm_rows`].
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn layer_norm_backward_rows<'o, T: Real>(
-    gs: &[T],
-    xs: &[T],
-    weight: Option<&[T]>,
-    eps: f64,
-    d: usize,
-    dx: &'o mut [MaybeUninit<T>],
-    xhat: Option<&'o mut [MaybeUninit<T>]>,
-    threads: usize,
-) -> (&'o mut [T], Option<&'o mut [T]>) {
-    layer_norm_backward_rows_with_stats(gs, xs, weight, eps, d, dx, xhat, None, threads)
-}
-
-/// [`layer_norm_backward_rows`] with each row's (mean, rstd) read from `stats` (as
-/// [`layer_norm_rows_with_stats`] wrote them for these `xs` and `eps`) instead of computed again.
-///
-/// # Panics
-/// As [`layer_norm_backward_rows`], and if `stats` is not two per row.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn layer_norm_backward_rows_with_stats<'o, T: Real>(
     gs: &[T],
     xs: &[T],
     weight: Option<&[T]>,

@@ -102,7 +102,7 @@ fn check<T: Float>(xs: &[T], gs: &[T], w: &[T], b: &[T], d: usize, what: &str) {
                     bo.is_some()
                 );
                 let got = run(xs.len(), |o| {
-                    layer_norm_rows(xs, wo, bo, eps, d, o, threads)
+                    layer_norm_rows(xs, wo, bo, eps, d, o, None, threads).0
                 });
                 assert_same(&got, &want, &format!("forward {at}"));
                 let mut dx_slots = vec![std::mem::MaybeUninit::<T>::uninit(); xs.len()];
@@ -115,20 +115,21 @@ fn check<T: Float>(xs: &[T], gs: &[T], w: &[T], b: &[T], d: usize, what: &str) {
                     d,
                     &mut dx_slots,
                     Some(&mut h_slots),
+                    None,
                     threads,
                 );
                 let (dx, h) = (dx.to_vec(), h.expect("xhat asked for").to_vec());
                 assert_same(&dx, &want_dx, &format!("backward dx {at}"));
                 assert_same(&h, &want_h, &format!("backward xhat {at}"));
                 let dx2 = run(xs.len(), |o| {
-                    layer_norm_backward_rows(gs, xs, wo, eps, d, o, None, threads).0
+                    layer_norm_backward_rows(gs, xs, wo, eps, d, o, None, None, threads).0
                 });
                 assert_same(&dx2, &want_dx, &format!("backward dx without xhat {at}"));
                 // the forward's statistics handed to the backward: the same bits
                 let rows = xs.len() / d;
                 let mut y_slots = vec![std::mem::MaybeUninit::<T>::uninit(); xs.len()];
                 let mut st_slots = vec![std::mem::MaybeUninit::<f64>::uninit(); 2 * rows];
-                let (y, st) = layer_norm_rows_with_stats(
+                let (y, st) = layer_norm_rows(
                     xs,
                     wo,
                     bo,
@@ -141,18 +142,7 @@ fn check<T: Float>(xs: &[T], gs: &[T], w: &[T], b: &[T], d: usize, what: &str) {
                 assert_same(y, &want, &format!("forward with statistics {at}"));
                 let st = st.expect("statistics asked for").to_vec();
                 let dx3 = run(xs.len(), |o| {
-                    layer_norm_backward_rows_with_stats(
-                        gs,
-                        xs,
-                        wo,
-                        eps,
-                        d,
-                        o,
-                        None,
-                        Some(&st),
-                        threads,
-                    )
-                    .0
+                    layer_norm_backward_rows(gs, xs, wo, eps, d, o, None, Some(&st), threads).0
                 });
                 assert_same(&dx3, &want_dx, &format!("backward dx from statistics {at}"));
             }
@@ -207,7 +197,7 @@ fn float32_is_within_one_ulp_of_float64_math() {
         let xs = ordinary::<f32>(4 * d, d as u64, 5.0);
         let w = ordinary::<f32>(d, 1 + d as u64, 1.0);
         let y = run(xs.len(), |o| {
-            layer_norm_rows(&xs, Some(&w), None, 1e-5, d, o, 1)
+            layer_norm_rows(&xs, Some(&w), None, 1e-5, d, o, None, 1).0
         });
         for (r, x) in xs.chunks(d).enumerate() {
             let wide: Vec<f64> = x.iter().map(|&v| v as f64).collect();
@@ -230,7 +220,7 @@ fn float32_is_within_one_ulp_of_float64_math() {
 #[should_panic(expected = "a row of 0 elements")]
 fn a_row_of_nothing_is_refused() {
     let _ = run(0, |o| {
-        layer_norm_rows::<f32>(&[], None, None, 1e-5, 0, o, 1)
+        layer_norm_rows::<f32>(&[], None, None, 1e-5, 0, o, None, 1).0
     });
 }
 
@@ -239,6 +229,6 @@ fn a_row_of_nothing_is_refused() {
 fn a_weight_of_another_length_is_refused() {
     let xs = [1.0f32; 8];
     let _ = run(8, |o| {
-        layer_norm_rows(&xs, Some(&[1.0f32; 3]), None, 1e-5, 4, o, 1)
+        layer_norm_rows(&xs, Some(&[1.0f32; 3]), None, 1e-5, 4, o, None, 1).0
     });
 }

@@ -1038,18 +1038,17 @@ fn layer_norm_of<'py, T: Real + numpy::Element>(
     let threads = rk::default_threads();
     if !want_stats {
         return Some(fresh_released(py, a.shape(), |o| {
-            rk::layer_norm_rows(xs, ws, bs, eps, d, o, threads)
+            rk::layer_norm_rows(xs, ws, bs, eps, d, o, None, threads).0
         }));
     }
     let rows = xs.len() / d;
-    // SAFETY: `layer_norm_rows_with_stats` writes every slot of both (checked below) before
+    // SAFETY: `layer_norm_rows` writes every slot of both (checked below) before
     // Python sees either array.
     let (y, y_slots) = unsafe { uninit_array::<T>(py, a.shape()) };
     let (st, st_slots) = unsafe { uninit_array::<f64>(py, &[rows, 2]) };
     let n = xs.len();
     let written = py.allow_threads(move || {
-        let (o, s) =
-            rk::layer_norm_rows_with_stats(xs, ws, bs, eps, d, y_slots, Some(st_slots), threads);
+        let (o, s) = rk::layer_norm_rows(xs, ws, bs, eps, d, y_slots, Some(st_slots), threads);
         (o.len(), s.map_or(0, |s| s.len()))
     });
     assert_eq!(written, (n, 2 * rows), "layer_norm: slots left unwritten");
@@ -1143,9 +1142,8 @@ fn layer_norm_backward_of<'py, T: Real + numpy::Element>(
     };
     let n = xs.len();
     let written = py.allow_threads(move || {
-        let (o, h) = rk::layer_norm_backward_rows_with_stats(
-            gs, xs, ws, eps, d, dx_slots, xhat_slots, sts, threads,
-        );
+        let (o, h) =
+            rk::layer_norm_backward_rows(gs, xs, ws, eps, d, dx_slots, xhat_slots, sts, threads);
         (o.len(), h.map(|h| h.len()))
     });
     assert_eq!(written.0, n, "layer_norm backward: slots left unwritten");
