@@ -10,7 +10,10 @@ The stubs:
   imports or defines by hand, its submodules) with `__all__`;
 - python/rustgrad/nn/functional.pyi: declared `nn.functional` names plus the module's own
   functions;
-- python/rustgrad/return_types.pyi: the (values, indices) named tuples.
+- python/rustgrad/return_types.pyi: the (values, indices) named tuples;
+- python/rustgrad/_ops/_index.py (not a stub: the package reads it): which family module declares
+  each Tensor member and `rustgrad.<name>` function, so that `import rustgrad` imports a family
+  only when one of its ops is first used (`rustgrad._bind`).
 
 Signatures come from `inspect.signature` of each function (a method drops its first
 parameter), with the docstring's first line. `tools/stub_overrides.py` tightens the annotations
@@ -743,6 +746,24 @@ def return_types_stub() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def index_module(decls: List[Any]) -> str:
+    """_ops/_index.py: Tensor member and `rustgrad.<name>` function -> the family declaring it."""
+    tensor = {n: d.family for d in decls for n in d.method + d.dunder + d.prop}
+    function = {n: d.family for d in decls for n in d.function}
+    props = sorted({n for d in decls for n in d.prop})
+
+    def table(name: str, rows: Dict[str, str]) -> List[str]:
+        return [f"{name}: Dict[str, str] = {{"] + [f'    "{k}": "{v}",' for k, v in sorted(rows.items())] + ["}"]
+
+    lines = ['"""Which op family module declares each name, for binding on first use (rustgrad._bind).',
+             "", HEADER, '"""', "", "from typing import Dict, FrozenSet", "",
+             "# Tensor method, operator and property -> family", *table("TENSOR", rows=tensor), "",
+             "# the Tensor properties among them",
+             "PROPERTIES: FrozenSet[str] = frozenset({", *[f'    "{n}",' for n in props], "})", "",
+             "# rustgrad.<name> function -> family", *table("FUNCTION", rows=function)]
+    return "\n".join(lines) + "\n"
+
+
 def _head(what: str) -> List[str]:
     # the import block is grouped but not isort-exact, hence the noqa
     return [f'"""Type stubs of {what}.', "", f'{HEADER}', '"""', "", "# ruff: noqa: I001", ""]
@@ -762,6 +783,7 @@ def generate() -> Dict[pathlib.Path, str]:
         PKG_DIR / "__init__.pyi": namespace_stub(decls, ov),
         PKG_DIR / "nn" / "functional.pyi": functional_stub(decls, ov),
         PKG_DIR / "return_types.pyi": return_types_stub(),
+        PKG_DIR / "_ops" / "_index.py": index_module(decls),
     }
     generate.unused_overrides = ov.unused()  # type: ignore[attr-defined]
     return out

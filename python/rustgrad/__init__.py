@@ -127,9 +127,11 @@ _core._register(
     _conform,
 )
 
-# every declared op name (methods, operators, `rustgrad.<op>`), bound once; see _bind.py
+# every declared op name (methods, operators, `rustgrad.<op>`), bound once, each family's when it
+# is first used (_bind.py): the families cost `import rustgrad` ~100 ms
 _bind.bind_tensor(Tensor)
-_OP_NAMES = _bind.bind_namespace(globals(), "rustgrad", "function")
+_bind.bind_namespace(globals(), "rustgrad", "function", lazy=True)
+_OP_NAMES = list(_bind._index.FUNCTION)
 # torch's `*_like(..., memory_format=)` keyword (see _memory_format.py)
 empty_like, zeros_like, ones_like, full_like, rand_like, randn_like, randint_like = map(
     _memory_format_accepting,
@@ -264,11 +266,19 @@ def _lazy_submodule(name: str) -> _Any:
     if name == "__version__":
         globals()[name] = value = _version()
         return value
+    if name in _bind._index.FUNCTION:
+        return _bind.lazy_function(globals(), name)
     raise AttributeError(f"module 'rustgrad' has no attribute {name!r}")
+
+
+def _dir() -> list:
+    """The namespace's names, with the declared functions of families not loaded yet."""
+    return sorted({*globals(), *_bind._index.FUNCTION, *_LAZY_SUBMODULES, *_LAZY_FUNCTIONS})
 
 
 # PEP 562; bound by assignment so that the generated stub gains no catch-all `__getattr__`
 __getattr__ = _lazy_submodule
+__dir__ = _dir
 
 from . import accelerator, amp, backends, cpu, utils
 from ._config import (

@@ -3,6 +3,15 @@ namespace and `nn.functional`, once each.
 
 A name declared twice, or declared over a name its target already defines by hand, is an
 ImportError naming both places: a later binding never silently wins.
+
+Families load on first use. `import rustgrad` imports only the op families other modules import;
+Tensor gets a placeholder for every other declared member (`_Placeholder`) and the package
+namespace finds every other declared function through its `__getattr__`, both from the index
+that tools/gen_stubs.py writes (`_ops/_index.py`). A placeholder's first call imports its family,
+whose declarations are then bound everywhere (`_flush`), replacing the placeholders: from then on
+the bound function is the op itself, as if it had been bound at import. What reads every
+declaration (the stubs, forward AD and vmap's entry points, `_saved_<name>` getters) calls
+`load_families()` first.
 """
 
 from __future__ import annotations
@@ -12,24 +21,82 @@ import os
 from typing import Any, Callable, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from . import _ops
-from ._ops import _declare
+from ._ops import _declare, _index
 from ._ops._declare import Decl
 
 _FAMILIES_LOADED = False
+_FLUSHED = 0  # _declare.DECLS[:_FLUSHED] are bound to Tensor and the lazy namespaces
+_TENSOR: List[type] = []  # the class bind_tensor bound, once it has
+# namespaces that get each family's names as it loads: (target, namespace, kind, names bound)
+_LAZY: List[Tuple[str, MutableMapping[str, Any], str, List[str]]] = []
+
+
+def load_family(family: str) -> None:
+    """Imports one op family module and binds what it (and any family it imports) declares."""
+    importlib.import_module(f"{_ops.__name__}.{family}")
+    _flush()
 
 
 def load_families() -> List[Decl]:
-    """Imports every op family module under `_ops` (each registers its declarations)."""
+    """Imports every op family module under `_ops` (each registers its declarations) and binds
+    them all."""
     global _FAMILIES_LOADED
     if not _FAMILIES_LOADED:
-        # the family modules are the package's public .py files, in pkgutil.iter_modules' order
-        # (by name), listed directly: pkgutil costs `import rustgrad` ~1 ms
+        # the family modules are the package's public .py files, listed directly: pkgutil costs
+        # `import rustgrad` ~1 ms
         for entry in sorted(os.listdir(_ops.__path__[0])):
             name, ext = os.path.splitext(entry)
             if ext == ".py" and not name.startswith("_"):
                 importlib.import_module(f"{_ops.__name__}.{name}")
         _FAMILIES_LOADED = True
+    _flush()
     return _declare.DECLS
+
+
+def _flush() -> None:
+    """Binds the declarations registered since the last flush to Tensor and the lazy namespaces."""
+    global _FLUSHED
+    decls = _declare.DECLS
+    if _FLUSHED == len(decls):
+        return
+    new, _FLUSHED = decls[_FLUSHED:], len(decls)
+    for tensor in _TENSOR:
+        _BINDER.bind_tensor(tensor, new)
+    for target, namespace, kind, names in _LAZY:
+        names += _BINDER.bind_namespace(namespace, target, kind, new)
+
+
+class _Placeholder:
+    """What Tensor holds under a declared name until its family loads. A descriptor: reading the
+    name (`x.add`, `Tensor.add`, `x + y`, a property) loads the family, whose binding replaces the
+    placeholder, and gives what the op's own binding gives, so no frame of the binder's stands
+    between the caller and the op (a warning's stacklevel counts the same on the first call)."""
+
+    __slots__ = ("tensor", "name", "family")
+
+    def __init__(self, tensor: type, name: str, family: str) -> None:
+        self.tensor, self.name, self.family = tensor, name, family
+
+    def _op(self) -> Any:
+        load_family(self.family)
+        real = self.tensor.__dict__.get(self.name)
+        if real is None or isinstance(real, _Placeholder):
+            raise ImportError(f"rustgrad: the op index names Tensor.{self.name} in _ops/{self.family}.py, "
+                              f"which does not declare it: run `python tools/gen_stubs.py`")
+        return real
+
+    def __get__(self, obj: Any, cls: Optional[type] = None) -> Any:
+        return self._op().__get__(obj, cls)
+
+
+class _PropertyPlaceholder(_Placeholder):
+    """A placeholder of a property: a data descriptor, as the property it stands for (an
+    assignment is refused as the property refuses it, not stored on the instance)."""
+
+    __slots__ = ()
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self._op().__set__(obj, value)
 
 
 def _where(d: Decl) -> str:
@@ -59,7 +126,8 @@ class Binder:
         target = tensor.__name__
         for d in decls:
             for name in d.method + d.dunder + d.prop:
-                self._claim(target, name, d, name in tensor.__dict__ and (target, name) not in self._bound)
+                defined = name in tensor.__dict__ and not isinstance(tensor.__dict__[name], _Placeholder)
+                self._claim(target, name, d, defined and (target, name) not in self._bound)
                 setattr(tensor, name, property(d.fn, doc=d.doc) if name in d.prop else d.fn)
         if "__eq__" in tensor.__dict__:
             # defining __eq__ unsets __hash__; tensors hash by identity, as torch's
@@ -82,8 +150,17 @@ _BINDER = Binder()
 
 
 def bind_tensor(tensor: type) -> None:
-    """Binds every declared method, operator and property to Tensor."""
-    _BINDER.bind_tensor(tensor, load_families())
+    """Binds every declared method, operator and property to Tensor: those of the families
+    loaded now, and a placeholder for each other one in the index (see module doc)."""
+    for name, family in _index.TENSOR.items():
+        if name not in tensor.__dict__:
+            kind = _PropertyPlaceholder if name in _index.PROPERTIES else _Placeholder
+            setattr(tensor, name, kind(tensor, name, family))
+    if "__eq__" in tensor.__dict__:
+        tensor.__hash__ = object.__hash__  # type: ignore[assignment]
+    _TENSOR.append(tensor)
+    _BINDER.bind_tensor(tensor, _declare.DECLS[:_FLUSHED])
+    _flush()
 
 
 # every namespace bind_namespace filled, as (target, namespace, names), and who wants to hear of
@@ -93,9 +170,17 @@ _LISTENERS: List[Callable[[str, MutableMapping[str, Any], List[str]], None]] = [
 
 
 def bind_namespace(namespace: MutableMapping[str, Any], target: str, kind: str,
-                   decls: Optional[Iterable[Decl]] = None) -> List[str]:
-    """Binds every declared name of this kind into namespace (see Binder.bind_namespace)."""
-    names = _BINDER.bind_namespace(namespace, target, kind, load_families() if decls is None else decls)
+                   decls: Optional[Iterable[Decl]] = None, lazy: bool = False) -> List[str]:
+    """Binds every declared name of this kind into namespace (see Binder.bind_namespace); with
+    lazy, only those of the families loaded now, each other family's as it loads (the namespace
+    finds them through its `__getattr__` and `lazy_function`)."""
+    if lazy:
+        _flush()
+        names = _BINDER.bind_namespace(namespace, target, kind, _declare.DECLS[:_FLUSHED])
+        _LAZY.append((target, namespace, kind, names))
+        _NAMESPACES.append((target, namespace, names))  # the list the loads extend
+        return list(names)
+    names = _BINDER.bind_namespace(namespace, target, kind, declared() if decls is None else decls)
     _NAMESPACES.append((target, namespace, list(names)))
     for listener in list(_LISTENERS):
         listener(target, namespace, list(names))
@@ -106,7 +191,9 @@ def bound_namespaces(
     listener: Optional[Callable[[str, MutableMapping[str, Any], List[str]], None]] = None,
 ) -> List[Tuple[str, MutableMapping[str, Any], List[str]]]:
     """The namespaces bound so far, as (target, namespace, names bound there); `listener`, if
-    given, is also called so with each namespace bound from now on (a module imported later)."""
+    given, is also called so with each namespace bound from now on (a module imported later).
+    Every family is loaded first, so the names are all of them."""
+    load_families()
     if listener is not None and listener not in _LISTENERS:
         _LISTENERS.append(listener)
     return [(t, ns, list(names)) for t, ns, names in _NAMESPACES]
@@ -167,5 +254,22 @@ class EntryPointSwap:
 
 
 def declared() -> List[Decl]:
-    """Every declaration, in registration order (for the stub and README generators)."""
-    return list(load_families())
+    """Every declaration, by family, each family's in its module's order (for the stub and README
+    generators): the order does not depend on which family was used first."""
+    return sorted(load_families(), key=lambda d: d.family)
+
+
+def lazy_function(namespace: MutableMapping[str, Any], name: str) -> Any:
+    """The declared `rustgrad.<name>` function, its family loaded if it was not (for the package's
+    `__getattr__`); KeyError where no family declares that name."""
+    load_family(_index.FUNCTION[name])
+    if name not in namespace:
+        raise ImportError(f"rustgrad: the op index names rustgrad.{name} in _ops/{_index.FUNCTION[name]}.py, "
+                          f"which does not declare it: run `python tools/gen_stubs.py`")
+    return namespace[name]
+
+
+def saved_getters() -> Dict[str, Dict[str, Callable[[Tuple[Any, ...], Any], Any]]]:
+    """Every node's `_saved_<name>` getters (`_declare.SAVED`), every family loaded."""
+    load_families()
+    return _declare.SAVED

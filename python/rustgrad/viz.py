@@ -36,7 +36,7 @@ import shutil
 import subprocess
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._ops._declare import SAVED
+from . import _bind
 from ._tensor import Tensor
 from .autograd._walk import graph_nodes
 
@@ -172,7 +172,7 @@ def _slot_names(name: str, n: int, ctx: Any) -> Dict[int, str]:
     """Saved slot -> torch's saved-attribute name, where the op declares one that reads it."""
     markers = tuple(_Slot(i) for i in range(n))
     found: Dict[int, str] = {}
-    for key, getter in SAVED.get(name, {}).items():
+    for key, getter in _bind.saved_getters().get(name, {}).items():
         try:
             value = getter(markers, ctx)
         except Exception:  # a getter that computes on its values names no slot
@@ -207,7 +207,7 @@ def _saved_label(attr: str, value: Any) -> str:
 
 def _attrs(node: Any, limit: int) -> List[str]:
     """The node's non-tensor saved attributes (dim, exponent...), as `name: value` lines."""
-    getters: Mapping[str, Callable[..., Any]] = SAVED.get(node.name(), {})
+    getters: Mapping[str, Callable[..., Any]] = _bind.saved_getters().get(node.name(), {})
     if not getters:
         return []
     values = _unchecked(node)

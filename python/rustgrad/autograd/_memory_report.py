@@ -23,8 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
-from .. import _core
-from .._ops._declare import SAVED
+from .. import _bind, _core
 from .._tensor import Tensor
 from ._walk import graph_nodes
 
@@ -100,7 +99,7 @@ def _slot_names(node: Any, name: str, count: int) -> List[Optional[str]]:
     """torch's saved-attribute name of each saved slot, found by calling the op's declared
     getters on stand-ins (getters that compute rather than index raise and are skipped)."""
     names: List[Optional[str]] = [None] * count
-    getters = SAVED.get(name)
+    getters = _bind.saved_getters().get(name)
     if not getters or not count:
         return names
     probe = tuple(_Slot(i) for i in range(count))

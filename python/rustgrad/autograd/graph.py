@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Tuple
 
-from .. import _core
-from .._ops._declare import SAVED  # torch's `_saved_<name>` getters, declared with each op
+from .. import (
+    _bind,  # torch's `_saved_<name>` getters, declared with each op (saved_getters)
+    _core,
+)
 from .function import FunctionCtx
 
 if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see them here
@@ -92,7 +94,7 @@ def _node_getattr(node: Any, attr: str) -> Any:
                 pass
     elif attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
         key = attr[len("_raw_saved_"):] if attr.startswith("_raw") else attr[len("_saved_"):]
-        getter = SAVED.get(name, {}).get(key)
+        getter = _bind.saved_getters().get(name, {}).get(key)
         if getter is not None:
             return getter(_LazySaved(node), ctx)
     raise AttributeError(f"'{name}' object has no attribute '{attr}'")

@@ -27,8 +27,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar, Union, cast
 
-from .. import _core
-from .._ops._declare import DECLS
+from .. import _bind, _core
 from .._ops._node import NODES, VARIANTS
 from .._tensor import Tensor
 from .function import _function_backward
@@ -132,7 +131,7 @@ def _code_names() -> Dict[Any, Names]:
     if _CODES is not None:
         return _CODES
     codes: Dict[Any, Names] = {}
-    for d in DECLS:
+    for d in _bind.load_families():
         fn = _unwrap(d.fn)
         code = getattr(fn, "__code__", None)
         if code is not None:

@@ -18,21 +18,21 @@ __all__ = [
     "gaussian_nll_loss", "scaled_dot_product_attention", "multi_head_attention_forward",
     "instance_norm", "rms_norm", "multilabel_soft_margin_loss", "dropout1d", "dropout3d",
     "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax", "local_response_norm",
-    "triplet_margin_with_distance_loss", "linear_cross_entropy", "assert_int_or_pair", "tanh",
-    "pixel_shuffle", "pixel_unshuffle", "sigmoid", "softplus", "gelu", "silu", "mish",
-    "logsigmoid", "leaky_relu", "elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid",
-    "hardswish", "softsign", "tanhshrink", "softmin", "prelu", "hardshrink", "softshrink",
-    "threshold", "threshold_", "glu", "rrelu", "rrelu_", "elu_", "celu_", "selu_", "hardtanh_",
-    "leaky_relu_", "unfold", "fold", "conv2d", "conv1d", "pad", "channel_shuffle",
-    "native_channel_shuffle", "conv_transpose2d", "conv_transpose1d", "conv3d",
-    "conv_transpose3d", "ctc_loss", "pdist", "pairwise_distance", "cosine_similarity",
-    "fractional_max_pool2d_with_indices", "fractional_max_pool2d",
-    "fractional_max_pool3d_with_indices", "fractional_max_pool3d", "grid_sample", "affine_grid",
-    "linear", "nll_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "multi_margin_loss", "multilabel_margin_loss",
-    "triplet_margin_loss", "layer_norm", "batch_norm", "group_norm", "max_pool2d", "max_pool1d",
-    "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool1d",
-    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy", "assert_int_or_pair",
+    "sigmoid", "softplus", "gelu", "silu", "mish", "logsigmoid", "leaky_relu", "elu", "selu",
+    "celu", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
+    "softmin", "prelu", "hardshrink", "softshrink", "threshold", "threshold_", "glu", "rrelu",
+    "rrelu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "unfold", "fold", "conv2d",
+    "conv1d", "pad", "channel_shuffle", "native_channel_shuffle", "conv3d", "conv_transpose3d",
+    "conv_transpose2d", "conv_transpose1d", "pixel_shuffle", "pixel_unshuffle", "ctc_loss",
+    "pdist", "pairwise_distance", "cosine_similarity", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool2d", "fractional_max_pool3d_with_indices", "fractional_max_pool3d",
+    "grid_sample", "affine_grid", "linear", "nll_loss", "mse_loss", "smooth_l1_loss",
+    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "layer_norm",
+    "batch_norm", "group_norm", "tanh", "max_pool2d", "max_pool1d", "avg_pool2d", "avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool1d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_unpool2d", "max_unpool1d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d",
     "embedding_bag", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
@@ -322,12 +322,6 @@ def linear_cross_entropy(
     """cross_entropy of the logits ``linear(input, linear_weight, linear_bias)``, as torch's."""
 def assert_int_or_pair(arg: Any, arg_name: builtins.str, message: builtins.str) -> None:
     """Raises AssertionError(message.format(arg_name)) unless arg is an int or has length 2."""
-def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent of input, elementwise."""
-def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
-    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
-def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
-    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
 def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-input)), elementwise."""
 def softplus(input: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
@@ -470,6 +464,27 @@ def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """The channels (dim 1) of (N, C, *) input regrouped: split into groups of C / groups,"""
 def native_channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
     """channel_shuffle's native kernel, which has no derivative (backward through it is"""
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
+    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
+    groups: builtins.int = 1,
+    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
+) -> Tensor:
+    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -492,27 +507,10 @@ def conv_transpose1d(
     dilation: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]] = 1,
 ) -> Tensor:
     """1-D transposed convolution of (N, C, L) or (C, L) input."""
-def conv3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Optional[Tensor] = None,
-    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
-    padding: Union[builtins.int, Sequence[builtins.int], builtins.str] = 0,
-    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
-    groups: builtins.int = 1,
-) -> Tensor:
-    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
-def conv_transpose3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Optional[Tensor] = None,
-    stride: Union[builtins.int, Sequence[builtins.int]] = 1,
-    padding: Union[builtins.int, Sequence[builtins.int]] = 0,
-    output_padding: Union[builtins.int, Sequence[builtins.int]] = 0,
-    groups: builtins.int = 1,
-    dilation: Union[builtins.int, Sequence[builtins.int]] = 1,
-) -> Tensor:
-    """3-D transposed convolution of (N, C, D, H, W) or (C, D, H, W) input."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C*r^2, H, W) -> (*, C, H*r, W*r): channel blocks become spatial blocks."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r^2, H, W): the inverse of pixel_shuffle."""
 def ctc_loss(
     log_probs: Tensor,
     targets: Tensor,
@@ -702,6 +700,8 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """input normalized over each group of channels, then scaled and shifted per channel."""
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of input, elementwise."""
 def max_pool2d(
     input: Tensor,
     kernel_size: Union[builtins.int, Tuple[builtins.int, builtins.int], Sequence[builtins.int]],

@@ -1,0 +1,118 @@
+"""Op families bound on first use (rustgrad._bind): `import rustgrad` leaves most family modules
+unimported, and the first use of an op, by any route, gives what an eager binding gave."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import rustgrad
+from rustgrad import _bind
+from rustgrad._ops import _index
+
+
+def _fresh(code: str) -> str:
+    """stdout of code run in a new interpreter (families load once per process)."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_import_leaves_the_activation_and_loss_families_unimported():
+    out = _fresh("""
+        import sys
+        import rustgrad
+        print(sorted(m for m in sys.modules if m.startswith("rustgrad._ops.") and m.split(".")[-1][0] != "_"))
+    """)
+    loaded = eval(out)
+    assert "rustgrad._ops.activation" not in loaded and "rustgrad._ops.loss" not in loaded
+    assert len(loaded) < 10, loaded
+
+
+def test_a_method_call_loads_its_family_and_binds_the_op_itself():
+    out = _fresh("""
+        import sys
+        import rustgrad
+        x = rustgrad.tensor([-1.0, 2.0], requires_grad=True)
+        y = x.relu()
+        from rustgrad._ops import activation
+        print(type(rustgrad.Tensor.__dict__["relu"]).__name__, rustgrad.Tensor.relu is activation.relu,
+              rustgrad.relu is activation.relu, y.grad_fn.name(), y.tolist())
+    """)
+    assert out.split() == ["function", "True", "True", "ReluBackward0", "[0.0,", "2.0]"]
+
+
+def test_operators_properties_and_class_access_load_their_families():
+    out = _fresh("""
+        import inspect
+        import rustgrad
+        x = rustgrad.ones(2, 3)
+        print((x == x).all().item(), tuple(x.mT.shape),
+              list(inspect.signature(rustgrad.Tensor.logsumexp).parameters)[:2])
+        try:
+            x.mT = x
+        except AttributeError as e:
+            print("refused")
+    """)
+    assert out.split() == ["True", "(3,", "2)", "['input',", "'dim']", "refused"]
+
+
+def test_a_subclass_reaches_an_unloaded_op_through_super():
+    out = _fresh("""
+        import rustgrad
+        class Doubled(rustgrad.Tensor):
+            def logsumexp(self, *args, **kwargs):
+                return super().logsumexp(*args, **kwargs) * 2
+        print(Doubled(rustgrad.zeros(2)).logsumexp(0).item())
+    """)
+    assert float(out) == pytest.approx(2 * 0.6931472, abs=1e-6)
+
+
+def test_the_first_call_warns_at_the_callers_line():
+    out = _fresh("""
+        import warnings
+        import rustgrad
+        x = rustgrad.zeros(4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x.resize(2, 2)  # deprecated: torch warns at this line
+        print([(w.filename, w.lineno) for w in caught])
+    """)
+    assert eval(out) == [("<string>", 7)]
+
+
+def test_namespace_lookups_dir_and_star_import_see_unloaded_functions():
+    out = _fresh("""
+        import rustgrad
+        print("logsumexp" in dir(rustgrad), "logsumexp" in vars(rustgrad))
+        from rustgrad import logsumexp
+        ns = {}
+        exec("from rustgrad import *", ns)
+        print(logsumexp is rustgrad.logsumexp, all(n in ns for n in rustgrad.__all__))
+    """)
+    assert out.split() == ["True", "False", "True", "True"]
+
+
+def test_every_family_loaded_leaves_no_placeholder_and_every_function_bound():
+    _bind.load_families()
+    left = [n for n, v in vars(rustgrad.Tensor).items() if isinstance(v, _bind._Placeholder)]
+    assert not left
+    assert [n for n in _index.FUNCTION if n not in vars(rustgrad)] == []
+    declared = {n: d.family for d in _bind.declared() for n in d.method + d.dunder + d.prop}
+    assert declared == _index.TENSOR
+
+
+def test_a_stale_index_entry_names_the_command_that_rewrites_it():
+    class Stand:
+        pass
+
+    Stand.gone = _bind._Placeholder(Stand, "gone", "arith")
+    with pytest.raises(ImportError, match=r"Tensor\.gone in _ops/arith\.py.*tools/gen_stubs\.py"):
+        Stand().gone  # noqa: B018
+
+
+def test_an_unknown_name_is_still_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_op'"):
+        rustgrad.no_such_op  # noqa: B018
+    assert not hasattr(rustgrad.tensor(1.0), "no_such_op")
