@@ -33,6 +33,9 @@ OWN_DEFERRED = [
     "rustgrad.utils.data", "rustgrad.utils.checkpoint", "rustgrad.utils.dlpack",
     "rustgrad.autograd._reach", "rustgrad.autograd._memory_report", "rustgrad._explain",
     "rustgrad.serialization", "rustgrad._torch_pickle", "rustgrad._tensor_str",
+    "rustgrad.autograd.functional",
+    # op families load on first use (rustgrad._bind)
+    "rustgrad._ops.arith", "rustgrad._ops.views", "rustgrad._ops.joins", "rustgrad._ops.activation",
 ]
 
 

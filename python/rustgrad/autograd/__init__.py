@@ -41,7 +41,8 @@ from .provenance import (
     trace_hooks,
 )
 
-if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see it here
+if TYPE_CHECKING:  # imported on first use (__getattr__ below); type checkers see them here
+    from . import functional
     from ._reach import who_gets_grad
 
 _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
@@ -346,8 +347,9 @@ def _accumulate_grad(
 def __getattr__(name: str) -> Any:
     """`who_gets_grad`, imported on first use: its module and the explain machinery it uses
     (dataclasses, ~5 ms) are not needed by `import rustgrad`; `profiler` and `profiler_util`
-    (torch.autograd.profiler) and `forward_ad`, submodules imported on first use likewise."""
-    if name in ("profiler", "profiler_util", "forward_ad"):
+    (torch.autograd.profiler), `forward_ad` and `functional` (jacobian, hessian: ~10 ms with the
+    op families it imports), submodules imported on first use likewise."""
+    if name in ("profiler", "profiler_util", "forward_ad", "functional"):
         import importlib  # import-time cost: only this first use needs it
 
         return importlib.import_module(f"{__name__}.{name}")
@@ -360,7 +362,6 @@ def __getattr__(name: str) -> Any:
 
 
 # the modules that use backward and grad, imported once the package defines them
-from . import functional  # noqa: E402, F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
 # Tensor.backward and Tensor.__deepcopy__ reach this package through the tensor module, which
