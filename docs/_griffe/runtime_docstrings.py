@@ -1,7 +1,7 @@
 """A griffe extension for the API reference: the docstrings `help()` shows.
 
-Most of rustgrad's API is bound at import (`_bind.py` attaches every op declared in `_ops/` to
-`Tensor`, `rustgrad.*` and `nn.functional`), so griffe's static reading sees those names only in
+Most of rustgrad's API is bound at run time (`_bind.py` attaches every op declared in `_ops/` to
+`Tensor`, `rustgrad.*` and `nn.functional`, each family's on first use), so griffe's static reading sees those names only in
 the generated type stubs, which carry the first line of each docstring. This extension imports
 rustgrad and gives each such object its full runtime docstring.
 """
