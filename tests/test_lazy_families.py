@@ -1,6 +1,7 @@
 """Op families bound on first use (rustgrad._bind): `import rustgrad` leaves most family modules
 unimported, and the first use of an op, by any route, gives what an eager binding gave."""
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -114,3 +115,33 @@ def test_an_unknown_name_is_still_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'no_such_op'"):
         rustgrad.no_such_op  # noqa: B018
     assert not hasattr(rustgrad.tensor(1.0), "no_such_op")
+
+
+def test_threads_first_using_one_family_together_all_get_the_op():
+    out = _fresh("""
+        import _thread
+        import time
+        import rustgrad
+        x = rustgrad.arange(6.0, dtype=rustgrad.float64).reshape(2, 3)
+        results = []
+        start = _thread.allocate_lock()
+        start.acquire()
+
+        def run():
+            with start:
+                pass
+            try:
+                results.append(x.logcumsumexp(1).exp().sum().item())
+            except Exception as e:
+                results.append(repr(e))
+
+        for _ in range(8):
+            _thread.start_new_thread(run, ())
+        start.release()
+        while len(results) < 8:
+            time.sleep(0.001)
+        print(results)
+    """)
+    # exp(logcumsumexp(x)) is the running sum of exp(x) along each row
+    want = sum(sum(math.exp(v) for v in row[:k + 1]) for row in ([0, 1, 2], [3, 4, 5]) for k in range(3))
+    assert eval(out) == [pytest.approx(want, rel=1e-12)] * 8

@@ -16,6 +16,7 @@ declaration (the stubs, forward AD and vmap's entry points, `_saved_<name>` gett
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import os
 from typing import Any, Callable, Dict, Iterable, List, MutableMapping, Optional, Tuple
@@ -29,6 +30,8 @@ _FLUSHED = 0  # _declare.DECLS[:_FLUSHED] are bound to Tensor and the lazy names
 _TENSOR: List[type] = []  # the class bind_tensor bound, once it has
 # namespaces that get each family's names as it loads: (target, namespace, kind, names bound)
 _LAZY: List[Tuple[str, MutableMapping[str, Any], str, List[str]]] = []
+# a thread that finds a flush under way waits for its bindings (`_thread`: `threading` costs import)
+_FLUSH_LOCK = _thread.RLock()
 
 
 def load_family(family: str) -> None:
@@ -56,14 +59,15 @@ def load_families() -> List[Decl]:
 def _flush() -> None:
     """Binds the declarations registered since the last flush to Tensor and the lazy namespaces."""
     global _FLUSHED
-    decls = _declare.DECLS
-    if _FLUSHED == len(decls):
-        return
-    new, _FLUSHED = decls[_FLUSHED:], len(decls)
-    for tensor in _TENSOR:
-        _BINDER.bind_tensor(tensor, new)
-    for target, namespace, kind, names in _LAZY:
-        names += _BINDER.bind_namespace(namespace, target, kind, new)
+    with _FLUSH_LOCK:
+        decls = _declare.DECLS
+        if _FLUSHED == len(decls):
+            return
+        new, _FLUSHED = decls[_FLUSHED:], len(decls)
+        for tensor in _TENSOR:
+            _BINDER.bind_tensor(tensor, new)
+        for target, namespace, kind, names in _LAZY:
+            names += _BINDER.bind_namespace(namespace, target, kind, new)
 
 
 class _Placeholder:
