@@ -1,9 +1,13 @@
-"""Fits the Q polynomial of erf_f32's large branch (rust/kernels/src/elementwise.rs):
-erfc(x) exp(x^2) on [1, 4] as a degree-8 polynomial in s = (2x - 5) / 3, weighted by exp(-x^2)
-so that erf's absolute error 1 - Q exp(-x^2) is even (Lawson's iterations toward the weighted
-minimax), and prints its coefficients as float32, constant term first.
+"""Fits the polynomials of erf_f32's large branch (rust/kernels/src/elementwise.rs), in
+s = (2x - 5) / 3 over x in [1, 4], by Lawson's iterations toward the minimax of erf's absolute
+error, and prints their coefficients as float32, constant term first:
+
+- Q (`--degree 8`, the default): erfc(x) exp(x^2), weighted by exp(-x^2), for the branch that
+  computes 1 - Q exp(-x^2) (GELU's gradient, which needs the exp anyway);
+- R (`--erfc --degree 14`): erfc(x) itself, for erf alone, 1 - R without an exp.
 
     python tools/fit_erfcx.py [--degree 8]
+    python tools/fit_erfcx.py --erfc --degree 14
 """
 
 from __future__ import annotations
@@ -12,14 +16,15 @@ import argparse
 
 import numpy as np
 from numpy.polynomial import chebyshev
-from scipy.special import erfcx
+from scipy.special import erfc, erfcx
 
 
-def fit(degree: int, iterations: int = 30) -> tuple:
-    """(monomial coefficients in s, constant first; the weighted max error before rounding)."""
+def fit(degree: int, iterations: int = 30, direct: bool = False) -> tuple:
+    """(monomial coefficients in s, constant first; the weighted max error before rounding), of
+    erfcx, or with direct of erfc."""
     x = np.linspace(1, 4, 40001)
     s = (2 * x - 5) / 3
-    f, w = erfcx(x), np.exp(-x ** 2)
+    f, w = (erfc(x), np.ones_like(x)) if direct else (erfcx(x), np.exp(-x ** 2))
     lawson = np.ones_like(x)
     vander = chebyshev.chebvander(s, degree)
     for _ in range(iterations):
@@ -33,8 +38,9 @@ def fit(degree: int, iterations: int = 30) -> tuple:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--degree", type=int, default=8)
+    p.add_argument("--erfc", action="store_true", help="fit erfc itself (R), not erfcx (Q)")
     args = p.parse_args()
-    coef, err = fit(args.degree)
+    coef, err = fit(args.degree, iterations=60 if args.erfc else 30, direct=args.erfc)
     print(f"max |erf error| before float32 rounding: {err:.2e}")
     for c in coef.astype(np.float32):
         print(np.format_float_positional(c, unique=True))

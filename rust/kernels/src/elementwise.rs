@@ -61,37 +61,45 @@ fn exp_nonpositive_f32(x: f32) -> f32 {
 }
 
 /// erf for float32 in straight-line arithmetic (both branches computed, one kept, so loops
-/// vectorize), within 1.5e-7 of the exact value (2.5 units in the last place; libm's is
-/// correctly rounded but 30x slower, torch's kernel is within 1): for |x| < 1, x P(x^2); above,
-/// 1 - Q(s) exp(-x^2) with s = (2|x| - 5) / 3, which is 1 in float32 from |x| = 4 on. P is a
-/// least-squares fit (degree 7) to erf(x)/x; Q a fit (degree 8, no division) to
-/// erfc(x) exp(x^2) on [1, 4] weighted by exp(-x^2), so that erf's absolute error is even
-/// (2.5e-9 before rounding to float32).
+/// vectorize), within 1.5e-7 of the exact value (2 units in the last place; libm's is correctly
+/// rounded but 30x slower, torch's kernel is within 1): for |x| < 1, x P(x^2); above,
+/// 1 - R(s) with s = (2 min(|x|, 4) - 5) / 3, which is 1 in float32 from |x| = 4 on. P is a
+/// least-squares fit (degree 7) to erf(x)/x; R a minimax fit (degree 14) to erfc on [1, 4]
+/// (9.5e-9 before rounding to float32; `python tools/fit_erfcx.py --erfc --degree 14`): one
+/// polynomial where 1 - Q(s) exp(-x^2) ([`erf_exp_f32`]) takes an exp and a second one.
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
-    // exp of -min(|x|, 4)^2 alone, without exp_f32's clamps and underflow test: its argument
-    // lies in [-16, 0], where they change nothing, and past |x| = 4 the large branch is 1 in
-    // float32 with exp(-16) as with exp(-x^2) (Q(1) exp(-16) < 2e-8, under half an ulp of 1)
-    erf_with(x, |ax| {
-        let al = ax.min(4.0);
-        let (p, k) = exp_parts(-(al * al));
-        p * f32::from_bits(((k + 127) << 23) as u32)
-    })
-    .0
+    const R: [f32; 15] = [
+        0.000_406_952_66,
+        -0.003_267_283_6,
+        0.012_252_772,
+        -0.028_187_038,
+        0.043_652_35,
+        -0.046_392_538,
+        0.031_863_555,
+        -0.009_569_152,
+        -0.006_624_581_3,
+        0.010_394_886,
+        -0.004_685_662,
+        -0.001_529_318,
+        0.002_045_837_7,
+        -0.000_099_161_625,
+        -0.000_261_607_73,
+    ];
+    let ax = x.abs();
+    let small = erf_small(ax);
+    let large = 1.0 - horner(&R, ax.min(4.0).mul_add(2.0 / 3.0, -5.0 / 3.0));
+    let y = if ax < 1.0 { small } else { large };
+    if x.is_nan() {
+        x
+    } else {
+        y.copysign(x)
+    }
 }
 
-/// ([`erf_f32`] of x, [`exp_f32`] of -x^2): the exp erf's large branch computes, which GELU's
-/// gradient reuses for its density term (exp(-x^2/2) at x sqrt 2) instead of a second exp.
-/// From |x| = 4 on, s stays at 1 (Q's fit ends there) and Q(1) exp(-x^2) < 2e-8 leaves 1 - it
-/// at 1 in float32.
+/// erf(a) for 0 <= a < 1: a P(a^2), P a least-squares fit (degree 7) to erf(x)/x.
 #[inline(always)]
-fn erf_exp_f32(x: f32) -> (f32, f32) {
-    erf_with(x, |ax| exp_f32(-(ax * ax)))
-}
-
-/// (erf of x, `e_of(|x|)`), the large branch taking `e_of(|x|)` as exp(-x^2).
-#[inline(always)]
-fn erf_with(x: f32, e_of: impl Fn(f32) -> f32) -> (f32, f32) {
+fn erf_small(ax: f32) -> f32 {
     const P: [f32; 8] = [
         std::f32::consts::FRAC_2_SQRT_PI,
         -0.376_126_4,
@@ -102,8 +110,17 @@ fn erf_with(x: f32, e_of: impl Fn(f32) -> f32) -> (f32, f32) {
         1.129_688_5e-4,
         -9.756_356e-6,
     ];
-    // erfcx(|x|) = erfc(|x|) exp(x^2) on [1, 4], in s = (2|x| - 5) / 3 over [-1, 1]
-    // (tools/fit_erfcx.py)
+    ax * horner(&P, ax * ax)
+}
+
+/// (erf of x, [`exp_f32`] of -x^2): erf's large branch as 1 - Q(s) exp(-x^2), Q a fit (degree
+/// 8, no division) to erfcx = erfc(x) exp(x^2) on [1, 4] weighted by exp(-x^2), so that erf's
+/// absolute error is even (2.5e-9 before rounding; `python tools/fit_erfcx.py`). GELU's gradient
+/// takes it for the exp, which is its density term (exp(-x^2/2) at x sqrt 2), instead of a
+/// second exp. From |x| = 4 on, s stays at 1 (Q's fit ends there) and Q(1) exp(-x^2) < 2e-8
+/// leaves 1 - it at 1 in float32. Within the same bounds as [`erf_f32`], not always its bits.
+#[inline(always)]
+pub fn erf_exp_f32(x: f32) -> (f32, f32) {
     const Q: [f32; 9] = [
         0.210_807_6,
         -0.111_513_27,
@@ -116,10 +133,9 @@ fn erf_with(x: f32, e_of: impl Fn(f32) -> f32) -> (f32, f32) {
         0.002_736_903,
     ];
     let ax = x.abs();
-    let small = ax * horner(&P, ax * ax);
-    let al = ax.min(4.0);
-    let e = e_of(ax);
-    let large = 1.0 - horner(&Q, al.mul_add(2.0 / 3.0, -5.0 / 3.0)) * e;
+    let small = erf_small(ax);
+    let e = exp_f32(-(ax * ax));
+    let large = 1.0 - horner(&Q, ax.min(4.0).mul_add(2.0 / 3.0, -5.0 / 3.0)) * e;
     let y = if ax < 1.0 { small } else { large };
     (if x.is_nan() { x } else { y.copysign(x) }, e)
 }

@@ -67,9 +67,9 @@ mod real;
 mod softmax;
 
 pub use elementwise::{
-    erf_f32, erf_f64, erf_slice_f32, exp_f32, filled_vec, gelu_backward_f32, gelu_backward_f64,
-    gelu_f32, gelu_f64, powi_f32, powi_f64, relu_f32, relu_f64, select, select_scalar, sigmoid_f32,
-    sigmoid_f64, threshold_backward, SmallPow,
+    erf_exp_f32, erf_f32, erf_f64, erf_slice_f32, exp_f32, filled_vec, gelu_backward_f32,
+    gelu_backward_f64, gelu_f32, gelu_f64, powi_f32, powi_f64, relu_f32, relu_f64, select,
+    select_scalar, sigmoid_f32, sigmoid_f64, threshold_backward, SmallPow,
 };
 pub use im2col::{col2im, default_threads, im2col, Unfold, PAR_MIN_ELEMS};
 pub use index::index_add_rows;

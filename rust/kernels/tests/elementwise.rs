@@ -31,9 +31,10 @@ fn gelu_ref_f64(x: f64) -> f64 {
 fn gelu_backward_ref_f32(g: f32, x: f32) -> f32 {
     let beta = (1.0 / (2.0 * PI).sqrt()) as f32;
     let u = x * (FRAC_1_SQRT_2 as f32);
-    let cdf = 0.5 * (1.0 + erf_f32(u));
-    // the density from erf's own exp, exp(-u^2)
-    let pdf = beta * exp_f32(-(u * u));
+    // Phi and the density from one erf that also gives its exp, exp(-u^2)
+    let (erf, e) = erf_exp_f32(u);
+    let cdf = 0.5 * (1.0 + erf);
+    let pdf = beta * e;
     g * (cdf + x * pdf)
 }
 
