@@ -145,3 +145,40 @@ def test_threads_first_using_one_family_together_all_get_the_op():
     # exp(logcumsumexp(x)) is the running sum of exp(x) along each row
     want = sum(sum(math.exp(v) for v in row[:k + 1]) for row in ([0, 1, 2], [3, 4, 5]) for k in range(3))
     assert eval(out) == [pytest.approx(want, rel=1e-12)] * 8
+
+
+def test_an_op_the_user_replaced_before_its_family_loaded_stays_replaced():
+    out = _fresh("""
+        import rustgrad
+        rustgrad.Tensor.relu = lambda self: "mine"
+        rustgrad.relu = len
+        x = rustgrad.tensor([-1.0, 2.0])
+        print(x.relu(), rustgrad.relu is len, x.sigmoid().shape == x.shape,
+              rustgrad.sigmoid is rustgrad.Tensor.sigmoid, rustgrad.nn.functional.relu(x).tolist())
+    """)
+    assert out.split() == ["mine", "True", "True", "True", "[0.0,", "2.0]"]
+
+
+def test_a_family_still_importing_is_bound_once_its_import_ends():
+    out = _fresh("""
+        import sys, types
+        import rustgrad
+        from rustgrad import _bind
+        from rustgrad._ops._declare import op
+
+        fam = types.ModuleType("fakefam")
+        fam.__spec__ = types.SimpleNamespace(_initializing=True)
+        sys.modules["fakefam"] = fam
+
+        def fake_twice(self):
+            return self * 2
+        fake_twice.__module__ = "fakefam"
+        op(method="fake_twice")(fake_twice)
+
+        _bind._flush()
+        before = "fake_twice" in vars(rustgrad.Tensor)
+        fam.__spec__._initializing = False
+        rustgrad.ones(1).sin()  # a first use of another family flushes again
+        print(before, vars(rustgrad.Tensor).get("fake_twice") is fake_twice)
+    """)
+    assert out.split() == ["False", "True"]

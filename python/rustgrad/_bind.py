@@ -19,6 +19,7 @@ from __future__ import annotations
 import _thread
 import importlib
 import os
+import sys
 from typing import Any, Callable, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from . import _ops
@@ -26,12 +27,23 @@ from ._ops import _declare, _index
 from ._ops._declare import Decl
 
 _FAMILIES_LOADED = False
-_FLUSHED = 0  # _declare.DECLS[:_FLUSHED] are bound to Tensor and the lazy namespaces
+_SEEN = 0  # _declare.DECLS[:_SEEN] were looked at by a flush
+_WAITING: List[Decl] = []  # seen while their family was still importing (in another thread)
+_BOUND: List[Decl] = []  # bound to Tensor and the lazy namespaces, in order
 _TENSOR: List[type] = []  # the class bind_tensor bound, once it has
 # namespaces that get each family's names as it loads: (target, namespace, kind, names bound)
 _LAZY: List[Tuple[str, MutableMapping[str, Any], str, List[str]]] = []
 # a thread that finds a flush under way waits for its bindings (`_thread`: `threading` costs import)
 _FLUSH_LOCK = _thread.RLock()
+
+
+def _new_lock() -> None:
+    global _FLUSH_LOCK
+    _FLUSH_LOCK = _thread.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # a child forked mid-flush must not inherit the held lock
+    os.register_at_fork(after_in_child=_new_lock)
 
 
 def load_family(family: str) -> None:
@@ -56,25 +68,40 @@ def load_families() -> List[Decl]:
     return _declare.DECLS
 
 
+def _importing(d: Decl) -> bool:
+    """Whether d's family module is still being imported (its later globals not yet defined)."""
+    spec = getattr(sys.modules.get(d.fn.__module__), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
 def _flush() -> None:
-    """Binds the declarations registered since the last flush to Tensor and the lazy namespaces."""
-    global _FLUSHED
+    """Binds the declarations registered since the last flush to Tensor and the lazy namespaces,
+    but for those of a family another thread is still importing (its next flush binds them). A
+    name already set there by the user (`rustgrad.relu = f` before relu's family loaded) keeps
+    the user's object, as it would have had the family been bound at import."""
+    global _SEEN
     with _FLUSH_LOCK:
         decls = _declare.DECLS
-        if _FLUSHED == len(decls):
+        if _SEEN == len(decls) and not _WAITING:
             return
-        new, _FLUSHED = decls[_FLUSHED:], len(decls)
+        new = _WAITING + decls[_SEEN:]
+        ready = [d for d in new if not _importing(d)]
         for tensor in _TENSOR:
-            _BINDER.bind_tensor(tensor, new)
+            _BINDER.bind_tensor(tensor, ready, keep_overrides=True)
         for target, namespace, kind, names in _LAZY:
-            names += _BINDER.bind_namespace(namespace, target, kind, new)
+            names += _BINDER.bind_namespace(namespace, target, kind, ready, keep_overrides=True)
+        _SEEN = len(decls)
+        _WAITING[:] = [d for d in new if _importing(d)]
+        _BOUND.extend(ready)
 
 
 class _Placeholder:
     """What Tensor holds under a declared name until its family loads. A descriptor: reading the
     name (`x.add`, `Tensor.add`, `x + y`, a property) loads the family, whose binding replaces the
-    placeholder, and gives what the op's own binding gives, so no frame of the binder's stands
-    between the caller and the op (a warning's stacklevel counts the same on the first call)."""
+    placeholder, and gives what the op's own binding gives. For a method or operator no frame of
+    the binder's stands between the caller and the op (a warning's stacklevel counts the same on
+    the first call); a property's getter runs inside `__get__`, so a warning it gives on the
+    family's first read names this module's line."""
 
     __slots__ = ("tensor", "name", "family")
 
@@ -125,26 +152,34 @@ class Binder:
             )
         self._bound[(target, name)] = d
 
-    def bind_tensor(self, tensor: type, decls: Iterable[Decl]) -> None:
-        """Methods, operators and properties on the tensor class."""
+    def bind_tensor(self, tensor: type, decls: Iterable[Decl], keep_overrides: bool = False) -> None:
+        """Methods, operators and properties on the tensor class; with keep_overrides, a name
+        set there neither by hand nor by a binding (by the user, after import) is left as set."""
         target = tensor.__name__
         for d in decls:
             for name in d.method + d.dunder + d.prop:
                 defined = name in tensor.__dict__ and not isinstance(tensor.__dict__[name], _Placeholder)
-                self._claim(target, name, d, defined and (target, name) not in self._bound)
+                overridden = defined and (target, name) not in self._bound
+                if keep_overrides and overridden:
+                    continue
+                self._claim(target, name, d, overridden)
                 setattr(tensor, name, property(d.fn, doc=d.doc) if name in d.prop else d.fn)
         if "__eq__" in tensor.__dict__:
             # defining __eq__ unsets __hash__; tensors hash by identity, as torch's
             tensor.__hash__ = object.__hash__  # type: ignore[assignment]
 
     def bind_namespace(self, namespace: MutableMapping[str, Any], target: str, kind: str,
-                       decls: Iterable[Decl]) -> List[str]:
+                       decls: Iterable[Decl], keep_overrides: bool = False) -> List[str]:
         """Functions into a module namespace: kind "function" (`rustgrad.<name>`) or
-        "functional" (`nn.functional.<name>`); returns the names bound, for `__all__`."""
+        "functional" (`nn.functional.<name>`); returns the names bound, for `__all__`. With
+        keep_overrides, a name the namespace has and no binding set is left as it is."""
         names = []
         for d in decls:
             for name in getattr(d, kind):
-                self._claim(target, name, d, name in namespace and (target, name) not in self._bound)
+                overridden = name in namespace and (target, name) not in self._bound
+                if keep_overrides and overridden:
+                    continue
+                self._claim(target, name, d, overridden)
                 namespace[name] = d.function_fn if kind == "function" and d.function_fn else d.fn
                 names.append(name)
         return names
@@ -155,15 +190,20 @@ _BINDER = Binder()
 
 def bind_tensor(tensor: type) -> None:
     """Binds every declared method, operator and property to Tensor: those of the families
-    loaded now, and a placeholder for each other one in the index (see module doc)."""
+    loaded now, and a placeholder for each other one in the index (see module doc). A declared
+    name the class defines by hand is an ImportError here, at import, whether or not its family
+    is loaded."""
+    target = tensor.__name__
     for name, family in _index.TENSOR.items():
-        if name not in tensor.__dict__:
-            kind = _PropertyPlaceholder if name in _index.PROPERTIES else _Placeholder
-            setattr(tensor, name, kind(tensor, name, family))
+        if name in tensor.__dict__:
+            raise ImportError(f"rustgrad: {target}.{name} declared in _ops/{family}.py is already "
+                              f"defined there by hand")
+        kind = _PropertyPlaceholder if name in _index.PROPERTIES else _Placeholder
+        setattr(tensor, name, kind(tensor, name, family))
     if "__eq__" in tensor.__dict__:
         tensor.__hash__ = object.__hash__  # type: ignore[assignment]
     _TENSOR.append(tensor)
-    _BINDER.bind_tensor(tensor, _declare.DECLS[:_FLUSHED])
+    _BINDER.bind_tensor(tensor, _BOUND)
     _flush()
 
 
@@ -179,8 +219,12 @@ def bind_namespace(namespace: MutableMapping[str, Any], target: str, kind: str,
     lazy, only those of the families loaded now, each other family's as it loads (the namespace
     finds them through its `__getattr__` and `lazy_function`)."""
     if lazy:
+        index = _index.FUNCTION if kind == "function" else {}
+        for name in index.keys() & namespace.keys():
+            raise ImportError(f"rustgrad: {target}.{name} declared in _ops/{index[name]}.py is already "
+                              f"defined there by hand")
         _flush()
-        names = _BINDER.bind_namespace(namespace, target, kind, _declare.DECLS[:_FLUSHED])
+        names = _BINDER.bind_namespace(namespace, target, kind, _BOUND)
         _LAZY.append((target, namespace, kind, names))
         _NAMESPACES.append((target, namespace, names))  # the list the loads extend
         return list(names)

@@ -139,6 +139,10 @@ def _refuse(name: str) -> Callable[..., Any]:
     return method
 
 
+# the members below are read from Tensor's dict: every family bound first, so none of them is a
+# placeholder of a family not yet loaded (rustgrad._bind)
+_bind.load_families()
+
 for _n in ("__bool__", "__float__", "__int__", "__index__", "__iter__", "__array__", "__repr__",
            "__format__", "__deepcopy__", "__reduce_ex__", "item", "tolist", "numpy", "backward",
            "register_hook", "retain_grad", "apply_", "map_", "map2_", "detach_", "data_ptr",

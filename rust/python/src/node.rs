@@ -316,7 +316,8 @@ impl PyNodeHandle {
             .call1((slf,))?
             .extract()?;
         names.retain(|n| !n.starts_with("_saved_"));
-        let saved = py.import("rustgrad._ops._declare")?.getattr("SAVED")?;
+        // every family loaded first: the getters are declared with each family's ops
+        let saved = py.import("rustgrad._bind")?.call_method0("saved_getters")?;
         if let Ok(getters) = saved.get_item(slf.get().node.name()) {
             for key in getters.try_iter()? {
                 names.push(format!("_saved_{}", key?.extract::<String>()?));
