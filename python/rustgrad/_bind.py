@@ -85,14 +85,22 @@ def _flush() -> None:
         if _SEEN == len(decls) and not _WAITING:
             return
         new = _WAITING + decls[_SEEN:]
-        ready = [d for d in new if not _importing(d)]
+        ready: List[Decl] = []
+        waiting: List[Decl] = []
+        for d in new:
+            (waiting if _importing(d) else ready).append(d)
         for tensor in _TENSOR:
             _BINDER.bind_tensor(tensor, ready, keep_overrides=True)
         for target, namespace, kind, names in _LAZY:
             names += _BINDER.bind_namespace(namespace, target, kind, ready, keep_overrides=True)
         _SEEN = len(decls)
-        _WAITING[:] = [d for d in new if _importing(d)]
+        _WAITING[:] = waiting
         _BOUND.extend(ready)
+
+
+def _stale_index(where: str, family: str) -> ImportError:
+    return ImportError(f"rustgrad: the op index names {where} in _ops/{family}.py, which does not declare it: "
+                       f"run `python tools/gen_stubs.py`")
 
 
 class _Placeholder:
@@ -112,8 +120,7 @@ class _Placeholder:
         load_family(self.family)
         real = self.tensor.__dict__.get(self.name)
         if real is None or isinstance(real, _Placeholder):
-            raise ImportError(f"rustgrad: the op index names Tensor.{self.name} in _ops/{self.family}.py, "
-                              f"which does not declare it: run `python tools/gen_stubs.py`")
+            raise _stale_index(f"Tensor.{self.name}", self.family)
         return real
 
     def __get__(self, obj: Any, cls: Optional[type] = None) -> Any:
@@ -310,10 +317,10 @@ def declared() -> List[Decl]:
 def lazy_function(namespace: MutableMapping[str, Any], name: str) -> Any:
     """The declared `rustgrad.<name>` function, its family loaded if it was not (for the package's
     `__getattr__`); KeyError where no family declares that name."""
-    load_family(_index.FUNCTION[name])
+    family = _index.FUNCTION[name]
+    load_family(family)
     if name not in namespace:
-        raise ImportError(f"rustgrad: the op index names rustgrad.{name} in _ops/{_index.FUNCTION[name]}.py, "
-                          f"which does not declare it: run `python tools/gen_stubs.py`")
+        raise _stale_index(f"rustgrad.{name}", family)
     return namespace[name]
 
 

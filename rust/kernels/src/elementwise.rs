@@ -89,9 +89,21 @@ pub fn erf_f32(x: f32) -> f32 {
         -0.000_261_607_73,
     ];
     let ax = x.abs();
-    let small = erf_small(ax);
-    let large = 1.0 - horner(&R, ax.min(4.0).mul_add(2.0 / 3.0, -5.0 / 3.0));
-    let y = if ax < 1.0 { small } else { large };
+    erf_pick(x, 1.0 - horner(&R, erf_s(ax)))
+}
+
+/// s = (2 min(|x|, 4) - 5) / 3, the large branch's argument over [-1, 1] for |x| in [1, 4].
+#[inline(always)]
+fn erf_s(ax: f32) -> f32 {
+    ax.min(4.0).mul_add(2.0 / 3.0, -5.0 / 3.0)
+}
+
+/// erf of x from its large branch's value at |x|: the small branch below 1, the sign of x, and
+/// NaN for NaN. Both branches are computed and one kept, so loops vectorize.
+#[inline(always)]
+fn erf_pick(x: f32, large: f32) -> f32 {
+    let ax = x.abs();
+    let y = if ax < 1.0 { erf_small(ax) } else { large };
     if x.is_nan() {
         x
     } else {
@@ -135,11 +147,8 @@ pub fn erf_exp_f32(x: f32) -> (f32, f32) {
         0.002_736_903,
     ];
     let ax = x.abs();
-    let small = erf_small(ax);
     let e = exp_f32(-(ax * ax));
-    let large = 1.0 - horner(&Q, ax.min(4.0).mul_add(2.0 / 3.0, -5.0 / 3.0)) * e;
-    let y = if ax < 1.0 { small } else { large };
-    (if x.is_nan() { x } else { y.copysign(x) }, e)
+    (erf_pick(x, 1.0 - horner(&Q, erf_s(ax)) * e), e)
 }
 
 /// The polynomial with coefficients `c` (highest degree first) at v, by Horner's rule from the
