@@ -18,7 +18,7 @@
 //! node provenance is on (`set_provenance`) or cheap anomaly mode is, since a site on every op
 //! would cost the per-op chain more than the 5 %.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,9 +48,17 @@ static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 // code objects are keyed by address (rustgrad_core's AddressHasher: far cheaper than SipHash)
 type InternalCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
 
+/// Slots of the per-thread memo in front of `INTERNAL`.
+const MEMO_SLOTS: usize = 16;
+
 thread_local! {
     // code objects and module globals dicts by address, each held so its address is not reused
     static INTERNAL: RefCell<InternalCache> = RefCell::new(InternalCache::default());
+    // the last answers by address, direct-mapped: a site asks twice per node (the op wrapper's
+    // globals, the user's code), and a hash map's probe was a third of a site's cost. Only
+    // addresses `INTERNAL` holds are stored, so none is reused while it is here.
+    static MEMO: [Cell<(usize, bool)>; MEMO_SLOTS] =
+        const { [const { Cell::new((0, false)) }; MEMO_SLOTS] };
     static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -101,13 +109,23 @@ fn in_package(
     file_of: impl FnOnce(&Bound<'_, PyAny>) -> Option<String>,
 ) -> bool {
     let key = obj.as_ptr() as usize;
-    if let Some(known) = INTERNAL.with(|c| c.borrow().get(&key).map(|(_, k)| *k)) {
+    // objects are 16-byte aligned: the bits above the alignment pick the slot
+    let slot = (key >> 4) % MEMO_SLOTS;
+    if let Some(known) = MEMO.with(|m| {
+        let (k, internal) = m[slot].get();
+        (k == key).then_some(internal)
+    }) {
         return known;
     }
-    let internal = PACKAGE_DIR
-        .get()
-        .is_some_and(|dir| file_of(obj).is_some_and(|f| f.starts_with(dir.as_str())));
-    INTERNAL.with(|c| c.borrow_mut().insert(key, (obj.clone().unbind(), internal)));
+    let known = INTERNAL.with(|c| c.borrow().get(&key).map(|(_, k)| *k));
+    let internal = known.unwrap_or_else(|| {
+        let internal = PACKAGE_DIR
+            .get()
+            .is_some_and(|dir| file_of(obj).is_some_and(|f| f.starts_with(dir.as_str())));
+        INTERNAL.with(|c| c.borrow_mut().insert(key, (obj.clone().unbind(), internal)));
+        internal
+    });
+    MEMO.with(|m| m[slot].set((key, internal)));
     internal
 }
 
@@ -160,38 +178,8 @@ pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
 /// # Safety
 /// The GIL must be held.
 unsafe fn start_frame(py: Python<'_>, keep_entries: bool) -> Option<*mut ffi::PyFrameObject> {
-    // `sys._getframe`, the int 1 and the argument tuple `(1,)`, made once
-    static GETFRAME: GILOnceCell<(Py<PyAny>, Py<PyAny>, Py<PyTuple>)> = GILOnceCell::new();
-    type CallOneArg =
-        unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject;
-    static CALL_ONE_ARG: OnceLock<Option<CallOneArg>> = OnceLock::new();
     if !keep_entries && innermost_is_internal(py) {
-        let (getframe, one, args) = GETFRAME
-            .get_or_try_init(py, || -> PyResult<_> {
-                let f = py.import("sys")?.getattr("_getframe")?;
-                let one = 1i32.into_pyobject(py)?.into_any();
-                Ok((
-                    f.unbind(),
-                    one.clone().unbind(),
-                    PyTuple::new(py, [one])?.unbind(),
-                ))
-            })
-            .ok()?;
-        // SAFETY: a non-null answer is CPython's `PyObject *PyObject_CallOneArg(PyObject *,
-        // PyObject *)` (3.9+, outside the stable ABI the extension is built for).
-        let call_one = *CALL_ONE_ARG.get_or_init(|| {
-            cpython_symbol(c"PyObject_CallOneArg")
-                .map(|sym| unsafe { std::mem::transmute::<*mut std::ffi::c_void, CallOneArg>(sym) })
-        });
-        // SAFETY: the GIL is held; a new reference or NULL with an exception set, which a
-        // depth past the outermost Python frame raises (ValueError: no user frame). The direct
-        // call skips the argument tuple's unpacking.
-        let frame = unsafe {
-            match call_one {
-                Some(call) => call(getframe.as_ptr(), one.as_ptr()),
-                None => ffi::PyObject_Call(getframe.as_ptr(), args.as_ptr(), std::ptr::null_mut()),
-            }
-        };
+        let frame = unsafe { frame_one_out(py) };
         if frame.is_null() {
             drop(PyErr::take(py));
             return None;
@@ -206,6 +194,71 @@ unsafe fn start_frame(py: Python<'_>, keep_entries: bool) -> Option<*mut ffi::Py
         }
         ffi::Py_INCREF(frame.cast());
         Some(frame)
+    }
+}
+
+/// `sys._getframe(1)`: a new reference, or NULL with an exception set (ValueError past the
+/// outermost frame). Where `sys._getframe` is a METH_FASTCALL builtin (CPython 3.9+), its C
+/// function is called directly, which skips the generic call's dispatch and checks: the call
+/// was two fifths of a site's cost.
+///
+/// # Safety
+/// The GIL must be held.
+unsafe fn frame_one_out(py: Python<'_>) -> *mut ffi::PyObject {
+    type FastCall = unsafe extern "C" fn(
+        *mut ffi::PyObject,
+        *const *mut ffi::PyObject,
+        ffi::Py_ssize_t,
+    ) -> *mut ffi::PyObject;
+    struct GetFrame {
+        function: Py<PyAny>,
+        one: Py<PyAny>,
+        /// the C function and its `self` (the sys module, which `function` keeps alive)
+        fast: Option<(FastCall, usize)>,
+    }
+    // CPython's flag for the `(self, args, nargs)` signature (stable ABI from 3.10, the same
+    // value since 3.7), which pyo3's 3.9 ABI leaves out
+    const METH_FASTCALL: std::os::raw::c_int = 0x0080;
+    static GETFRAME: GILOnceCell<Option<GetFrame>> = GILOnceCell::new();
+    let Some(getframe) = GETFRAME.get_or_init(py, || {
+        let function = py.import("sys").ok()?.getattr("_getframe").ok()?;
+        let one = 1i32.into_pyobject(py).ok()?.into_any().unbind();
+        let f = function.as_ptr();
+        // SAFETY: the GIL is held; `f` is checked to be a builtin function before its C
+        // function is read, and its flags say the C function takes the fastcall signature.
+        let fast = unsafe {
+            let builtin = ffi::PyCFunction_Check(f) != 0;
+            let fastcall = builtin && ffi::PyCFunction_GetFlags(f) == METH_FASTCALL;
+            match (fastcall, ffi::PyCFunction_GetFunction(f)) {
+                (true, Some(meth)) => Some((
+                    std::mem::transmute::<ffi::PyCFunction, FastCall>(meth),
+                    ffi::PyCFunction_GetSelf(f) as usize,
+                )),
+                _ => None,
+            }
+        };
+        Some(GetFrame {
+            function: function.unbind(),
+            one,
+            fast,
+        })
+    }) else {
+        return std::ptr::null_mut();
+    };
+    let args = [getframe.one.as_ptr()];
+    // SAFETY: the GIL is held; the fastcall C function gets its own `self` and one argument,
+    // as CPython's vectorcall of it would pass them.
+    unsafe {
+        match getframe.fast {
+            Some((call, module)) => call(module as *mut ffi::PyObject, args.as_ptr(), 1),
+            None => match getframe.function.bind(py).call1((getframe.one.bind(py),)) {
+                Ok(frame) => frame.into_ptr(),
+                Err(e) => {
+                    e.restore(py);
+                    std::ptr::null_mut()
+                }
+            },
+        }
     }
 }
 
