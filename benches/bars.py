@@ -196,6 +196,11 @@ def make_bars(raw: Dict[str, Any]) -> List[Bar]:
         bars.append(Bar("Node provenance: the forward chain at (1,), each mode in a fresh process, µs"
                         " per op; bar: on costs <= 2%", "provenance on vs off", _median(prov.get("on")),
                         _median(prov.get("off")), 1.02, unit="µs", ref_label="off"))
+        ir = raw.get("provenance_instructions")
+        if ir is not None:  # None where valgrind is not installed: no bar
+            bars.append(Bar("Node provenance: the forward chain at (1,), each mode in a fresh process, µs"
+                            " per op; bar: on costs <= 2%", "on vs off, instructions per op (callgrind)",
+                            ir["on"], ir["off"], 1.02, ref_label="off"))
     if "import" in raw["groups"]:
         imp = raw.get("import") or {}
         base = _median(imp.get("python"))
@@ -320,6 +325,8 @@ def measure(groups: Sequence[str], rounds: int, quick: bool) -> Dict[str, Any]:
     if "provenance" in groups:
         t0 = time.perf_counter()
         raw["provenance"] = bench_overhead.provenance_runs(sizes["provenance"], sizes["provenance_rounds"])
+        raw["provenance_instructions"] = bench_overhead.provenance_instructions(
+            600 if quick else 10000)
         raw["stage_seconds"]["provenance"] = time.perf_counter() - t0
     if "import" in groups:
         t0 = time.perf_counter()

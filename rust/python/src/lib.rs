@@ -23,6 +23,7 @@
 mod backward;
 mod callbacks;
 mod errors;
+mod frames;
 mod gc;
 mod handle;
 mod kernels;
@@ -100,6 +101,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::_max_pool2d_backward, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_im2col, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::_col2im, m)?)?;
+    m.add_function(wrap_pyfunction!(frames::_frames_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::_set_package_dir, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::set_provenance, m)?)?;
     m.add_function(wrap_pyfunction!(provenance::is_provenance_enabled, m)?)?;

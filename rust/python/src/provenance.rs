@@ -8,8 +8,8 @@
 //! the code object when a report asks (the line table is scanned then, not at every op), so a
 //! site costs two references, one call and no string work. The op wrapper a node is recorded
 //! from is skipped without making its frame object (`start_frame`). Whether a code object
-//! belongs to the package is decided once per code object (a per-thread cache holding it, so
-//! its address is not reused).
+//! belongs to the package is decided once per code object (a process-wide map holding it, so
+//! its address is not reused, behind a direct-mapped memo of the last answers).
 //! The outermost package frame passed on the way is kept too: it is the entry point the user
 //! called (`add_`, `SGD.step`), which names the op of a version bump.
 //!
@@ -18,10 +18,10 @@
 //! node provenance is on (`set_provenance`) or cheap anomaly mode is, since a site on every op
 //! would cost the per-op chain more than the 5 %.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use pyo3::ffi;
@@ -48,17 +48,20 @@ static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 // code objects are keyed by address (rustgrad_core's AddressHasher: far cheaper than SipHash)
 type InternalCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
 
-/// Slots of the per-thread memo in front of `INTERNAL`.
-const MEMO_SLOTS: usize = 16;
+/// Slots of the memo in front of `INTERNAL` (a power of two): wide enough that the few code
+/// objects a loop's ops run through rarely share one.
+const MEMO_BITS: u32 = 8;
+
+// Code objects and module globals dicts by address, each held for the life of the process so
+// its address is not reused. Shared by all threads: asked only on a memo miss.
+static INTERNAL: Mutex<Option<InternalCache>> = Mutex::new(None);
+// The last answers by address, direct-mapped, each slot the address with the answer in its low
+// bit (objects are aligned): a site asks twice per node (the op wrapper's code, the user's),
+// and a hash map's probe behind a thread-local was a third of a site's cost. Only addresses
+// `INTERNAL` holds are stored, so a slot never names a reused address.
+static MEMO: [AtomicUsize; 1 << MEMO_BITS] = [const { AtomicUsize::new(0) }; 1 << MEMO_BITS];
 
 thread_local! {
-    // code objects and module globals dicts by address, each held so its address is not reused
-    static INTERNAL: RefCell<InternalCache> = RefCell::new(InternalCache::default());
-    // the last answers by address, direct-mapped: a site asks twice per node (the op wrapper's
-    // globals, the user's code), and a hash map's probe was a third of a site's cost. Only
-    // addresses `INTERNAL` holds are stored, so none is reused while it is here.
-    static MEMO: [Cell<(usize, bool)>; MEMO_SLOTS] =
-        const { [const { Cell::new((0, false)) }; MEMO_SLOTS] };
     static SCOPES: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -109,23 +112,42 @@ fn in_package(
     file_of: impl FnOnce(&Bound<'_, PyAny>) -> Option<String>,
 ) -> bool {
     let key = obj.as_ptr() as usize;
-    // objects are 16-byte aligned: the bits above the alignment pick the slot
-    let slot = (key >> 4) % MEMO_SLOTS;
-    if let Some(known) = MEMO.with(|m| {
-        let (k, internal) = m[slot].get();
-        (k == key).then_some(internal)
-    }) {
-        return known;
+    // Fibonacci hashing: the product's top bits mix every bit of the address
+    let slot = &MEMO[(key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (64 - MEMO_BITS)];
+    let memo = slot.load(Ordering::Relaxed);
+    if memo & !1 == key {
+        return memo & 1 == 1;
     }
-    let known = INTERNAL.with(|c| c.borrow().get(&key).map(|(_, k)| *k));
+    in_package_slow(obj, key, slot, file_of)
+}
+
+#[cold]
+#[inline(never)]
+fn in_package_slow(
+    obj: &Bound<'_, PyAny>,
+    key: usize,
+    slot: &AtomicUsize,
+    file_of: impl FnOnce(&Bound<'_, PyAny>) -> Option<String>,
+) -> bool {
+    let lookup = |map: &mut Option<InternalCache>| -> Option<bool> {
+        map.get_or_insert_with(InternalCache::default)
+            .get(&key)
+            .map(|(_, known)| *known)
+    };
+    let known = lookup(&mut INTERNAL.lock().unwrap_or_else(|e| e.into_inner()));
     let internal = known.unwrap_or_else(|| {
+        // no Python runs under the lock (it could switch threads while the lock is held)
         let internal = PACKAGE_DIR
             .get()
             .is_some_and(|dir| file_of(obj).is_some_and(|f| f.starts_with(dir.as_str())));
-        INTERNAL.with(|c| c.borrow_mut().insert(key, (obj.clone().unbind(), internal)));
-        internal
+        let held = obj.clone().unbind();
+        let mut map = INTERNAL.lock().unwrap_or_else(|e| e.into_inner());
+        map.get_or_insert_with(InternalCache::default)
+            .entry(key)
+            .or_insert((held, internal))
+            .1
     });
-    MEMO.with(|m| m[slot].set((key, internal)));
+    slot.store(key | usize::from(internal), Ordering::Relaxed);
     internal
 }
 
@@ -140,6 +162,27 @@ fn is_internal(py: Python<'_>, code: &Bound<'_, PyAny>) -> bool {
 /// The user's line now, or None when no user frame is on the stack; `keep_entries`: keep the
 /// package frames passed on the way (only a version bump needs them, to name its op).
 pub fn capture(py: Python<'_>, keep_entries: bool) -> Option<Site> {
+    if let Some(mut frames) = crate::frames::running(py) {
+        if !keep_entries {
+            return frames.find(|f| !is_internal(py, &f.code)).map(|f| Site {
+                code: f.code.to_owned().unbind(),
+                lasti: f.lasti,
+                entries: None,
+            });
+        }
+        let mut entries = Vec::new();
+        for frame in frames {
+            if !is_internal(py, &frame.code) {
+                return Some(Site {
+                    code: frame.code.to_owned().unbind(),
+                    lasti: frame.lasti,
+                    entries: (!entries.is_empty()).then(|| Box::new(entries)),
+                });
+            }
+            entries.push(frame.code.to_owned().unbind());
+        }
+        return None;
+    }
     // SAFETY: the GIL is held. `start_frame` returns a new reference; PyFrame_GetBack and
     // PyFrame_GetCode new references, each released (or owned by a Bound) below.
     unsafe {
@@ -309,7 +352,7 @@ unsafe fn frame_lasti(py: Python<'_>, frame: *mut ffi::PyFrameObject) -> i64 {
 /// A function of the running interpreter's C API by name, where the platform can look one up
 /// (Linux's dlsym) and this interpreter has it: the extension is built for 3.9's stable ABI,
 /// so functions outside it, or newer than 3.9, are found at run time instead of linked.
-fn cpython_symbol(name: &std::ffi::CStr) -> Option<*mut std::ffi::c_void> {
+pub(crate) fn cpython_symbol(name: &std::ffi::CStr) -> Option<*mut std::ffi::c_void> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: dlsym on the process's own symbols, with a NUL-terminated name.
