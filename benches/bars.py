@@ -8,8 +8,9 @@ one fresh process per library and round (its RSS growth is the graph's alone), a
 bar starts fresh interpreters. Within a process the libraries alternate every round, and each
 figure is the median of the rounds.
 
-The provenance bar (issue 26) times rustgrad's forward chain with node provenance off and on, each
-in a fresh process.
+The provenance bars (issue 26) time rustgrad's forward chain with node provenance off and on, each
+in a fresh process, and, where valgrind is installed, count its instructions per op in each mode
+(callgrind; deterministic where a shared VM's timings swing by more than the 2% bar).
 
     python benches/bars.py [--rounds 5] [--only chain,kernels,mlp,cnn,gpt,memory,provenance,import]
                            [--quick]
@@ -326,7 +327,7 @@ def measure(groups: Sequence[str], rounds: int, quick: bool) -> Dict[str, Any]:
         t0 = time.perf_counter()
         raw["provenance"] = bench_overhead.provenance_runs(sizes["provenance"], sizes["provenance_rounds"])
         raw["provenance_instructions"] = bench_overhead.provenance_instructions(
-            600 if quick else 10000)
+            600 if quick else 10000, 1 if quick else 3)
         raw["stage_seconds"]["provenance"] = time.perf_counter() - t0
     if "import" in groups:
         t0 = time.perf_counter()

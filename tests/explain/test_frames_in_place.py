@@ -158,3 +158,16 @@ def test_both_walks_name_a_bump_and_its_op() -> None:
                            (2, "setitem", FILE, lines[1], "bump_history"))
         histories[in_place] = history
     assert histories[True] == histories[False]
+
+
+def test_sites_stay_right_past_the_code_map_cap() -> None:
+    """Code compiled again and again (exec, notebook cells) is forgotten in bulk once 65,536
+    code objects have been seen; sites before and after that stay right."""
+    x = rustgrad.ones(1, requires_grad=True)
+    scope = {"x": x}
+    for k in range(70_000):
+        exec(compile("y = x * 2\n", f"<cell {k}>", "exec"), scope)
+        if k % 10_000 == 0 or k == 69_999:
+            assert scope["y"].grad_fn._site == (f"<cell {k}>", 1, "<module>")
+    out = x.exp()
+    assert out.grad_fn._site == (FILE, next_line() - 2, "test_sites_stay_right_past_the_code_map_cap")

@@ -4,10 +4,10 @@ torch.autograd for people learning and debugging autograd.
 - Every in-place write records the op and the user's line in the tensor's version counter
   (always on: in-place ops are few). The "modified by an inplace operation" error names it,
   and `rustgrad.explain(t)` lists it.
-- `set_provenance(True)` also records, for every node, the line of the forward op that made it
-  (`grad_fn._site`): the in-place error then names both lines. It is off by default because a
-  frame walk on every recorded op costs the per-op chain about 30% (measured with callgrind,
-  see the README).
+- Node provenance (on by default; `set_provenance(False)` turns it off) also records, for every
+  node, the line of the forward op that made it (`grad_fn._site`): the in-place error then
+  names both lines. On CPython 3.11-3.13 the walk reads the running frames in place, about 2%
+  of the small-tensor forward chain's instructions (see the README).
 - `set_strict_data(True)`: a tensor from `.data` shares its source's version counter, so a write
   through `.data` to a tensor that backward needs fails backward instead of silently giving
   wrong gradients (torch's `.data` escapes the check).

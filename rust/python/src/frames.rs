@@ -16,7 +16,7 @@
 //! leaves the walk on `sys._getframe` for the life of the process.
 
 use std::os::raw::{c_char, c_int, c_ulong};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use pyo3::ffi;
@@ -97,7 +97,8 @@ static IN_PLACE: AtomicPtr<Calibrated> = AtomicPtr::new(std::ptr::null_mut());
 /// Set by the tests to compare the two walks on the same program.
 static TURNED_OFF: AtomicBool = AtomicBool::new(false);
 
-/// One running frame: its code object, borrowed from the frame, and `f_lasti`.
+/// One running frame: its code object, borrowed from the frame (valid while the frame runs:
+/// take a reference before any Python code can run), and `f_lasti`.
 pub struct Frame<'a, 'py> {
     pub code: pyo3::Borrowed<'a, 'py, PyAny>,
     pub lasti: i64,
@@ -174,9 +175,14 @@ impl<'py> Iterator for Frames<'_, 'py> {
                 }
                 let start = (code as isize) + self.calibrated.code_start;
                 let lasti = (read_ptr(frame, layout.instr) as isize) - start;
+                if lasti < 0 {
+                    // a frame still being set up (its first instruction not run): the C API
+                    // skips it too
+                    continue;
+                }
                 return Some(Frame {
                     code: pyo3::Borrowed::from_ptr(self.py, code),
-                    lasti: if lasti < 0 { -1 } else { lasti as i64 },
+                    lasti: lasti as i64,
                 });
             }
         }
@@ -210,11 +216,17 @@ unsafe fn innermost(layout: &Layout) -> *const u8 {
 }
 
 /// The running interpreter's minor version where it is CPython 3.x with `Py_Version` (3.11+).
+/// Only a final release (`PY_RELEASE_LEVEL_FINAL`, 0xF) on a 64-bit build: the layouts are those
+/// releases' (alphas and betas moved fields).
 fn minor_version() -> Option<u32> {
+    if std::mem::size_of::<usize>() != 8 {
+        return None;
+    }
     let sym = crate::provenance::cpython_symbol(c"Py_Version")?;
     // SAFETY: `Py_Version` is CPython's `const unsigned long`.
     let version = unsafe { sym.cast::<c_ulong>().read() };
-    ((version >> 24) == 3).then_some(((version >> 16) & 0xff) as u32)
+    let final_release = (version >> 4) & 0xf == 0xf;
+    ((version >> 24) == 3 && final_release).then_some(((version >> 16) & 0xff) as u32)
 }
 
 /// Checks the version's layout against the C API on the frames running now (Note [Frames in
@@ -281,7 +293,7 @@ fn calibrate(py: Python<'_>) -> Option<Option<Calibrated>> {
                 if !back.is_null() {
                     ffi::Py_DECREF(back.cast());
                 }
-                return Some(ok.then_some(candidate));
+                return decide(ok, candidate);
             };
             ok = !back.is_null() && {
                 let code = PyFrame_GetCode(back);
@@ -294,7 +306,21 @@ fn calibrate(py: Python<'_>) -> Option<Option<Calibrated>> {
                 ffi::Py_DECREF(back.cast());
             }
         }
-        Some(ok.then_some(candidate))
+        decide(ok, candidate)
+    }
+}
+
+/// A check that failed may have met a frame still being set up (a finalizer's op run by an
+/// allocation in a frame's prologue, which the C API skips): asked again a few times before
+/// in-place reading is turned off for good.
+fn decide(ok: bool, candidate: Calibrated) -> Option<Option<Calibrated>> {
+    static FAILED: AtomicU32 = AtomicU32::new(0);
+    if ok {
+        Some(Some(candidate))
+    } else if FAILED.fetch_add(1, Ordering::Relaxed) < 8 {
+        None
+    } else {
+        Some(None)
     }
 }
 

@@ -3,20 +3,22 @@
 //!
 //! Note [Sites]
 //! A site is the user's line: the first Python frame outside the rustgrad package when an op
-//! ran. Capturing one walks frames through the C API and keeps only the code object and the
-//! frame's instruction offset (`f_lasti`); the line number, names and file are worked out from
-//! the code object when a report asks (the line table is scanned then, not at every op), so a
-//! site costs two references, one call and no string work. The op wrapper a node is recorded
-//! from is skipped without making its frame object (`start_frame`). Whether a code object
+//! ran. Capturing one walks the running frames, read in place where the interpreter's layout is
+//! known (Note [Frames in place] in frames.rs) and through the C API elsewhere, and keeps only
+//! the code object and the frame's instruction offset (`f_lasti`); the line number, names and
+//! file are worked out from the code object when a report asks (the line table is scanned then,
+//! not at every op), so a site costs one reference and no string work. Through the C API, the
+//! op wrapper a node is recorded from is skipped without making its frame object
+//! (`start_frame`). Whether a code object
 //! belongs to the package is decided once per code object (a process-wide map holding it, so
 //! its address is not reused, behind a direct-mapped memo of the last answers).
 //! The outermost package frame passed on the way is kept too: it is the entry point the user
 //! called (`add_`, `SGD.step`), which names the op of a version bump.
 //!
 //! Sites are always taken for version bumps (in-place ops are few) and for cuts (`detach()`,
-//! `.data`, ops under no_grad on tensors that require grad); for every recorded node only when
-//! node provenance is on (`set_provenance`) or cheap anomaly mode is, since a site on every op
-//! would cost the per-op chain more than the 5 %.
+//! `.data`, ops under no_grad on tensors that require grad); for every recorded node while node
+//! provenance is on (`set_provenance`, on by default: about 2% of the small-tensor forward
+//! chain's instructions with frames read in place) or cheap anomaly mode is.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -40,13 +42,16 @@ extern "C" {
 }
 
 static PACKAGE_DIR: OnceLock<String> = OnceLock::new();
-static NODE_SITES: AtomicBool = AtomicBool::new(false);
+static NODE_SITES: AtomicBool = AtomicBool::new(true);
 static STRICT_DATA: AtomicBool = AtomicBool::new(false);
 static TRACING: AtomicBool = AtomicBool::new(false);
 static TRACER: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 
 // code objects are keyed by address (rustgrad_core's AddressHasher: far cheaper than SipHash)
 type InternalCache = HashMap<usize, (Py<PyAny>, bool), BuildHasherDefault<AddressHasher>>;
+
+/// Code objects and globals `INTERNAL` holds before it starts again.
+const MAX_KNOWN: usize = 1 << 16;
 
 /// Slots of the memo in front of `INTERNAL` (a power of two): wide enough that the few code
 /// objects a loop's ops run through rarely share one.
@@ -142,10 +147,26 @@ fn in_package_slow(
             .is_some_and(|dir| file_of(obj).is_some_and(|f| f.starts_with(dir.as_str())));
         let held = obj.clone().unbind();
         let mut map = INTERNAL.lock().unwrap_or_else(|e| e.into_inner());
-        map.get_or_insert_with(InternalCache::default)
+        let full = map.as_ref().is_some_and(|m| m.len() >= MAX_KNOWN);
+        // code made again and again (exec, notebook cells) would grow the map without end:
+        // when full, the memo forgets every address before the map lets its objects go
+        let dropped = if full {
+            for slot in &MEMO {
+                slot.store(0, Ordering::Relaxed);
+            }
+            map.take()
+        } else {
+            None
+        };
+        let internal = map
+            .get_or_insert_with(InternalCache::default)
             .entry(key)
             .or_insert((held, internal))
-            .1
+            .1;
+        drop(map);
+        // released outside the lock: a release can run Python code (finalizers)
+        drop(dropped);
+        internal
     });
     slot.store(key | usize::from(internal), Ordering::Relaxed);
     internal
