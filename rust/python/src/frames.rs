@@ -42,6 +42,20 @@ struct Layout {
     globals: usize,
 }
 
+/// 3.12's frame, which 3.13 keeps (its `f_code` became `f_executable`, `prev_instr` became
+/// `instr_ptr`, at the same offsets); only the way from the thread state to it moved.
+const LAYOUT_312: Layout = Layout {
+    minor: 12,
+    // tstate->cframe->current_frame
+    to_frame: &[56, 0],
+    code: 0,
+    previous: 8,
+    instr: 56,
+    owner: 70,
+    frame_obj: 48,
+    globals: 24,
+};
+
 const LAYOUTS: [Layout; 3] = [
     // tstate->cframe->current_frame
     Layout {
@@ -54,27 +68,13 @@ const LAYOUTS: [Layout; 3] = [
         frame_obj: 40,
         globals: 8,
     },
-    Layout {
-        minor: 12,
-        to_frame: &[56, 0],
-        code: 0,
-        previous: 8,
-        instr: 56,
-        owner: 70,
-        frame_obj: 48,
-        globals: 24,
-    },
+    LAYOUT_312,
     // tstate->current_frame; `code` is `f_executable`, a code object on every frame the walk
     // reads (others are skipped by type)
     Layout {
         minor: 13,
         to_frame: &[72],
-        code: 0,
-        previous: 8,
-        instr: 56,
-        owner: 70,
-        frame_obj: 48,
-        globals: 24,
+        ..LAYOUT_312
     },
 ];
 
